@@ -1,0 +1,219 @@
+// The CPU backend's histograms: the OpenMP analogy of the seeds made into strategies.
+// `sequential` is the reference every other result, CPU or GPU, is checked against; `critical`,
+// `atomic`, `privatized` and `reduction` are the four ways OpenMP resolves conflicting updates.
+// Host-only: no CUDA header is included here.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "tally/bins.hpp"
+#include "tally/cpu/parallel.hpp"
+#include "tally/detail/validate.hpp"
+#include "tally/strategy.hpp"
+
+namespace tally::cpu {
+namespace detail {
+
+/// Below this many samples, starting threads costs more than it saves.
+inline constexpr std::uint64_t parallel_threshold = 1 << 16;
+/// Per-thread copies are used while they take at most this many bytes.
+inline constexpr std::uint64_t private_copies_budget = std::uint64_t{256} << 20;
+
+inline choice choose_histogram(strategy requested, std::uint64_t num_samples, std::int64_t num_bins,
+                               std::size_t counter_bytes) {
+  if (requested != strategy::automatic) return {requested, "asked for"};
+  const auto threads = static_cast<std::uint64_t>(max_threads());
+  if (threads == 1 || num_samples < parallel_threshold) {
+    return {strategy::sequential, "one thread or a small input: threads would cost more than they save"};
+  }
+  const std::uint64_t copies_bytes = threads * static_cast<std::uint64_t>(num_bins) * counter_bytes;
+  if (copies_bytes <= private_copies_budget && static_cast<std::uint64_t>(num_bins) * 4 <= num_samples) {
+    return {strategy::privatized, "a private copy per thread fits in memory and costs less than the input"};
+  }
+  return {strategy::atomic, "too many bins for private copies; atomics on many bins rarely collide"};
+}
+
+template <class Sample, class Counter, class Mapper>
+std::uint64_t count_sequential(std::span<const Sample> samples, Counter* counts, const Mapper& map) {
+  std::uint64_t left_out = 0;
+  for (const Sample x : samples) {
+    const std::int64_t bin = map(x);
+    if (bin < 0) {
+      ++left_out;
+    } else {
+      ++counts[bin];
+    }
+  }
+  return left_out;
+}
+
+template <class Sample, class Counter, class Mapper>
+std::uint64_t count_critical(std::span<const Sample> samples, Counter* counts, const Mapper& map) {
+  const auto n = static_cast<std::int64_t>(samples.size());
+  std::uint64_t left_out = 0;
+#pragma omp parallel for reduction(+ : left_out)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t bin = map(samples[i]);
+    if (bin < 0) {
+      ++left_out;
+    } else {
+#pragma omp critical(tally_histogram)
+      ++counts[bin];
+    }
+  }
+  return left_out;
+}
+
+template <class Sample, class Counter, class Mapper>
+std::uint64_t count_atomic(std::span<const Sample> samples, Counter* counts, const Mapper& map) {
+  const auto n = static_cast<std::int64_t>(samples.size());
+  std::uint64_t left_out = 0;
+#pragma omp parallel for reduction(+ : left_out)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t bin = map(samples[i]);
+    if (bin < 0) {
+      ++left_out;
+    } else {
+      std::atomic_ref<Counter>(counts[bin]).fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  return left_out;
+}
+
+template <class Sample, class Counter, class Mapper>
+std::uint64_t count_privatized(std::span<const Sample> samples, Counter* counts, std::int64_t num_bins,
+                               const Mapper& map) {
+  const auto n = static_cast<std::int64_t>(samples.size());
+  const auto threads = static_cast<std::size_t>(max_threads());
+  std::vector<Counter> copies(threads * static_cast<std::size_t>(num_bins), Counter{0});
+  std::uint64_t left_out = 0;
+#pragma omp parallel reduction(+ : left_out)
+  {
+    Counter* mine = copies.data() + static_cast<std::size_t>(thread_num()) * static_cast<std::size_t>(num_bins);
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t bin = map(samples[i]);
+      if (bin < 0) {
+        ++left_out;
+      } else {
+        ++mine[bin];
+      }
+    }
+  }
+  // Merge: each bin is summed over the copies by one thread, so no update conflicts.
+#pragma omp parallel for schedule(static)
+  for (std::int64_t bin = 0; bin < num_bins; ++bin) {
+    Counter total = 0;
+    for (std::size_t t = 0; t < threads; ++t) total += copies[t * static_cast<std::size_t>(num_bins) + bin];
+    counts[bin] = total;
+  }
+  return left_out;
+}
+
+template <class Sample, class Counter, class Mapper>
+std::uint64_t count_reduction(std::span<const Sample> samples, Counter* counts, std::int64_t num_bins,
+                              const Mapper& map) {
+  const auto n = static_cast<std::int64_t>(samples.size());
+  std::uint64_t left_out = 0;
+  // OpenMP gives each thread a private, zeroed counts[0:num_bins] and adds them up at the end.
+#pragma omp parallel for reduction(+ : left_out) reduction(+ : counts[:num_bins])
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t bin = map(samples[i]);
+    if (bin < 0) {
+      ++left_out;
+    } else {
+      ++counts[bin];
+    }
+  }
+  return left_out;
+}
+
+template <class Sample, class Counter, class Mapper>
+histogram_result run_histogram(std::span<const Sample> samples, std::span<Counter> counts, const Mapper& map,
+                               strategy requested) {
+  const std::int64_t num_bins = map.num_bins();
+  const choice chose = choose_histogram(requested, samples.size(), num_bins, sizeof(Counter));
+  std::fill(counts.begin(), counts.end(), Counter{0});
+  std::uint64_t left_out = 0;
+  switch (chose.used) {
+    case strategy::critical: left_out = count_critical(samples, counts.data(), map); break;
+    case strategy::atomic: left_out = count_atomic(samples, counts.data(), map); break;
+    case strategy::privatized: left_out = count_privatized(samples, counts.data(), num_bins, map); break;
+    case strategy::reduction: left_out = count_reduction(samples, counts.data(), num_bins, map); break;
+    default: left_out = count_sequential(samples, counts.data(), map); break;
+  }
+  return {chose, left_out};
+}
+
+template <class Sample>
+void check_no_negative(std::string_view function, std::span<const Sample> samples) {
+  if constexpr (std::is_signed_v<Sample>) {
+    const auto it = std::find_if(samples.begin(), samples.end(), [](Sample x) { return x < 0; });
+    if (it != samples.end()) {
+      tally::detail::throw_negative_sample(function, static_cast<std::uint64_t>(it - samples.begin()),
+                                           static_cast<long long>(*it));
+    }
+  }
+}
+
+}  // namespace detail
+
+/**
+ * @brief Counts `samples` into `bins.num_bins` equal-width bins over [lower, upper).
+ * @param counts exactly `bins.num_bins` counters, overwritten (zeroed first).
+ * @return the strategy used and the number of samples left out (NaN, infinite, out of range).
+ * @throws tally::error naming the argument, before anything is written, on bad input.
+ */
+template <class Sample, class Counter>
+histogram_result histogram_even(std::span<const Sample> samples, std::span<Counter> counts, const even_bins& bins,
+                                const histogram_options& options = {}) {
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: uint8, int32, uint32, int64, float, double");
+  static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
+  constexpr std::string_view function = "tally::cpu::histogram_even";
+  tally::detail::check_even_bins(function, bins);
+  tally::detail::check_histogram_buffers(function, samples, counts, bins.num_bins);
+  tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
+  return detail::run_histogram(samples, counts, even_bin_mapper<Sample>(bins, options.last_edge), options.algorithm);
+}
+
+/**
+ * @brief Counts `samples` into the bins between sorted `edges` (edges.size() - 1 bins).
+ * @param edges non-decreasing and finite; bin i is [edges[i], edges[i+1]).
+ */
+template <class Sample, class Counter>
+histogram_result histogram_range(std::span<const Sample> samples, std::span<Counter> counts,
+                                 std::span<const double> edges, const histogram_options& options = {}) {
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: uint8, int32, uint32, int64, float, double");
+  static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
+  constexpr std::string_view function = "tally::cpu::histogram_range";
+  tally::detail::check_range_edges(function, edges);
+  tally::detail::check_histogram_buffers(function, samples, counts, static_cast<std::int64_t>(edges.size()) - 1);
+  tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
+  const range_bin_mapper<Sample> map(edges.data(), static_cast<std::int64_t>(edges.size()), options.last_edge);
+  return detail::run_histogram(samples, counts, map, options.algorithm);
+}
+
+/**
+ * @brief Counts value v of `samples` in counts[v]; values >= counts.size() are left out.
+ * @throws tally::error if a sample is negative (checked before anything is written).
+ */
+template <class Sample, class Counter>
+histogram_result bincount(std::span<const Sample> samples, std::span<Counter> counts,
+                          const histogram_options& options = {}) {
+  static_assert(is_bincount_sample_v<Sample>, "bincount samples: uint8, int32, uint32, int64");
+  static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
+  constexpr std::string_view function = "tally::cpu::bincount";
+  const auto num_bins = static_cast<std::int64_t>(counts.size());
+  if (num_bins == 0) tally::throw_invalid_argument(function, "counts", "must hold at least one bin (num_bins is counts.size(), 0)");
+  tally::detail::check_histogram_buffers(function, samples, counts, num_bins);
+  tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
+  detail::check_no_negative(function, samples);
+  return detail::run_histogram(samples, counts, bincount_mapper<Sample>(num_bins), options.algorithm);
+}
+
+}  // namespace tally::cpu

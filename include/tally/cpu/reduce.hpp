@@ -1,0 +1,151 @@
+// The CPU backend's reduce, count_if and find_first_if, with the same five strategies as its
+// histograms: the seeds' OpenMP lesson (critical, atomic, reduction) applied to one result.
+// Host-only: no CUDA header is included here.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "tally/cpu/parallel.hpp"
+#include "tally/detail/validate.hpp"
+#include "tally/reduce.hpp"
+
+namespace tally::cpu {
+
+/** @brief The result of count_if. */
+struct count_result {
+  std::uint64_t count = 0;
+  choice chose;
+};
+
+/** @brief The result of find_first_if: `index` is the size of the input when nothing matches. */
+struct find_result {
+  std::int64_t index = 0;
+  choice chose;
+};
+
+namespace detail {
+
+inline choice choose_reduction(strategy requested, std::uint64_t num_samples) {
+  if (requested != strategy::automatic) return {requested, "asked for"};
+  if (max_threads() == 1 || num_samples < (1 << 16)) {
+    return {strategy::sequential, "one thread or a small input: threads would cost more than they save"};
+  }
+  return {strategy::reduction, "one private partial per thread, combined once: no contention"};
+}
+
+/// Combines `value` into `*target` with a compare-and-swap loop: the general atomic update.
+template <class A, class Combine>
+void atomic_combine(A& target, A value, Combine combine) {
+  std::atomic_ref<A> ref(target);
+  A old = ref.load(std::memory_order_relaxed);
+  while (!ref.compare_exchange_weak(old, combine(old, value), std::memory_order_relaxed)) {
+  }
+}
+
+/// Folds `element(i)` for i in [0, n) with `combine` using strategy `s`. `Element` returns A.
+template <class A, class Element, class Combine>
+A fold(strategy s, std::int64_t n, A identity, Element element, Combine combine) {
+  A result = identity;
+  switch (s) {
+    case strategy::critical:
+#pragma omp parallel for
+      for (std::int64_t i = 0; i < n; ++i) {
+        const A value = element(i);
+#pragma omp critical(tally_reduce)
+        result = combine(result, value);
+      }
+      break;
+    case strategy::atomic:
+#pragma omp parallel for
+      for (std::int64_t i = 0; i < n; ++i) atomic_combine(result, element(i), combine);
+      break;
+    case strategy::privatized: {
+      std::vector<A> partials(static_cast<std::size_t>(max_threads()), identity);
+#pragma omp parallel
+      {
+        A mine = identity;
+#pragma omp for schedule(static)
+        for (std::int64_t i = 0; i < n; ++i) mine = combine(mine, element(i));
+        partials[static_cast<std::size_t>(thread_num())] = mine;
+      }
+      for (const A& partial : partials) result = combine(result, partial);
+      break;
+    }
+    case strategy::reduction: {
+      // A user-declared OpenMP reduction, so min/max keep tally's NaN rule and sums their type.
+#pragma omp declare reduction(tally_fold : A : omp_out = combine(omp_out, omp_in)) initializer(omp_priv = identity)
+#pragma omp parallel for reduction(tally_fold : result)
+      for (std::int64_t i = 0; i < n; ++i) result = combine(result, element(i));
+      break;
+    }
+    default:
+      for (std::int64_t i = 0; i < n; ++i) result = combine(result, element(i));
+      break;
+  }
+  return result;
+}
+
+}  // namespace detail
+
+/**
+ * @brief Sum, min or max of `samples`. Integer results are exact; min/max return NaN if any
+ * sample is NaN; float sums depend on the order the strategy adds in.
+ */
+template <class T>
+reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_options& options = {}) {
+  static_assert(is_reduce_sample_v<T>, "reduce samples: int32, uint32, int64, float, double");
+  constexpr std::string_view function = "tally::cpu::reduce";
+  tally::detail::check_not_null(function, "samples", samples);
+  tally::detail::check_strategy(function, backend::cpu, operation::reduce, options.algorithm);
+  using A = accumulator_t<T>;
+  const choice chose = detail::choose_reduction(options.algorithm, samples.size());
+  const auto combine = [op](A a, A b) { return tally::detail::reduce_combine<T>(op, a, b); };
+  const A value = detail::fold<A>(chose.used, static_cast<std::int64_t>(samples.size()),
+                                  tally::detail::reduce_identity<T>(op),
+                                  [&](std::int64_t i) { return static_cast<A>(samples[i]); }, combine);
+  return {value, chose};
+}
+
+/** @brief How many samples satisfy `predicate`. */
+template <class T, class Predicate>
+count_result count_if(std::span<const T> samples, Predicate predicate, const reduce_options& options = {}) {
+  constexpr std::string_view function = "tally::cpu::count_if";
+  tally::detail::check_not_null(function, "samples", samples);
+  tally::detail::check_strategy(function, backend::cpu, operation::count_if, options.algorithm);
+  const choice chose = detail::choose_reduction(options.algorithm, samples.size());
+  const std::uint64_t count = detail::fold<std::uint64_t>(
+      chose.used, static_cast<std::int64_t>(samples.size()), 0,
+      [&](std::int64_t i) -> std::uint64_t { return predicate(samples[i]) ? 1 : 0; },
+      [](std::uint64_t a, std::uint64_t b) { return a + b; });
+  return {count, chose};
+}
+
+/**
+ * @brief The index of the first sample that satisfies `predicate`, or samples.size() if none.
+ * The input is searched in windows, in order, so the search stops at the first window that
+ * holds a match.
+ */
+template <class T, class Predicate>
+find_result find_first_if(std::span<const T> samples, Predicate predicate, const reduce_options& options = {}) {
+  constexpr std::string_view function = "tally::cpu::find_first_if";
+  tally::detail::check_not_null(function, "samples", samples);
+  tally::detail::check_strategy(function, backend::cpu, operation::find_first_if, options.algorithm);
+  const choice chose = detail::choose_reduction(options.algorithm, samples.size());
+  const auto n = static_cast<std::int64_t>(samples.size());
+  const std::int64_t window = std::int64_t{1} << 16 << (chose.used == strategy::sequential ? 0 : 4);
+  for (std::int64_t base = 0; base < n; base += window) {
+    const std::int64_t length = std::min(window, n - base);
+    const std::int64_t first = detail::fold<std::int64_t>(
+        chose.used, length, n,
+        [&](std::int64_t i) { return predicate(samples[base + i]) ? base + i : n; },
+        [](std::int64_t a, std::int64_t b) { return std::min(a, b); });
+    if (first < n) return {first, chose};
+  }
+  return {n, chose};
+}
+
+}  // namespace tally::cpu

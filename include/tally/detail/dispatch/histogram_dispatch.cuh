@@ -1,0 +1,167 @@
+// The histogram dispatch: the only code that chooses a strategy's launch shape and launches the
+// histogram kernels. CUB's temporary-storage contract: called with `temp == nullptr` it only
+// sets `temp_bytes`; called again with that much storage it runs. It returns cudaError_t and
+// never throws; the owning layer (src/gpu) validates arguments and turns errors into exceptions.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "tally/detail/dispatch/device_properties.cuh"
+#include "tally/detail/kernels/histogram_kernels.cuh"
+#include "tally/detail/tuning/histogram_tuning.cuh"
+#include "tally/strategy.hpp"
+
+namespace tally::detail {
+
+inline std::size_t shared_copy_bytes(std::int64_t num_bins) { return static_cast<std::size_t>(num_bins) * 4; }
+
+/// Why strategy `s` cannot count `num_bins` bins on this device, or nullptr if it can.
+inline const char* histogram_strategy_unfit(strategy s, std::int64_t num_bins, const device_properties& props) {
+  const bool shared = s == strategy::shared_atomic || s == strategy::shared_two_phase;
+  if (shared && shared_copy_bytes(num_bins) > props.shared_memory_per_block_optin) {
+    return "needs num_bins * 4 bytes of shared memory per block, more than this GPU gives a block";
+  }
+  if ((s == strategy::global_privatized || s == strategy::shared_two_phase) &&
+      shared_copy_bytes(num_bins) > tuning::block_copies_budget_bytes) {
+    return "needs num_bins * 4 bytes of global memory per block, more than its budget";
+  }
+  return nullptr;
+}
+
+/// automatic: keep the counting on chip when the bins fit one block's shared memory.
+inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, const device_properties& props) {
+  if (requested != strategy::automatic) return {requested, "asked for"};
+  if (shared_copy_bytes(num_bins) <= props.shared_memory_per_block_optin) {
+    return {strategy::shared_atomic, "the bins fit in shared memory: count on chip, one global atomic per bin per block"};
+  }
+  return {strategy::global_atomic, "too many bins for shared memory: one global atomic per sample"};
+}
+
+/// A kernel launch shape: enough blocks to fill the GPU, no block with more than 2^31 samples.
+template <class Kernel>
+cudaError_t histogram_grid(Kernel kernel, std::int64_t num_samples, std::size_t shared_bytes,
+                           const device_properties& props, int max_blocks, int& blocks) {
+  if (shared_bytes > 48 * 1024) {
+    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(shared_bytes));
+        e != cudaSuccess) {
+      return e;
+    }
+  }
+  int per_sm = 0;
+  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, tuning::histogram_block_threads,
+                                                                    shared_bytes);
+      e != cudaSuccess) {
+    return e;
+  }
+  const std::int64_t needed = (num_samples + tuning::histogram_block_threads - 1) / tuning::histogram_block_threads;
+  std::int64_t count = std::min<std::int64_t>(std::max(per_sm, 1) * std::int64_t{props.multiprocessors}, needed);
+  count = std::min<std::int64_t>(count, max_blocks);
+  count = std::max<std::int64_t>(count, (num_samples + tuning::max_samples_per_block - 1) / tuning::max_samples_per_block);
+  blocks = static_cast<int>(std::max<std::int64_t>(count, 1));
+  return cudaSuccess;
+}
+
+inline cudaError_t launch_merge(const std::uint32_t* copies, int num_copies, std::int64_t num_bins, void* counts,
+                                bool wide_counters, const device_properties& props, cudaStream_t stream) {
+  const std::int64_t needed = (num_bins + tuning::merge_block_threads - 1) / tuning::merge_block_threads;
+  const int blocks = static_cast<int>(std::min<std::int64_t>(needed, std::int64_t{props.multiprocessors} * 8));
+  if (wide_counters) {
+    merge_block_copies_kernel<<<blocks, tuning::merge_block_threads, 0, stream>>>(
+        copies, num_copies, num_bins, static_cast<std::uint64_t*>(counts));
+  } else {
+    merge_block_copies_kernel<<<blocks, tuning::merge_block_threads, 0, stream>>>(
+        copies, num_copies, num_bins, static_cast<std::uint32_t*>(counts));
+  }
+  return cudaGetLastError();
+}
+
+/**
+ * Runs strategy `s` (not automatic, not cub) over `samples` into `counts` and adds the samples it
+ * leaves out to `*left_out`, which the caller zeroes. Counts need not be zeroed by the caller.
+ */
+template <class Sample, class Counter, class Mapper>
+cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, const Sample* samples,
+                               std::int64_t num_samples, Counter* counts, const Mapper& map,
+                               std::uint64_t* left_out, cudaStream_t stream) {
+  device_properties props;
+  if (cudaError_t e = current_device_properties(props); e != cudaSuccess) return e;
+  const std::int64_t num_bins = map.num_bins();
+  const std::size_t copy_bytes = shared_copy_bytes(num_bins);
+  const int max_copies = static_cast<int>(std::max<std::size_t>(1, tuning::block_copies_budget_bytes / copy_bytes));
+  constexpr int threads = tuning::histogram_block_threads;
+  int blocks = 1;
+
+  switch (s) {
+    case strategy::global_privatized: {
+      auto kernel = global_privatized_histogram_kernel<Sample, Mapper>;
+      if (cudaError_t e = histogram_grid(kernel, num_samples, 0, props, max_copies, blocks); e != cudaSuccess) return e;
+      if (temp == nullptr) {
+        temp_bytes = copy_bytes * blocks;
+        return cudaSuccess;
+      }
+      auto* copies = static_cast<std::uint32_t*>(temp);
+      if (cudaError_t e = cudaMemsetAsync(copies, 0, copy_bytes * blocks, stream); e != cudaSuccess) return e;
+      if (num_samples > 0) kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, copies, map, left_out);
+      if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+      return launch_merge(copies, blocks, num_bins, counts, sizeof(Counter) == 8, props, stream);
+    }
+    case strategy::shared_two_phase: {
+      auto kernel = shared_two_phase_histogram_kernel<Sample, Mapper>;
+      if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, max_copies, blocks); e != cudaSuccess) {
+        return e;
+      }
+      if (temp == nullptr) {
+        temp_bytes = copy_bytes * blocks;
+        return cudaSuccess;
+      }
+      auto* copies = static_cast<std::uint32_t*>(temp);
+      if (num_samples == 0) {
+        if (cudaError_t e = cudaMemsetAsync(copies, 0, copy_bytes * blocks, stream); e != cudaSuccess) return e;
+      } else {
+        kernel<<<blocks, threads, copy_bytes, stream>>>(samples, num_samples, copies, map, left_out);
+      }
+      if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+      return launch_merge(copies, blocks, num_bins, counts, sizeof(Counter) == 8, props, stream);
+    }
+    default: break;
+  }
+
+  // The remaining strategies count straight into `counts`, which start at zero.
+  if (temp == nullptr) {
+    temp_bytes = 0;
+    return cudaSuccess;
+  }
+  if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
+  if (num_samples == 0) return cudaSuccess;
+  switch (s) {
+    case strategy::racy: {
+      auto kernel = racy_histogram_kernel<Sample, Counter, Mapper>;
+      if (cudaError_t e = histogram_grid(kernel, num_samples, 0, props, 1 << 30, blocks); e != cudaSuccess) return e;
+      kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, counts, map, left_out);
+      break;
+    }
+    case strategy::global_atomic: {
+      auto kernel = global_atomic_histogram_kernel<Sample, Counter, Mapper>;
+      if (cudaError_t e = histogram_grid(kernel, num_samples, 0, props, 1 << 30, blocks); e != cudaSuccess) return e;
+      kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, counts, map, left_out);
+      break;
+    }
+    case strategy::shared_atomic: {
+      auto kernel = shared_atomic_histogram_kernel<Sample, Counter, Mapper>;
+      if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, 1 << 30, blocks); e != cudaSuccess) {
+        return e;
+      }
+      kernel<<<blocks, threads, copy_bytes, stream>>>(samples, num_samples, counts, map, left_out);
+      break;
+    }
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+}  // namespace tally::detail

@@ -1,0 +1,106 @@
+// The histogram kernels: thin __global__ functions, one per strategy, each built from the block
+// pieces. Every kernel adds the samples it leaves out to `left_out` (one atomic per warp).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda/atomic>
+
+#include "tally/detail/block/block_histogram.cuh"
+#include "tally/detail/block/warp_sum.cuh"
+
+namespace tally::detail {
+
+/// The seeds' `hist[bin]++` with no synchronization: concurrent updates of one bin are lost.
+template <class Sample, class Counter, class Mapper>
+__global__ void racy_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts, Mapper map,
+                                      std::uint64_t* left_out) {
+  volatile Counter* racy_counts = counts;  // volatile: every increment really reads and writes memory
+  const std::uint64_t mine = for_each_bin(samples, num_samples, map, [racy_counts](std::int64_t bin) {
+    racy_counts[bin] = racy_counts[bin] + 1;
+  });
+  warp_add_to(mine, left_out);
+}
+
+/// One device-scope atomic per sample: correct, and as slow as the hottest bin is contended.
+template <class Sample, class Counter, class Mapper>
+__global__ void global_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
+                                               Mapper map, std::uint64_t* left_out) {
+  const std::uint64_t mine = for_each_bin(samples, num_samples, map, [counts](std::int64_t bin) {
+    cuda::atomic_ref<Counter, cuda::thread_scope_device>(counts[bin]).fetch_add(1, cuda::memory_order_relaxed);
+  });
+  warp_add_to(mine, left_out);
+}
+
+/// Each block counts into its own zeroed slice of `block_copies` (num_bins counters) in global
+/// memory with block-scope atomics; merge_block_copies_kernel adds the slices up.
+template <class Sample, class Mapper>
+__global__ void global_privatized_histogram_kernel(const Sample* samples, std::int64_t num_samples,
+                                                   std::uint32_t* block_copies, Mapper map,
+                                                   std::uint64_t* left_out) {
+  std::uint32_t* copy = block_copies + static_cast<std::int64_t>(blockIdx.x) * map.num_bins();
+  warp_add_to(count_into_block_copy(samples, num_samples, map, copy), left_out);
+}
+
+/// A shared-memory histogram per block, then one device-scope atomic per non-zero bin.
+template <class Sample, class Counter, class Mapper>
+__global__ void shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
+                                               Mapper map, std::uint64_t* left_out) {
+  extern __shared__ std::uint32_t shared_copy[];
+  zero_block_copy(shared_copy, map.num_bins());
+  __syncthreads();  // the copy is zero before anyone counts into it
+  warp_add_to(count_into_block_copy(samples, num_samples, map, shared_copy), left_out);
+  __syncthreads();  // every count is in before the copy is read
+  add_block_copy(shared_copy, map.num_bins(), counts);
+}
+
+/// A shared-memory histogram per block, written out whole to the block's slice of
+/// `block_copies`; merge_block_copies_kernel adds the slices up, with no atomics.
+template <class Sample, class Mapper>
+__global__ void shared_two_phase_histogram_kernel(const Sample* samples, std::int64_t num_samples,
+                                                  std::uint32_t* block_copies, Mapper map,
+                                                  std::uint64_t* left_out) {
+  extern __shared__ std::uint32_t shared_copy[];
+  const std::int64_t num_bins = map.num_bins();
+  zero_block_copy(shared_copy, num_bins);
+  __syncthreads();
+  warp_add_to(count_into_block_copy(samples, num_samples, map, shared_copy), left_out);
+  __syncthreads();
+  std::uint32_t* copy = block_copies + static_cast<std::int64_t>(blockIdx.x) * num_bins;
+  for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) copy[bin] = shared_copy[bin];
+}
+
+/// counts[bin] = the sum of bin over `num_copies` slices; one thread per bin, in a fixed order,
+/// so the result is deterministic.
+template <class Counter>
+__global__ void merge_block_copies_kernel(const std::uint32_t* block_copies, int num_copies, std::int64_t num_bins,
+                                          Counter* counts) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t bin = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; bin < num_bins;
+       bin += stride) {
+    std::uint64_t total = 0;
+    for (int copy = 0; copy < num_copies; ++copy) total += block_copies[copy * num_bins + bin];
+    counts[bin] = static_cast<Counter>(total);
+  }
+}
+
+/// `*target = value`: a one-thread kernel, so async calls need no host-to-device copy.
+template <class T>
+__global__ void set_value_kernel(T* target, T value) {
+  *target = value;
+}
+
+/// Subtracts the sum of `counts` from `*left_out` (which holds the number of samples): for
+/// strategies that cannot report what they left out, such as CUB.
+template <class Counter>
+__global__ void subtract_counts_kernel(const Counter* counts, std::int64_t num_bins, std::uint64_t* left_out) {
+  std::uint64_t mine = 0;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t bin = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; bin < num_bins;
+       bin += stride) {
+    mine += counts[bin];
+  }
+  warp_add_to(~mine + 1, left_out);  // adding -mine modulo 2^64
+}
+
+}  // namespace tally::detail

@@ -1,0 +1,101 @@
+// Argument checks shared by both backends' host entry points. Every check runs before anything
+// is written, and every failure names the function, the argument and the value passed.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "tally/bins.hpp"
+#include "tally/error.hpp"
+
+namespace tally::detail {
+
+template <class T>
+void check_not_null(std::string_view function, std::string_view argument, std::span<T> values) {
+  if (values.data() == nullptr && !values.empty()) {
+    throw_invalid_argument(function, argument,
+                           "is a null pointer with size " + std::to_string(values.size()));
+  }
+}
+
+/// 32-bit counters are refused when the samples alone could overflow one bin.
+template <class Counter>
+void check_counter_capacity(std::string_view function, std::uint64_t num_samples) {
+  if (num_samples > std::numeric_limits<Counter>::max()) {
+    throw_invalid_argument(function, "counts",
+                           "has 32-bit counters, which could overflow with " + std::to_string(num_samples) +
+                               " samples; use 64-bit counters");
+  }
+}
+
+template <class Sample, class Counter>
+void check_histogram_buffers(std::string_view function, std::span<const Sample> samples,
+                             std::span<Counter> counts, std::int64_t num_bins) {
+  check_not_null(function, "samples", samples);
+  check_not_null(function, "counts", counts);
+  if (static_cast<std::int64_t>(counts.size()) != num_bins) {
+    throw_invalid_argument(function, "counts",
+                           "has " + std::to_string(counts.size()) + " elements but there are " +
+                               std::to_string(num_bins) + " bins");
+  }
+  check_counter_capacity<Counter>(function, samples.size());
+}
+
+inline void check_num_bins(std::string_view function, std::int64_t num_bins) {
+  if (num_bins <= 0) throw_invalid_argument(function, "num_bins", "must be > 0 (got " + std::to_string(num_bins) + ")");
+}
+
+inline void check_even_bins(std::string_view function, const even_bins& bins) {
+  check_num_bins(function, bins.num_bins);
+  if (!std::isfinite(bins.lower)) throw_invalid_argument(function, "lower", "must be finite");
+  if (!std::isfinite(bins.upper)) throw_invalid_argument(function, "upper", "must be finite");
+  if (!(bins.lower < bins.upper)) {
+    throw_invalid_argument(function, "lower",
+                           "must be < upper (got lower=" + std::to_string(bins.lower) +
+                               ", upper=" + std::to_string(bins.upper) + ")");
+  }
+  if (!std::isfinite(bins.upper - bins.lower)) {
+    throw_invalid_argument(function, "upper", "minus lower must be finite");
+  }
+}
+
+/// Range edges: at least two, finite, non-decreasing (equal neighbours make an empty bin, as numpy).
+inline void check_range_edges(std::string_view function, std::span<const double> edges) {
+  check_not_null(function, "edges", edges);
+  if (edges.size() < 2) {
+    throw_invalid_argument(function, "edges",
+                           "needs at least 2 edges (1 bin), got " + std::to_string(edges.size()));
+  }
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    if (!std::isfinite(edges[i])) {
+      throw_invalid_argument(function, "edges", "has a non-finite edge at index " + std::to_string(i));
+    }
+    if (i > 0 && edges[i] < edges[i - 1]) {
+      throw_invalid_argument(function, "edges",
+                             "must be sorted ascending; edge " + std::to_string(i) + " (" +
+                                 std::to_string(edges[i]) + ") is below edge " + std::to_string(i - 1) + " (" +
+                                 std::to_string(edges[i - 1]) + ")");
+    }
+  }
+}
+
+inline void check_strategy(std::string_view function, backend b, operation op, strategy s) {
+  if (!supports(b, op, s)) {
+    throw error(errc::not_supported, "strategy",
+                std::string(function) + ": argument 'strategy' is '" + std::string(to_string(s)) +
+                    "', which the " + std::string(to_string(b)) + " backend does not implement for this operation");
+  }
+}
+
+[[noreturn]] inline void throw_negative_sample(std::string_view function, std::uint64_t index, long long value) {
+  throw_invalid_argument(function, "samples",
+                         "must be non-negative for bincount; sample " + std::to_string(index) + " is " +
+                             std::to_string(value));
+}
+
+}  // namespace tally::detail

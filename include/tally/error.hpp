@@ -1,0 +1,44 @@
+// The one error type of tally's owning layer (CPU backend, GPU host API, CLI): thrown with a
+// message that names the function, the argument and the value the caller passed.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace tally {
+
+/** @brief What kind of failure an error reports. */
+enum class errc {
+  invalid_argument,  ///< the caller passed a value the function cannot accept
+  not_supported,     ///< the strategy, type or backend cannot do what was asked
+  out_of_memory,     ///< temporary storage could not be allocated
+  cuda_error,        ///< the CUDA runtime reported an error
+  io_error,          ///< a file could not be read or written
+};
+
+/** @brief The exception tally throws; `argument()` names the offending argument, if any. */
+class error : public std::runtime_error {
+ public:
+  error(errc code, std::string argument, const std::string& message)
+      : std::runtime_error(message), code_(code), argument_(std::move(argument)) {}
+
+  /** @brief The kind of failure. */
+  [[nodiscard]] errc code() const noexcept { return code_; }
+  /** @brief The name of the argument at fault, or an empty string. */
+  [[nodiscard]] const std::string& argument() const noexcept { return argument_; }
+
+ private:
+  errc code_;
+  std::string argument_;
+};
+
+/** @brief Throws `errc::invalid_argument` naming `function` and `argument`. */
+[[noreturn]] inline void throw_invalid_argument(std::string_view function, std::string_view argument,
+                                                std::string_view what) {
+  throw error(errc::invalid_argument, std::string(argument),
+              std::string(function) + ": argument '" + std::string(argument) + "' " + std::string(what));
+}
+
+}  // namespace tally

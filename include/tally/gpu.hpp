@@ -1,0 +1,279 @@
+// The GPU backend's host API: host-safe declarations (no CUDA header needed, so the CLI and
+// users' .cpp files compile with any C++20 compiler). The definitions live in the compiled
+// library (src/gpu/*.cu); built without CUDA, every call throws errc::not_supported and
+// device_count() is 0. Pointers in spans passed here are device pointers.
+//
+// Each operation comes in two forms, as in cuCollections: `name_async` never synchronizes and
+// writes scalar results into a `workspace`; `name` runs on `stream`, waits for it and returns.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "tally/bins.hpp"
+#include "tally/reduce.hpp"
+#include "tally/strategy.hpp"
+
+struct CUstream_st;  // the CUDA runtime's stream type: tally::gpu::stream_t is cudaStream_t
+
+namespace tally::gpu {
+
+/** @brief A CUDA stream (`cudaStream_t`); nullptr is the default stream. */
+using stream_t = CUstream_st*;
+
+/** @brief Whether this build of tally contains the GPU backend. */
+bool built_with_cuda() noexcept;
+
+/** @brief The number of usable CUDA devices; 0 without a GPU or without CUDA support. */
+int device_count() noexcept;
+
+/** @brief What tally needs to know of a GPU. */
+struct device_info {
+  int ordinal = 0;
+  std::string name;
+  int compute_capability_major = 0;
+  int compute_capability_minor = 0;
+  int multiprocessors = 0;
+  std::size_t global_memory_bytes = 0;
+  std::size_t l2_cache_bytes = 0;
+  std::size_t shared_memory_per_block_optin = 0;
+  int memory_bus_width_bits = 0;
+  std::string driver_version;
+  std::string runtime_version;
+};
+
+/** @brief Describes the current device. */
+device_info describe_device();
+
+/**
+ * @brief Measures the device's read bandwidth in bytes/s: a streaming kernel of 16-byte loads
+ * over `bytes` of device memory (several times the L2), median of `runs` event-timed runs.
+ */
+double measure_read_bandwidth(std::size_t bytes, int runs);
+
+namespace detail {
+void* device_allocate(std::size_t bytes);
+void device_free(void* pointer) noexcept;
+void copy_to_device(void* destination, const void* source, std::size_t bytes);
+void copy_to_host(void* destination, const void* source, std::size_t bytes);
+void device_fill_bytes(void* destination, int byte, std::size_t bytes);
+}  // namespace detail
+
+/** @brief An owning, move-only array in device memory (cudaMalloc), for tests, tools and examples. */
+template <class T>
+class device_buffer {
+ public:
+  device_buffer() = default;
+  explicit device_buffer(std::size_t size)
+      : data_(static_cast<T*>(size ? detail::device_allocate(size * sizeof(T)) : nullptr)), size_(size) {}
+  explicit device_buffer(std::span<const T> host) : device_buffer(host.size()) { upload(host); }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  device_buffer(device_buffer&& other) noexcept : data_(other.data_), size_(other.size_) {
+    other.data_ = nullptr;
+    other.size_ = 0;
+  }
+  device_buffer& operator=(device_buffer&& other) noexcept {
+    if (this != &other) {
+      detail::device_free(data_);
+      data_ = other.data_;
+      size_ = other.size_;
+      other.data_ = nullptr;
+      other.size_ = 0;
+    }
+    return *this;
+  }
+  ~device_buffer() { detail::device_free(data_); }
+
+  T* data() const noexcept { return data_; }
+  std::size_t size() const noexcept { return size_; }
+  std::span<T> span() const noexcept { return {data_, size_}; }
+  std::span<const T> const_span() const noexcept { return {data_, size_}; }
+
+  /** @brief Copies `host` (at most size() elements) to the start of the buffer; synchronous. */
+  void upload(std::span<const T> host) { detail::copy_to_device(data_, host.data(), host.size_bytes()); }
+  /** @brief Copies the buffer into `host` (at most size() elements); synchronous. */
+  void download(std::span<T> host) const { detail::copy_to_host(host.data(), data_, host.size_bytes()); }
+  /** @brief Sets every byte to `byte` (a poison value for tests); synchronous. */
+  void fill_bytes(int byte) { detail::device_fill_bytes(data_, byte, size_ * sizeof(T)); }
+
+ private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/**
+ * @brief Temporary device storage and scalar results of `_async` calls. Grows as needed with
+ * stream-ordered allocation (cudaMallocAsync), so reusing one workspace costs no allocation.
+ */
+class workspace {
+ public:
+  workspace() = default;
+  workspace(const workspace&) = delete;
+  workspace& operator=(const workspace&) = delete;
+  workspace(workspace&& other) noexcept;
+  workspace& operator=(workspace&& other) noexcept;
+  ~workspace();
+
+  /** @brief At least `bytes` of device storage, valid until the next reserve; ordered on `stream`. */
+  void* reserve(std::size_t bytes, stream_t stream);
+  /** @brief The device word the last call wrote its scalar result to (left-out count, count, index...). */
+  std::uint64_t* scalar();
+  /** @brief Waits for `stream` and returns the scalar result as 64 raw bits. */
+  std::uint64_t read_scalar(stream_t stream);
+
+ private:
+  void* scalars_ = nullptr;  // a small separate allocation, so reserve() never moves results
+  void* storage_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+namespace detail {
+template <class Sample, class Counter>
+choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> counts, const even_bins& bins,
+                            workspace& ws, const histogram_options& options, stream_t stream);
+template <class Sample, class Counter>
+choice histogram_range_async(std::span<const Sample> samples, std::span<Counter> counts,
+                             std::span<const double> edges, workspace& ws, const histogram_options& options,
+                             stream_t stream);
+template <class Sample, class Counter>
+choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts, workspace& ws,
+                      const histogram_options& options, stream_t stream);
+template <class Sample>
+void check_bincount_samples(std::span<const Sample> samples, workspace& ws, stream_t stream);
+template <class T>
+choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, const reduce_options& options,
+                    stream_t stream);
+template <class T>
+choice count_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
+                      const reduce_options& options, stream_t stream);
+template <class T>
+choice find_first_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
+                           const reduce_options& options, stream_t stream);
+}  // namespace detail
+
+/**
+ * @brief Even-bin histogram on the GPU; never synchronizes. The left-out count lands in
+ * `ws.scalar()`. Same semantics and errors as tally::cpu::histogram_even.
+ */
+template <class Sample, class Counter>
+choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> counts, const even_bins& bins,
+                            workspace& ws, const histogram_options& options = {}, stream_t stream = nullptr) {
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: uint8, int32, uint32, int64, float, double");
+  static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
+  return detail::histogram_even_async(samples, counts, bins, ws, options, stream);
+}
+
+/** @brief Even-bin histogram on the GPU; waits for `stream` and returns the left-out count. */
+template <class Sample, class Counter>
+histogram_result histogram_even(std::span<const Sample> samples, std::span<Counter> counts, const even_bins& bins,
+                                const histogram_options& options = {}, stream_t stream = nullptr) {
+  workspace ws;
+  const choice chose = histogram_even_async(samples, counts, bins, ws, options, stream);
+  return {chose, ws.read_scalar(stream)};
+}
+
+/**
+ * @brief Histogram over sorted `edges` (host memory; copied to the device by the call) on the
+ * GPU; never synchronizes the device.
+ */
+template <class Sample, class Counter>
+choice histogram_range_async(std::span<const Sample> samples, std::span<Counter> counts,
+                             std::span<const double> edges, workspace& ws, const histogram_options& options = {},
+                             stream_t stream = nullptr) {
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: uint8, int32, uint32, int64, float, double");
+  static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
+  return detail::histogram_range_async(samples, counts, edges, ws, options, stream);
+}
+
+/** @brief Histogram over sorted host `edges` on the GPU; waits and returns the left-out count. */
+template <class Sample, class Counter>
+histogram_result histogram_range(std::span<const Sample> samples, std::span<Counter> counts,
+                                 std::span<const double> edges, const histogram_options& options = {},
+                                 stream_t stream = nullptr) {
+  workspace ws;
+  const choice chose = histogram_range_async(samples, counts, edges, ws, options, stream);
+  return {chose, ws.read_scalar(stream)};
+}
+
+/**
+ * @brief bincount on the GPU; never synchronizes, and so does not check for negative samples:
+ * they are left out and counted in `ws.scalar()`. Use `bincount` to have them rejected.
+ */
+template <class Sample, class Counter>
+choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts, workspace& ws,
+                      const histogram_options& options = {}, stream_t stream = nullptr) {
+  static_assert(is_bincount_sample_v<Sample>, "bincount samples: uint8, int32, uint32, int64");
+  static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
+  return detail::bincount_async(samples, counts, ws, options, stream);
+}
+
+/**
+ * @brief bincount on the GPU. For signed samples a first pass looks for negative values and
+ * throws, naming the first one, before the counts are written.
+ */
+template <class Sample, class Counter>
+histogram_result bincount(std::span<const Sample> samples, std::span<Counter> counts,
+                          const histogram_options& options = {}, stream_t stream = nullptr) {
+  workspace ws;
+  detail::check_bincount_samples(samples, ws, stream);
+  const choice chose = bincount_async(samples, counts, ws, options, stream);
+  return {chose, ws.read_scalar(stream)};
+}
+
+/** @brief Sum, min or max on the GPU; the result's bits land in `ws.scalar()`. */
+template <class T>
+choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, const reduce_options& options = {},
+                    stream_t stream = nullptr) {
+  static_assert(is_reduce_sample_v<T>, "reduce samples: int32, uint32, int64, float, double");
+  return detail::reduce_async(samples, op, ws, options, stream);
+}
+
+/** @brief Sum, min or max on the GPU (same semantics as tally::cpu::reduce); waits. */
+template <class T>
+reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_options& options = {},
+                        stream_t stream = nullptr) {
+  workspace ws;
+  const choice chose = reduce_async(samples, op, ws, options, stream);
+  const std::uint64_t bits = ws.read_scalar(stream);
+  accumulator_t<T> value;
+  static_assert(sizeof(value) <= sizeof(bits));
+  __builtin_memcpy(&value, &bits, sizeof(value));
+  return {value, chose};
+}
+
+/** @brief The result of count_if. */
+struct count_result {
+  std::uint64_t count = 0;
+  choice chose;
+};
+
+/** @brief The result of find_first_if; `index` is samples.size() when nothing matches. */
+struct find_result {
+  std::int64_t index = 0;
+  choice chose;
+};
+
+/** @brief How many samples satisfy `predicate` on the GPU; waits. */
+template <class T>
+count_result count_if(std::span<const T> samples, compare_to<T> predicate, const reduce_options& options = {},
+                      stream_t stream = nullptr) {
+  static_assert(is_histogram_sample_v<T>, "count_if samples: uint8, int32, uint32, int64, float, double");
+  workspace ws;
+  const choice chose = detail::count_if_async(samples, predicate, ws, options, stream);
+  return {ws.read_scalar(stream), chose};
+}
+
+/** @brief The first index whose sample satisfies `predicate` on the GPU (blocks stop early); waits. */
+template <class T>
+find_result find_first_if(std::span<const T> samples, compare_to<T> predicate, const reduce_options& options = {},
+                          stream_t stream = nullptr) {
+  static_assert(is_histogram_sample_v<T>, "find_first_if samples: uint8, int32, uint32, int64, float, double");
+  workspace ws;
+  const choice chose = detail::find_first_if_async(samples, predicate, ws, options, stream);
+  return {static_cast<std::int64_t>(ws.read_scalar(stream)), chose};
+}
+
+}  // namespace tally::gpu

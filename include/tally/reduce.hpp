@@ -1,0 +1,110 @@
+// Types shared by reduce, count_if and find_first_if on both backends: the operations, the
+// accumulator each sample type sums into, the NaN rule for min/max, and a comparison predicate
+// the compiled GPU library instantiates (the CPU backend and the .cuh templates take any callable).
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+#include "tally/config.hpp"
+#include "tally/strategy.hpp"
+
+namespace tally {
+
+/** @brief The reductions `reduce` computes. */
+enum class reduce_op : std::uint8_t { sum, min, max };
+
+/** @brief The sample types `reduce` accepts. */
+template <class T>
+inline constexpr bool is_reduce_sample_v = std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t> ||
+                                           std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
+                                           std::is_same_v<T, double>;
+
+/**
+ * @brief What sums accumulate in: 32-bit integers widen to 64 bits (2^28 int32 samples overflow
+ * int32), 64-bit integers wrap modulo 2^64, floating types sum in their own precision.
+ */
+template <class T>
+using accumulator_t = std::conditional_t<std::is_same_v<T, std::int32_t>, std::int64_t,
+                                         std::conditional_t<std::is_same_v<T, std::uint32_t>, std::uint64_t, T>>;
+
+/** @brief The result of `reduce`. */
+template <class T>
+struct reduce_result {
+  accumulator_t<T> value{};  ///< the sum, or the min or max (converted losslessly)
+  choice chose;
+};
+
+/** @brief Options for reduce, count_if and find_first_if. */
+struct reduce_options {
+  strategy algorithm = strategy::automatic;
+};
+
+namespace detail {
+template <class T>
+TALLY_HOST_DEVICE constexpr bool is_nan(T x) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return x != x;
+  } else {
+    return false;
+  }
+}
+
+/// The neutral element: 0 for sum; for min/max the extreme value (infinity for floats), so an
+/// empty input gives it back.
+template <class T>
+TALLY_HOST_DEVICE constexpr accumulator_t<T> reduce_identity(reduce_op op) {
+  using A = accumulator_t<T>;
+  if (op == reduce_op::sum) return A{};
+  if constexpr (std::is_floating_point_v<T>) {
+    return op == reduce_op::min ? std::numeric_limits<T>::infinity() : -std::numeric_limits<T>::infinity();
+  } else {
+    return op == reduce_op::min ? static_cast<A>(std::numeric_limits<T>::max())
+                                : static_cast<A>(std::numeric_limits<T>::lowest());
+  }
+}
+
+/// Combines two partial results. min/max propagate NaN (any NaN sample makes the result NaN), so
+/// the answer does not depend on the order of evaluation; 64-bit integer sums wrap.
+template <class T>
+TALLY_HOST_DEVICE constexpr accumulator_t<T> reduce_combine(reduce_op op, accumulator_t<T> a, accumulator_t<T> b) {
+  using A = accumulator_t<T>;
+  if (op == reduce_op::sum) {
+    if constexpr (std::is_integral_v<A>) {
+      using U = std::make_unsigned_t<A>;
+      return static_cast<A>(static_cast<U>(a) + static_cast<U>(b));
+    } else {
+      return a + b;
+    }
+  }
+  if (is_nan(a)) return a;
+  if (is_nan(b)) return b;
+  if (op == reduce_op::min) return b < a ? b : a;
+  return a < b ? b : a;
+}
+}  // namespace detail
+
+/** @brief How `compare_to` compares a sample with its value. */
+enum class comparison : std::uint8_t { less, less_equal, greater, greater_equal, equal, not_equal };
+
+/** @brief A predicate `x <op> value`, usable on host and device (NaN compares false, except !=). */
+template <class T>
+struct compare_to {
+  comparison op = comparison::equal;
+  T value{};
+
+  TALLY_HOST_DEVICE constexpr bool operator()(T x) const {
+    switch (op) {
+      case comparison::less: return x < value;
+      case comparison::less_equal: return x <= value;
+      case comparison::greater: return x > value;
+      case comparison::greater_equal: return x >= value;
+      case comparison::equal: return x == value;
+      case comparison::not_equal: return x != value;
+    }
+    return false;
+  }
+};
+
+}  // namespace tally

@@ -1,0 +1,119 @@
+// Strategies are values with names: one per lesson of the seeds, shared by the CPU and GPU
+// backends where the idea is the same, plus `automatic`, which picks one and says why.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace tally {
+
+/** @brief Where a call runs. */
+enum class backend : std::uint8_t { cpu, gpu };
+
+/** @brief How a histogram, count or reduction resolves conflicting updates. */
+enum class strategy : std::uint8_t {
+  automatic,  ///< chosen per call from the sizes, the type and the input; the result says which
+
+  // CPU backend: the OpenMP analogy of the seeds.
+  sequential,  ///< one thread, no synchronization: the reference every result is checked against
+  critical,    ///< `#pragma omp critical` around each update: one lock for everything
+  atomic,      ///< `std::atomic_ref` per update
+  privatized,  ///< a private copy per thread, merged at the end
+  reduction,   ///< the OpenMP `reduction` clause
+
+  // GPU backend.
+  racy,               ///< unsynchronized `hist[bin]++`: loses updates, kept to demonstrate it
+  global_atomic,      ///< one device-scope atomic per sample
+  global_privatized,  ///< a block-scope histogram per block in global memory, then a merge kernel
+  shared_atomic,      ///< a histogram per block in shared memory, one device atomic per non-zero bin
+  shared_two_phase,   ///< per-block shared histograms written out, merged by a second kernel
+  block_reduce_atomic,  ///< a block reduction, then one atomic per block (reductions, counts)
+  cub,                ///< NVIDIA CUB behind the same API: the baseline
+};
+
+/** @brief What a call computes; strategies are supported per operation. */
+enum class operation : std::uint8_t { histogram, reduce, count_if, find_first_if };
+
+namespace detail {
+struct strategy_name {
+  strategy value;
+  std::string_view name;
+};
+inline constexpr std::array<strategy_name, 13> strategy_names{{
+    {strategy::automatic, "automatic"},
+    {strategy::sequential, "sequential"},
+    {strategy::critical, "critical"},
+    {strategy::atomic, "atomic"},
+    {strategy::privatized, "privatized"},
+    {strategy::reduction, "reduction"},
+    {strategy::racy, "racy"},
+    {strategy::global_atomic, "global_atomic"},
+    {strategy::global_privatized, "global_privatized"},
+    {strategy::shared_atomic, "shared_atomic"},
+    {strategy::shared_two_phase, "shared_two_phase"},
+    {strategy::block_reduce_atomic, "block_reduce_atomic"},
+    {strategy::cub, "cub"},
+}};
+
+inline constexpr std::array cpu_strategies{strategy::sequential, strategy::critical, strategy::atomic,
+                                           strategy::privatized, strategy::reduction};
+inline constexpr std::array gpu_histogram_strategies{
+    strategy::racy,          strategy::global_atomic,    strategy::global_privatized,
+    strategy::shared_atomic, strategy::shared_two_phase, strategy::cub};
+inline constexpr std::array gpu_reduce_strategies{strategy::block_reduce_atomic, strategy::cub};
+inline constexpr std::array gpu_find_strategies{strategy::global_atomic};
+}  // namespace detail
+
+/** @brief The name of a strategy, as the CLI and the reports spell it. */
+constexpr std::string_view to_string(strategy s) {
+  for (const auto& entry : detail::strategy_names) {
+    if (entry.value == s) return entry.name;
+  }
+  return "unknown";
+}
+
+/** @brief The name of a backend. */
+constexpr std::string_view to_string(backend b) { return b == backend::cpu ? "cpu" : "gpu"; }
+
+/** @brief The strategy with that name, if there is one. */
+constexpr std::optional<strategy> parse_strategy(std::string_view name) {
+  for (const auto& entry : detail::strategy_names) {
+    if (entry.name == name) return entry.value;
+  }
+  return std::nullopt;
+}
+
+/** @brief The named strategies (automatic excluded) a backend implements for an operation. */
+constexpr std::span<const strategy> strategies_for(backend b, operation op) {
+  if (b == backend::cpu) return detail::cpu_strategies;
+  switch (op) {
+    case operation::histogram: return detail::gpu_histogram_strategies;
+    case operation::reduce:
+    case operation::count_if: return detail::gpu_reduce_strategies;
+    case operation::find_first_if: return detail::gpu_find_strategies;
+  }
+  return {};
+}
+
+/** @brief Whether `s` (or automatic) may be asked of backend `b` for operation `op`. */
+constexpr bool supports(backend b, operation op, strategy s) {
+  if (s == strategy::automatic) return true;
+  for (strategy candidate : strategies_for(b, op)) {
+    if (candidate == s) return true;
+  }
+  return false;
+}
+
+/** @brief Whether a strategy gives exact counts; only `racy` does not. */
+constexpr bool is_exact(strategy s) { return s != strategy::racy; }
+
+/** @brief What a call did: the strategy it ran (what `automatic` chose) and why. */
+struct choice {
+  strategy used = strategy::automatic;
+  std::string_view reason;  ///< a static string: "asked for", or automatic's reasoning
+};
+
+}  // namespace tally

@@ -1,0 +1,9 @@
+// Explicit instantiations of the GPU backend for std::int32_t samples (one file per type, so builds
+// compile the types in parallel).
+#include "operations.cuh"
+
+namespace tally::gpu::detail {
+TALLY_INSTANTIATE_HISTOGRAMS(std::int32_t)
+TALLY_INSTANTIATE_BINCOUNT(std::int32_t)
+TALLY_INSTANTIATE_REDUCE(std::int32_t)
+}  // namespace tally::gpu::detail

@@ -1,0 +1,33 @@
+// The types the compiled GPU library is instantiated for, as X-macros shared by the CUDA
+// build and the no-CUDA stubs, so both provide exactly the same symbols.
+#pragma once
+
+#include <cstdint>
+
+#define TALLY_INSTANTIATE_HISTOGRAMS(Sample)                                                               \
+  template choice histogram_even_async<Sample, std::uint32_t>(std::span<const Sample>, std::span<std::uint32_t>, \
+                                                              const even_bins&, workspace&,                  \
+                                                              const histogram_options&, stream_t);           \
+  template choice histogram_even_async<Sample, std::uint64_t>(std::span<const Sample>, std::span<std::uint64_t>, \
+                                                              const even_bins&, workspace&,                  \
+                                                              const histogram_options&, stream_t);           \
+  template choice histogram_range_async<Sample, std::uint32_t>(                                              \
+      std::span<const Sample>, std::span<std::uint32_t>, std::span<const double>, workspace&,                \
+      const histogram_options&, stream_t);                                                                   \
+  template choice histogram_range_async<Sample, std::uint64_t>(                                              \
+      std::span<const Sample>, std::span<std::uint64_t>, std::span<const double>, workspace&,                \
+      const histogram_options&, stream_t);                                                                   \
+  template choice count_if_async<Sample>(std::span<const Sample>, compare_to<Sample>, workspace&,           \
+                                         const reduce_options&, stream_t);                                   \
+  template choice find_first_if_async<Sample>(std::span<const Sample>, compare_to<Sample>, workspace&,      \
+                                              const reduce_options&, stream_t);
+
+#define TALLY_INSTANTIATE_BINCOUNT(Sample)                                                                  \
+  template choice bincount_async<Sample, std::uint32_t>(std::span<const Sample>, std::span<std::uint32_t>, \
+                                                        workspace&, const histogram_options&, stream_t);   \
+  template choice bincount_async<Sample, std::uint64_t>(std::span<const Sample>, std::span<std::uint64_t>, \
+                                                        workspace&, const histogram_options&, stream_t);   \
+  template void check_bincount_samples<Sample>(std::span<const Sample>, workspace&, stream_t);
+
+#define TALLY_INSTANTIATE_REDUCE(Sample) \
+  template choice reduce_async<Sample>(std::span<const Sample>, reduce_op, workspace&, const reduce_options&, stream_t);

@@ -1,0 +1,88 @@
+// The GPU backend of a build without CUDA: the same symbols as the CUDA build, each reporting
+// that this build has no GPU support (device_count() is 0, so callers can check first).
+#include <cstdint>
+#include <span>
+
+#include "instantiation_list.hpp"
+#include "tally/error.hpp"
+#include "tally/gpu.hpp"
+#include "tally/gpu/timing.hpp"
+
+namespace tally::gpu {
+namespace {
+[[noreturn]] void no_cuda() {
+  throw error(errc::not_supported, "backend", "tally was built without CUDA: the GPU backend is not available");
+}
+}  // namespace
+
+bool built_with_cuda() noexcept { return false; }
+int device_count() noexcept { return 0; }
+device_info describe_device() { no_cuda(); }
+double measure_read_bandwidth(std::size_t, int) { no_cuda(); }
+std::vector<float> time_runs(const std::function<void(stream_t)>&, int, stream_t) { no_cuda(); }
+void synchronize() { no_cuda(); }
+
+namespace detail {
+void* device_allocate(std::size_t) { no_cuda(); }
+void device_free(void*) noexcept {}
+void copy_to_device(void*, const void*, std::size_t) { no_cuda(); }
+void copy_to_host(void*, const void*, std::size_t) { no_cuda(); }
+void device_fill_bytes(void*, int, std::size_t) { no_cuda(); }
+}  // namespace detail
+
+workspace::workspace(workspace&&) noexcept {}
+workspace& workspace::operator=(workspace&&) noexcept { return *this; }
+workspace::~workspace() = default;
+void* workspace::reserve(std::size_t, stream_t) { no_cuda(); }
+std::uint64_t* workspace::scalar() { no_cuda(); }
+std::uint64_t workspace::read_scalar(stream_t) { no_cuda(); }
+
+namespace detail {
+template <class Sample, class Counter>
+choice histogram_even_async(std::span<const Sample>, std::span<Counter>, const even_bins&, workspace&,
+                            const histogram_options&, stream_t) {
+  no_cuda();
+}
+template <class Sample, class Counter>
+choice histogram_range_async(std::span<const Sample>, std::span<Counter>, std::span<const double>, workspace&,
+                             const histogram_options&, stream_t) {
+  no_cuda();
+}
+template <class Sample, class Counter>
+choice bincount_async(std::span<const Sample>, std::span<Counter>, workspace&, const histogram_options&, stream_t) {
+  no_cuda();
+}
+template <class Sample>
+void check_bincount_samples(std::span<const Sample>, workspace&, stream_t) {
+  no_cuda();
+}
+template <class T>
+choice reduce_async(std::span<const T>, reduce_op, workspace&, const reduce_options&, stream_t) {
+  no_cuda();
+}
+template <class T>
+choice count_if_async(std::span<const T>, compare_to<T>, workspace&, const reduce_options&, stream_t) {
+  no_cuda();
+}
+template <class T>
+choice find_first_if_async(std::span<const T>, compare_to<T>, workspace&, const reduce_options&, stream_t) {
+  no_cuda();
+}
+
+TALLY_INSTANTIATE_HISTOGRAMS(std::uint8_t)
+TALLY_INSTANTIATE_HISTOGRAMS(std::int32_t)
+TALLY_INSTANTIATE_HISTOGRAMS(std::uint32_t)
+TALLY_INSTANTIATE_HISTOGRAMS(std::int64_t)
+TALLY_INSTANTIATE_HISTOGRAMS(float)
+TALLY_INSTANTIATE_HISTOGRAMS(double)
+TALLY_INSTANTIATE_BINCOUNT(std::uint8_t)
+TALLY_INSTANTIATE_BINCOUNT(std::int32_t)
+TALLY_INSTANTIATE_BINCOUNT(std::uint32_t)
+TALLY_INSTANTIATE_BINCOUNT(std::int64_t)
+TALLY_INSTANTIATE_REDUCE(std::int32_t)
+TALLY_INSTANTIATE_REDUCE(std::uint32_t)
+TALLY_INSTANTIATE_REDUCE(std::int64_t)
+TALLY_INSTANTIATE_REDUCE(float)
+TALLY_INSTANTIATE_REDUCE(double)
+}  // namespace detail
+}  // namespace tally::gpu

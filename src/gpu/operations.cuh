@@ -1,0 +1,313 @@
+// The owning layer of the GPU backend: validates arguments (the same checks as the CPU backend),
+// asks the dispatch layer for temporary storage, reserves it in the workspace and launches.
+// Included by one instantiation file per sample type (instantiate_*.cu).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include <cub/device/device_histogram.cuh>
+#include <cub/device/device_reduce.cuh>
+#include <cuda/std/functional>
+
+#include "cuda_check.hpp"
+#include "instantiation_list.hpp"
+#include "tally/detail/dispatch/histogram_dispatch.cuh"
+#include "tally/detail/kernels/reduce_kernels.cuh"
+#include "tally/detail/validate.hpp"
+#include "tally/gpu.hpp"
+
+namespace tally::gpu::detail {
+
+using tally::detail::device_properties;
+
+/// CUB's atomics know `unsigned long long`, not `std::uint64_t` (`unsigned long` on Linux).
+template <class Counter>
+using cub_counter_t = std::conditional_t<sizeof(Counter) == 8, unsigned long long, unsigned int>;
+
+template <class Counter>
+cub_counter_t<Counter>* as_cub_counters(std::span<Counter> counts) {
+  return reinterpret_cast<cub_counter_t<Counter>*>(counts.data());
+}
+
+inline device_properties current_properties() {
+  device_properties props;
+  check_cuda(tally::detail::current_device_properties(props), "querying the device");
+  return props;
+}
+
+[[noreturn]] inline void throw_unsupported(std::string_view function, strategy s, std::string_view why) {
+  throw error(errc::not_supported, "strategy",
+              std::string(function) + ": strategy '" + std::string(to_string(s)) + "' " + std::string(why));
+}
+
+inline int reduce_blocks(std::int64_t num_samples, const device_properties& props) {
+  const std::int64_t needed = (num_samples + tally::detail::tuning::reduce_block_threads - 1) /
+                              tally::detail::tuning::reduce_block_threads;
+  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(needed, props.multiprocessors * 4LL)));
+}
+
+/**
+ * Runs a histogram with any mapper. `cub_call(temp, temp_bytes, stream)` runs CUB's version when
+ * the cub strategy is chosen; `prepare(temp)` is called with the reserved storage before any
+ * launch and returns the mapper to use (range bins copy their edges there); `extra_bytes` is
+ * what prepare needs at the start of the storage.
+ */
+template <class Sample, class Counter, class Prepare, class CubCall>
+choice run_histogram(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
+                     std::int64_t num_bins, workspace& ws, const histogram_options& options, stream_t stream,
+                     std::size_t extra_bytes, Prepare prepare, CubCall cub_call) {
+  const device_properties props = current_properties();
+  const choice chose = tally::detail::choose_gpu_histogram(options.algorithm, num_bins, props);
+  if (const char* why = tally::detail::histogram_strategy_unfit(chose.used, num_bins, props)) {
+    throw_unsupported(function, chose.used, std::string(why) + " (" + std::to_string(num_bins) + " bins)");
+  }
+  const auto n = static_cast<std::int64_t>(samples.size());
+  std::uint64_t* left_out = ws.scalar();
+  constexpr std::size_t align = 256;
+  const std::size_t offset = (extra_bytes + align - 1) / align * align;
+
+  if (chose.used == strategy::cub) {
+    if (options.last_edge == upper_edge::inclusive) {
+      throw_unsupported(function, chose.used, "counts half-open bins only; upper_edge::inclusive is not available");
+    }
+    std::size_t bytes = 0;
+    check_cuda(cub_call(nullptr, bytes, nullptr, stream), "cub histogram (sizing)");
+    auto* storage = static_cast<char*>(ws.reserve(offset + bytes, stream));
+    (void)prepare(storage);
+    tally::detail::set_value_kernel<<<1, 1, 0, stream>>>(left_out, static_cast<std::uint64_t>(n));
+    check_cuda(cudaGetLastError(), "launch");
+    if (n == 0) {
+      check_cuda(cudaMemsetAsync(counts.data(), 0, counts.size_bytes(), stream), "cudaMemsetAsync");
+      return chose;
+    }
+    check_cuda(cub_call(storage + offset, bytes, storage, stream), "cub histogram");
+    const int blocks = static_cast<int>(std::min<std::int64_t>((num_bins + 255) / 256, props.multiprocessors * 4LL));
+    tally::detail::subtract_counts_kernel<<<blocks, 256, 0, stream>>>(counts.data(), num_bins, left_out);
+    check_cuda(cudaGetLastError(), "launch");
+    return chose;
+  }
+
+  check_cuda(cudaMemsetAsync(left_out, 0, sizeof(std::uint64_t), stream), "cudaMemsetAsync");
+  const auto sizing_map = prepare(nullptr);
+  std::size_t bytes = 0;
+  check_cuda(tally::detail::dispatch_histogram(nullptr, bytes, chose.used, samples.data(), n, counts.data(),
+                                               sizing_map, left_out, stream),
+             std::string(function) + " (sizing)");
+  auto* storage = static_cast<char*>(ws.reserve(offset + bytes, stream));
+  const auto map = prepare(storage);
+  check_cuda(tally::detail::dispatch_histogram(storage + offset, bytes, chose.used, samples.data(), n,
+                                               counts.data(), map, left_out, stream),
+             function);
+  return chose;
+}
+
+/// CUB counts integer samples with integer levels (exact arithmetic); it needs whole edges.
+template <class Sample>
+auto cub_levels(std::string_view function, const even_bins& bins) {
+  if constexpr (std::is_integral_v<Sample>) {
+    const bool whole = std::floor(bins.lower) == bins.lower && std::floor(bins.upper) == bins.upper &&
+                       std::fabs(bins.lower) < 9.0e18 && std::fabs(bins.upper) < 9.0e18;
+    if (!whole) throw_unsupported(function, strategy::cub, "needs whole-number lower and upper for integer samples");
+    return std::pair<std::int64_t, std::int64_t>{static_cast<std::int64_t>(bins.lower),
+                                                 static_cast<std::int64_t>(bins.upper)};
+  } else {
+    return std::pair<Sample, Sample>{static_cast<Sample>(bins.lower), static_cast<Sample>(bins.upper)};
+  }
+}
+
+inline void check_cub_bins(std::string_view function, std::int64_t num_bins) {
+  if (num_bins >= std::numeric_limits<int>::max()) {
+    throw_unsupported(function, strategy::cub, "takes at most 2^31 - 2 bins");
+  }
+}
+
+template <class Sample, class Counter>
+choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> counts, const even_bins& bins,
+                            workspace& ws, const histogram_options& options, stream_t stream) {
+  constexpr std::string_view function = "tally::gpu::histogram_even";
+  tally::detail::check_even_bins(function, bins);
+  tally::detail::check_histogram_buffers(function, samples, counts, bins.num_bins);
+  tally::detail::check_strategy(function, backend::gpu, operation::histogram, options.algorithm);
+  const even_bin_mapper<Sample> map(bins, options.last_edge);
+  auto cub_call = [&](void* temp, std::size_t& bytes, void*, stream_t s) {
+    check_cub_bins(function, bins.num_bins);
+    const auto [lower, upper] = cub_levels<Sample>(function, bins);
+    return cub::DeviceHistogram::HistogramEven(temp, bytes, samples.data(), as_cub_counters(counts),
+                                               static_cast<int>(bins.num_bins + 1), lower, upper,
+                                               static_cast<std::int64_t>(samples.size()), s);
+  };
+  return run_histogram(function, samples, counts, bins.num_bins, ws, options, stream, 0,
+                       [&](char*) { return map; }, cub_call);
+}
+
+template <class Sample, class Counter>
+choice histogram_range_async(std::span<const Sample> samples, std::span<Counter> counts,
+                             std::span<const double> edges, workspace& ws, const histogram_options& options,
+                             stream_t stream) {
+  constexpr std::string_view function = "tally::gpu::histogram_range";
+  tally::detail::check_range_edges(function, edges);
+  const auto num_edges = static_cast<std::int64_t>(edges.size());
+  tally::detail::check_histogram_buffers(function, samples, counts, num_edges - 1);
+  tally::detail::check_strategy(function, backend::gpu, operation::histogram, options.algorithm);
+  // The edges travel to the start of the workspace storage; mappers read them there.
+  auto prepare = [&](char* storage) {
+    if (storage != nullptr) {
+      check_cuda(cudaMemcpyAsync(storage, edges.data(), edges.size_bytes(), cudaMemcpyHostToDevice, stream),
+                 "copying the edges to the device");
+    }
+    return range_bin_mapper<Sample>(reinterpret_cast<const double*>(storage), num_edges, options.last_edge);
+  };
+  auto cub_call = [&](void* temp, std::size_t& bytes, void* device_edges, stream_t s) {
+    check_cub_bins(function, num_edges - 1);
+    return cub::DeviceHistogram::HistogramRange(temp, bytes, samples.data(), as_cub_counters(counts),
+                                                static_cast<int>(num_edges), static_cast<const double*>(device_edges),
+                                                static_cast<std::int64_t>(samples.size()), s);
+  };
+  return run_histogram(function, samples, counts, num_edges - 1, ws, options, stream, edges.size_bytes(), prepare,
+                       cub_call);
+}
+
+template <class Sample, class Counter>
+choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts, workspace& ws,
+                      const histogram_options& options, stream_t stream) {
+  constexpr std::string_view function = "tally::gpu::bincount";
+  const auto num_bins = static_cast<std::int64_t>(counts.size());
+  if (num_bins == 0) {
+    throw_invalid_argument(function, "counts", "must hold at least one bin (num_bins is counts.size(), 0)");
+  }
+  tally::detail::check_histogram_buffers(function, samples, counts, num_bins);
+  tally::detail::check_strategy(function, backend::gpu, operation::histogram, options.algorithm);
+  const bincount_mapper<Sample> map(num_bins);
+  auto cub_call = [&](void* temp, std::size_t& bytes, void*, stream_t s) {
+    check_cub_bins(function, num_bins);
+    return cub::DeviceHistogram::HistogramEven(temp, bytes, samples.data(), as_cub_counters(counts),
+                                               static_cast<int>(num_bins + 1), std::int64_t{0}, num_bins,
+                                               static_cast<std::int64_t>(samples.size()), s);
+  };
+  histogram_options half_open = options;
+  half_open.last_edge = upper_edge::exclusive;  // bincount has no upper edge
+  return run_histogram(function, samples, counts, num_bins, ws, half_open, stream, 0, [&](char*) { return map; },
+                       cub_call);
+}
+
+template <class T, class Predicate>
+void launch_find_first(std::span<const T> samples, Predicate predicate, workspace& ws, stream_t stream) {
+  const device_properties props = current_properties();
+  const auto n = static_cast<std::int64_t>(samples.size());
+  tally::detail::set_value_kernel<<<1, 1, 0, stream>>>(ws.scalar(), static_cast<std::uint64_t>(n));
+  if (n > 0) {
+    const int tile = tally::detail::tuning::find_tile_items;
+    const std::int64_t tiles = (n + tile - 1) / tile;
+    const int blocks = static_cast<int>(std::min<std::int64_t>(tiles, props.multiprocessors * 8LL));
+    tally::detail::find_first_kernel<<<blocks, 256, 0, stream>>>(samples.data(), n, predicate, tile, ws.scalar());
+  }
+  check_cuda(cudaGetLastError(), "find_first_if launch");
+}
+
+template <class Sample>
+void check_bincount_samples(std::span<const Sample> samples, workspace& ws, stream_t stream) {
+  if constexpr (std::is_signed_v<Sample>) {
+    tally::detail::check_not_null("tally::gpu::bincount", "samples", samples);
+    launch_find_first(samples, compare_to<Sample>{comparison::less, Sample{0}}, ws, stream);
+    const std::uint64_t first = ws.read_scalar(stream);
+    if (first < samples.size()) {
+      Sample value{};
+      check_cuda(cudaMemcpy(&value, samples.data() + first, sizeof(Sample), cudaMemcpyDeviceToHost),
+                 "reading the negative sample");
+      tally::detail::throw_negative_sample("tally::gpu::bincount", first, static_cast<long long>(value));
+    }
+  }
+}
+
+template <class T>
+choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, const reduce_options& options,
+                    stream_t stream) {
+  constexpr std::string_view function = "tally::gpu::reduce";
+  tally::detail::check_not_null(function, "samples", samples);
+  tally::detail::check_strategy(function, backend::gpu, operation::reduce, options.algorithm);
+  using A = accumulator_t<T>;
+  const choice chose = options.algorithm == strategy::automatic
+                           ? choice{strategy::cub, "CUB's two-pass reduction: no atomics, deterministic per launch shape"}
+                           : choice{options.algorithm, "asked for"};
+  auto* result = reinterpret_cast<A*>(ws.scalar());
+  const auto n = static_cast<std::int64_t>(samples.size());
+  const tally::detail::reduce_combine_fn<T> combine{op};
+  const A identity = tally::detail::reduce_identity<T>(op);
+  if (chose.used == strategy::cub) {
+    std::size_t bytes = 0;
+    check_cuda(cub::DeviceReduce::Reduce(nullptr, bytes, samples.data(), result, n, combine, identity, stream),
+               "cub::DeviceReduce::Reduce (sizing)");
+    void* temp = ws.reserve(bytes, stream);
+    check_cuda(cub::DeviceReduce::Reduce(temp, bytes, samples.data(), result, n, combine, identity, stream),
+               "cub::DeviceReduce::Reduce");
+    return chose;
+  }
+  const device_properties props = current_properties();
+  tally::detail::set_value_kernel<<<1, 1, 0, stream>>>(result, identity);
+  if (n > 0) {
+    tally::detail::block_reduce_atomic_kernel<<<reduce_blocks(n, props), tally::detail::tuning::reduce_block_threads,
+                                                0, stream>>>(samples.data(), n, op, result);
+  }
+  check_cuda(cudaGetLastError(), function);
+  return chose;
+}
+
+template <class T>
+struct predicate_to_count {
+  compare_to<T> predicate;
+  __host__ __device__ std::uint64_t operator()(T x) const { return predicate(x) ? 1 : 0; }
+};
+
+template <class T>
+choice count_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
+                      const reduce_options& options, stream_t stream) {
+  constexpr std::string_view function = "tally::gpu::count_if";
+  tally::detail::check_not_null(function, "samples", samples);
+  tally::detail::check_strategy(function, backend::gpu, operation::count_if, options.algorithm);
+  const choice chose = options.algorithm == strategy::automatic
+                           ? choice{strategy::block_reduce_atomic, "one atomic per block: counts are exact in any order"}
+                           : choice{options.algorithm, "asked for"};
+  const auto n = static_cast<std::int64_t>(samples.size());
+  std::uint64_t* count = ws.scalar();
+  if (chose.used == strategy::cub) {
+    std::size_t bytes = 0;
+    const predicate_to_count<T> transform{predicate};
+    check_cuda(cub::DeviceReduce::TransformReduce(nullptr, bytes, samples.data(), count, n, cuda::std::plus<>{},
+                                                  transform, std::uint64_t{0}, stream),
+               "cub::DeviceReduce::TransformReduce (sizing)");
+    void* temp = ws.reserve(bytes, stream);
+    check_cuda(cub::DeviceReduce::TransformReduce(temp, bytes, samples.data(), count, n, cuda::std::plus<>{},
+                                                  transform, std::uint64_t{0}, stream),
+               "cub::DeviceReduce::TransformReduce");
+    return chose;
+  }
+  check_cuda(cudaMemsetAsync(count, 0, sizeof(std::uint64_t), stream), "cudaMemsetAsync");
+  if (n > 0) {
+    const device_properties props = current_properties();
+    tally::detail::block_count_atomic_kernel<<<reduce_blocks(n, props), tally::detail::tuning::reduce_block_threads,
+                                               0, stream>>>(samples.data(), n, predicate, count);
+  }
+  check_cuda(cudaGetLastError(), function);
+  return chose;
+}
+
+template <class T>
+choice find_first_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
+                           const reduce_options& options, stream_t stream) {
+  constexpr std::string_view function = "tally::gpu::find_first_if";
+  tally::detail::check_not_null(function, "samples", samples);
+  tally::detail::check_strategy(function, backend::gpu, operation::find_first_if, options.algorithm);
+  const choice chose = options.algorithm == strategy::automatic
+                           ? choice{strategy::global_atomic, "atomic min on the index, blocks stop past a match"}
+                           : choice{options.algorithm, "asked for"};
+  launch_find_first(samples, predicate, ws, stream);
+  return chose;
+}
+
+}  // namespace tally::gpu::detail
