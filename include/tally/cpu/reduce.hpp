@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 #include "tally/cpu/parallel.hpp"
@@ -46,9 +48,51 @@ void atomic_combine(A& target, A value, Combine combine) {
   }
 }
 
-/// Folds `element(i)` for i in [0, n) with `combine` using strategy `s`. `Element` returns A.
+/// The OpenMP reduction clause itself: `+`, `min` or `max` on a private copy per thread. Integer
+/// sums run in the unsigned type, so they wrap as documented instead of overflowing; NaN is
+/// tracked by a second `||` reduction, because OpenMP's min/max leave NaN unspecified.
+template <class A, class Element>
+A fold_with_clause(reduce_op kind, std::int64_t n, A identity, Element element) {
+  if (kind == reduce_op::sum) {
+    if constexpr (std::is_integral_v<A>) {
+      using U = std::make_unsigned_t<A>;
+      U total = static_cast<U>(identity);
+#pragma omp parallel for reduction(+ : total)
+      for (std::int64_t i = 0; i < n; ++i) total += static_cast<U>(element(i));
+      return static_cast<A>(total);
+    } else {
+      A total = identity;
+#pragma omp parallel for reduction(+ : total)
+      for (std::int64_t i = 0; i < n; ++i) total += element(i);
+      return total;
+    }
+  }
+  A result = identity;
+  bool saw_nan = false;
+  if (kind == reduce_op::min) {
+#pragma omp parallel for reduction(min : result) reduction(|| : saw_nan)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const A value = element(i);
+      saw_nan = saw_nan || tally::detail::is_nan(value);
+      if (value < result) result = value;
+    }
+  } else {
+#pragma omp parallel for reduction(max : result) reduction(|| : saw_nan)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const A value = element(i);
+      saw_nan = saw_nan || tally::detail::is_nan(value);
+      if (result < value) result = value;
+    }
+  }
+  if constexpr (std::is_floating_point_v<A>) {
+    if (saw_nan) return std::numeric_limits<A>::quiet_NaN();
+  }
+  return result;
+}
+
+/// Folds `element(i)` for i in [0, n) with `combine` (which computes `kind`) using strategy `s`.
 template <class A, class Element, class Combine>
-A fold(strategy s, std::int64_t n, A identity, Element element, Combine combine) {
+A fold(strategy s, reduce_op kind, std::int64_t n, A identity, Element element, Combine combine) {
   A result = identity;
   switch (s) {
     case strategy::critical:
@@ -75,13 +119,7 @@ A fold(strategy s, std::int64_t n, A identity, Element element, Combine combine)
       for (const A& partial : partials) result = combine(result, partial);
       break;
     }
-    case strategy::reduction: {
-      // A user-declared OpenMP reduction, so min/max keep tally's NaN rule and sums their type.
-#pragma omp declare reduction(tally_fold : A : omp_out = combine(omp_out, omp_in)) initializer(omp_priv = identity)
-#pragma omp parallel for reduction(tally_fold : result)
-      for (std::int64_t i = 0; i < n; ++i) result = combine(result, element(i));
-      break;
-    }
+    case strategy::reduction: return fold_with_clause<A>(kind, n, identity, element);
     default:
       for (std::int64_t i = 0; i < n; ++i) result = combine(result, element(i));
       break;
@@ -104,7 +142,7 @@ reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_o
   using A = accumulator_t<T>;
   const choice chose = detail::choose_reduction(options.algorithm, samples.size());
   const auto combine = [op](A a, A b) { return tally::detail::reduce_combine<T>(op, a, b); };
-  const A value = detail::fold<A>(chose.used, static_cast<std::int64_t>(samples.size()),
+  const A value = detail::fold<A>(chose.used, op, static_cast<std::int64_t>(samples.size()),
                                   tally::detail::reduce_identity<T>(op),
                                   [&](std::int64_t i) { return static_cast<A>(samples[i]); }, combine);
   return {value, chose};
@@ -118,7 +156,7 @@ count_result count_if(std::span<const T> samples, Predicate predicate, const red
   tally::detail::check_strategy(function, backend::cpu, operation::count_if, options.algorithm);
   const choice chose = detail::choose_reduction(options.algorithm, samples.size());
   const std::uint64_t count = detail::fold<std::uint64_t>(
-      chose.used, static_cast<std::int64_t>(samples.size()), 0,
+      chose.used, reduce_op::sum, static_cast<std::int64_t>(samples.size()), 0,
       [&](std::int64_t i) -> std::uint64_t { return predicate(samples[i]) ? 1 : 0; },
       [](std::uint64_t a, std::uint64_t b) { return a + b; });
   return {count, chose};
@@ -140,7 +178,7 @@ find_result find_first_if(std::span<const T> samples, Predicate predicate, const
   for (std::int64_t base = 0; base < n; base += window) {
     const std::int64_t length = std::min(window, n - base);
     const std::int64_t first = detail::fold<std::int64_t>(
-        chose.used, length, n,
+        chose.used, reduce_op::min, length, n,
         [&](std::int64_t i) { return predicate(samples[base + i]) ? base + i : n; },
         [](std::int64_t a, std::int64_t b) { return std::min(a, b); });
     if (first < n) return {first, chose};

@@ -1,0 +1,365 @@
+// `tally bench`: every strategy of a backend, on every distribution, bin count and size asked
+// for. Each result is checked against the CPU reference (the sequential strategy) before it is
+// timed; a wrong result is reported and makes the exit code 1, and is never timed as if right.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <memory>
+#include <numeric>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "bench_report.hpp"
+#include "commands.hpp"
+#include "distributions.hpp"
+#include "tally/config.hpp"
+#include "tally/cpu.hpp"
+#include "tally/gpu.hpp"
+#include "tally/gpu/timing.hpp"
+
+namespace tally::cli {
+namespace {
+
+struct bench_config {
+  std::string backend_name = "auto";
+  std::vector<std::string> strategies;
+  std::vector<std::string> distributions;
+  std::vector<std::string> types{"int32"};
+  std::vector<std::string> bins{"256", "4096"};
+  std::vector<std::string> sizes;
+  int runs = 0;
+  int warmup = 0;
+  std::uint64_t seed = 20261122;
+  std::string csv;
+  std::string json;
+  bool quiet = false;
+};
+
+/// "2^28", "1e6", "65536" -> a positive count; anything else names the option.
+std::int64_t parse_count(const std::string& text, const char* option) {
+  try {
+    std::size_t used = 0;
+    if (const auto caret = text.find('^'); caret != std::string::npos) {
+      const long long base = std::stoll(text.substr(0, caret), &used);
+      const long long exponent = std::stoll(text.substr(caret + 1));
+      if (base >= 2 && exponent >= 0 && exponent < 63) {
+        const double value = std::pow(static_cast<double>(base), static_cast<double>(exponent));
+        if (value < 9.2e18) return static_cast<std::int64_t>(std::llround(value));
+      }
+    } else {
+      const double value = std::stod(text, &used);
+      if (used == text.size() && value >= 0 && value < 9.2e18 && value == std::floor(value)) {
+        return static_cast<std::int64_t>(value);
+      }
+    }
+  } catch (const std::exception&) {
+  }
+  throw_invalid_argument("tally bench", option, "expects counts such as 256, 1e6 or 2^28 (got '" + text + "')");
+}
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return text;
+}
+
+std::string cpu_model() {
+  std::ifstream info("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(info, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      const auto colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(colon + 2);
+    }
+  }
+  return "unknown CPU";
+}
+
+template <class F>
+double host_ms(F&& work) {
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// The CPU yardstick: an OpenMP streaming read of 8-byte words over a buffer far larger than
+/// the last-level cache, median of `runs`.
+double cpu_read_bandwidth(std::size_t bytes, int runs) {
+  std::vector<std::uint64_t> data(bytes / sizeof(std::uint64_t));
+  const auto n = static_cast<std::int64_t>(data.size());
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) data[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(i) * 0x9e37u;
+  std::vector<double> times;
+  volatile std::uint64_t sink = 0;
+  for (int run = 0; run < runs + 1; ++run) {
+    std::uint64_t acc = 0;
+    const double ms = host_ms([&] {
+#pragma omp parallel for schedule(static) reduction(^ : acc)
+      for (std::int64_t i = 0; i < n; ++i) acc ^= data[static_cast<std::size_t>(i)];
+    });
+    sink = sink ^ acc;
+    if (run > 0) times.push_back(ms);  // the first run warms the pages up
+  }
+  std::sort(times.begin(), times.end());
+  return static_cast<double>(n * sizeof(std::uint64_t)) / (times[times.size() / 2] * 1e-3);
+}
+
+struct bench_case {
+  const bench_config& config;
+  backend where;
+  std::vector<strategy> strategies;
+  std::vector<distribution> distributions;
+  std::vector<std::int64_t> bins;
+  std::vector<std::int64_t> sizes;
+  double read_bytes_per_s;
+  std::vector<bench_row>& rows;
+};
+
+template <class T>
+void verify(bench_row& row, std::span<const std::uint64_t> expected, std::span<const std::uint64_t> got,
+            std::uint64_t expected_left_out, std::uint64_t got_left_out, strategy used) {
+  if (std::equal(expected.begin(), expected.end(), got.begin()) && expected_left_out == got_left_out) {
+    row.verdict = "exact";
+    return;
+  }
+  const std::uint64_t want = std::accumulate(expected.begin(), expected.end(), std::uint64_t{0});
+  const std::uint64_t have = std::accumulate(got.begin(), got.end(), std::uint64_t{0});
+  if (!is_exact(used)) {
+    row.verdict = fmt::format("lost {} updates", want - std::min(want, have));
+    return;
+  }
+  std::size_t first = 0;
+  while (first < expected.size() && expected[first] == got[first]) ++first;
+  row.verdict = first < expected.size()
+                    ? fmt::format("MISMATCH bin {}: {} != {}", first, got[first], expected[first])
+                    : fmt::format("MISMATCH left out {} != {}", got_left_out, expected_left_out);
+  row.mismatch = true;
+}
+
+template <class T>
+void run_type(const bench_case& bc, const std::string& type_name) {
+  const bench_config& cfg = bc.config;
+  const bool on_gpu = bc.where == backend::gpu;
+  const std::int64_t max_bins = *std::max_element(bc.bins.begin(), bc.bins.end());
+  std::vector<std::uint64_t> expected(static_cast<std::size_t>(max_bins));
+  std::vector<std::uint64_t> got(static_cast<std::size_t>(max_bins));
+  gpu::device_buffer<std::uint64_t> device_counts;
+  if (on_gpu) device_counts = gpu::device_buffer<std::uint64_t>(static_cast<std::size_t>(max_bins));
+  gpu::workspace ws;
+
+  for (const std::int64_t size : bc.sizes) {
+    std::vector<T> samples(static_cast<std::size_t>(size));
+    gpu::device_buffer<T> device_samples;
+    if (on_gpu) device_samples = gpu::device_buffer<T>(samples.size());
+    for (const std::int64_t num_bins : bc.bins) {
+      for (const distribution dist : bc.distributions) {
+        bench_row base;
+        base.sample_type = type_name;
+        base.num_samples = size;
+        base.distribution = std::string(to_string(dist));
+        base.num_bins = num_bins;
+        if (std::is_same_v<T, std::uint8_t> && num_bins > 256) {
+          base.strategy = "all";
+          base.verdict = "skipped: uint8 samples take 256 values";
+          bc.rows.push_back(base);
+          continue;
+        }
+        if (!cfg.quiet) {
+          std::fprintf(stderr, "[bench] %s n=%lld bins=%lld %s\n", type_name.c_str(), static_cast<long long>(size),
+                       static_cast<long long>(num_bins), base.distribution.c_str());
+        }
+        generate_samples<T>(dist, num_bins, cfg.seed, samples);
+        const even_bins bins{num_bins, 0.0, static_cast<double>(num_bins)};
+        const std::span<std::uint64_t> want(expected.data(), static_cast<std::size_t>(num_bins));
+        const std::span<std::uint64_t> have(got.data(), static_cast<std::size_t>(num_bins));
+        const std::span<const T> host_samples(samples);
+        const std::uint64_t want_left_out =
+            cpu::histogram_even(host_samples, want, bins, {strategy::sequential}).left_out;
+        if (on_gpu) device_samples.upload(host_samples);
+
+        for (const strategy s : bc.strategies) {
+          bench_row row = base;
+          row.strategy = std::string(to_string(s));
+          const histogram_options options{s};
+          try {
+            std::vector<double> times;
+            if (on_gpu) {
+              const std::span<std::uint64_t> counts = device_counts.span().first(static_cast<std::size_t>(num_bins));
+              auto once = [&](gpu::stream_t stream) {
+                return gpu::histogram_even_async(device_samples.const_span(), counts, bins, ws, options, stream);
+              };
+              device_counts.fill_bytes(0xab);  // poison: every bin must be written
+              const choice chose = once(nullptr);
+              const std::uint64_t left_out = ws.read_scalar(nullptr);
+              device_counts.download(have);
+              row.used = std::string(to_string(chose.used));
+              verify<T>(row, want, have, want_left_out, left_out, chose.used);
+              if (row.mismatch) {
+                bc.rows.push_back(row);
+                continue;
+              }
+              (void)gpu::time_runs([&](gpu::stream_t stream) { once(stream); }, cfg.warmup);
+              for (const float ms : gpu::time_runs([&](gpu::stream_t stream) { once(stream); }, cfg.runs)) {
+                times.push_back(ms);
+              }
+            } else {
+              std::fill(have.begin(), have.end(), 0xababababababababull);
+              const histogram_result result = cpu::histogram_even(host_samples, have, bins, options);
+              row.used = std::string(to_string(result.chose.used));
+              verify<T>(row, want, have, want_left_out, result.left_out, result.chose.used);
+              if (row.mismatch) {
+                bc.rows.push_back(row);
+                continue;
+              }
+              for (int run = 0; run < cfg.warmup + cfg.runs; ++run) {
+                const double ms = host_ms([&] { (void)cpu::histogram_even(host_samples, have, bins, options); });
+                if (run >= cfg.warmup) times.push_back(ms);
+              }
+            }
+            summarize_times(row, std::move(times), size * static_cast<std::int64_t>(sizeof(T)), bc.read_bytes_per_s);
+          } catch (const error& e) {
+            if (e.code() != errc::not_supported) throw;
+            row.verdict = std::string("skipped: ") + e.what();
+          }
+          bc.rows.push_back(row);
+        }
+      }
+    }
+  }
+}
+
+int run_bench(const bench_config& cfg) {
+  backend where = backend::cpu;
+  if (cfg.backend_name == "gpu" || (cfg.backend_name == "auto" && gpu::device_count() > 0)) where = backend::gpu;
+  if (where == backend::gpu && gpu::device_count() == 0) {
+    throw error(errc::not_supported, "--backend",
+                gpu::built_with_cuda() ? "tally bench: --backend gpu, but no GPU is present"
+                                       : "tally bench: --backend gpu, but tally was built without CUDA");
+  }
+  const bool on_gpu = where == backend::gpu;
+
+  std::vector<strategy> strategies;
+  if (cfg.strategies.empty()) {
+    strategies.push_back(strategy::automatic);
+    for (strategy s : strategies_for(where, operation::histogram)) strategies.push_back(s);
+  }
+  for (const std::string& name : cfg.strategies) {
+    const auto s = parse_strategy(name);
+    if (!s) throw_invalid_argument("tally bench", "--strategies", "has an unknown strategy '" + name + "'");
+    if (!supports(where, operation::histogram, *s)) {
+      throw_invalid_argument("tally bench", "--strategies",
+                             "has '" + name + "', which the " + std::string(to_string(where)) +
+                                 " backend does not implement for histograms");
+    }
+    strategies.push_back(*s);
+  }
+  std::vector<distribution> distributions;
+  if (cfg.distributions.empty()) distributions = standard_distributions();
+  for (const std::string& name : cfg.distributions) {
+    const auto d = parse_distribution(name);
+    if (!d) throw_invalid_argument("tally bench", "--dists", "has an unknown distribution '" + name + "'");
+    distributions.push_back(*d);
+  }
+  std::vector<std::int64_t> bin_counts;
+  for (const std::string& text : cfg.bins) {
+    const std::int64_t b = parse_count(text, "--bins");
+    if (b <= 0) throw_invalid_argument("tally bench", "--bins", "must be > 0");
+    bin_counts.push_back(b);
+  }
+  if (bin_counts.empty()) throw_invalid_argument("tally bench", "--bins", "needs at least one bin count");
+  std::vector<std::int64_t> sizes;
+  for (const std::string& text : cfg.sizes) sizes.push_back(parse_count(text, "--sizes"));
+  if (sizes.empty()) sizes.push_back(on_gpu ? std::int64_t{1} << 28 : std::int64_t{1} << 22);
+  static const std::vector<std::string> known_types{"uint8", "int32", "uint32", "int64", "float32", "float64"};
+  for (const std::string& type : cfg.types) {
+    if (std::find(known_types.begin(), known_types.end(), type) == known_types.end()) {
+      throw_invalid_argument("tally bench", "--types", "has an unknown type '" + type + "'");
+    }
+  }
+  bench_config effective = cfg;
+  if (effective.runs <= 0) effective.runs = on_gpu ? 15 : 5;
+  if (effective.warmup <= 0) effective.warmup = on_gpu ? 3 : 1;
+
+  bench_environment env;
+  env.tally_version = tally::version;
+  env.backend = std::string(to_string(where));
+  env.build = fmt::format("{}, CUDA architectures {}", TALLY_BUILD_TYPE,
+                          gpu::built_with_cuda() ? TALLY_CUDA_ARCHITECTURES : "none (no CUDA)");
+  env.date = utc_now();
+  if (!cfg.quiet) std::fprintf(stderr, "[bench] measuring the read bandwidth\n");
+  if (on_gpu) {
+    const gpu::device_info info = gpu::describe_device();
+    env.device = fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB, L2 {:.0f} MB)", info.name, info.compute_capability_major,
+                             info.compute_capability_minor, info.multiprocessors,
+                             static_cast<double>(info.global_memory_bytes) / (1 << 30),
+                             static_cast<double>(info.l2_cache_bytes) / 1e6);
+    const std::size_t bytes = std::max<std::size_t>(std::size_t{1} << 30, info.l2_cache_bytes * 8);
+    env.read_bytes_per_s = gpu::measure_read_bandwidth(bytes, 20);
+    env.read_method = fmt::format("16-byte streaming loads over {} MiB, median of 20", bytes >> 20);
+  } else {
+    env.device = fmt::format("{} ({} threads)", cpu_model(), cpu::detail::max_threads());
+    const std::size_t bytes = std::size_t{512} << 20;
+    env.read_bytes_per_s = cpu_read_bandwidth(bytes, 7);
+    env.read_method = fmt::format("OpenMP 8-byte streaming read over {} MiB, median of 7", bytes >> 20);
+  }
+  std::vector<bench_row> rows;
+  const bench_case run{effective, where, strategies, distributions, bin_counts, sizes, env.read_bytes_per_s, rows};
+  print_environment(stdout, env);
+  std::fflush(stdout);
+
+  for (const std::string& type : cfg.types) {
+    if (type == "uint8") run_type<std::uint8_t>(run, type);
+    if (type == "int32") run_type<std::int32_t>(run, type);
+    if (type == "uint32") run_type<std::uint32_t>(run, type);
+    if (type == "int64") run_type<std::int64_t>(run, type);
+    if (type == "float32") run_type<float>(run, type);
+    if (type == "float64") run_type<double>(run, type);
+  }
+  print_table(stdout, rows);
+  print_summary(stdout, env, rows);
+  if (!cfg.csv.empty()) write_csv(cfg.csv, env, rows);
+  if (!cfg.json.empty()) write_json(cfg.json, env, rows);
+  const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const bench_row& r) { return r.mismatch; });
+  return any_mismatch ? exit_mismatch : exit_success;
+}
+
+}  // namespace
+
+void add_bench_command(CLI::App& app, int& exit_code) {
+  auto cfg = std::make_shared<bench_config>();
+  CLI::App* sub = app.add_subcommand(
+      "bench", "Time every histogram strategy against the read bandwidth, each result verified first");
+  sub->add_option("--backend", cfg->backend_name, "auto (the GPU when there is one), gpu or cpu")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
+      ->capture_default_str();
+  sub->add_option("--strategies", cfg->strategies, "Strategies to run (default: automatic and every named one)")
+      ->delimiter(',');
+  sub->add_option("--dists", cfg->distributions,
+                  "Distributions: uniform, geometric, single, sorted, loguniform (default), bank32")
+      ->delimiter(',');
+  sub->add_option("--types", cfg->types, "Sample types: uint8, int32, uint32, int64, float32, float64")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--bins", cfg->bins, "Bin counts, e.g. 256,4096")->delimiter(',')->capture_default_str();
+  sub->add_option("--sizes", cfg->sizes, "Sample counts, e.g. 2^28 or 1e6 (default: 2^28 on a GPU, 2^22 on CPUs)")
+      ->delimiter(',');
+  sub->add_option("--runs", cfg->runs, "Timed runs per case; the median is reported (default: 15 GPU, 5 CPU)");
+  sub->add_option("--warmup", cfg->warmup, "Untimed runs before timing (default: 3 GPU, 1 CPU)");
+  sub->add_option("--seed", cfg->seed, "Seed of the generated inputs")->capture_default_str();
+  sub->add_option("--csv", cfg->csv, "Also write the rows as CSV to this file");
+  sub->add_option("--json", cfg->json, "Also write the rows as JSON to this file");
+  sub->add_flag("--quiet", cfg->quiet, "No progress on stderr");
+  sub->callback([cfg, &exit_code] { exit_code = run_bench(*cfg); });
+}
+
+}  // namespace tally::cli

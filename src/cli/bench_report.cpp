@@ -1,0 +1,139 @@
+// Renders benchmark rows as a table, a per-case summary, CSV and JSON.
+#include "bench_report.hpp"
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tally/error.hpp"
+
+namespace tally::cli {
+
+void summarize_times(bench_row& row, std::vector<double> times_ms, std::int64_t bytes_read, double read_bytes_per_s) {
+  std::sort(times_ms.begin(), times_ms.end());
+  const auto at = [&](double q) { return times_ms[static_cast<std::size_t>(q * static_cast<double>(times_ms.size() - 1))]; };
+  row.timed = true;
+  row.runs = static_cast<int>(times_ms.size());
+  row.median_ms = at(0.5);
+  row.min_ms = times_ms.front();
+  row.noise_percent = row.median_ms > 0 ? 100.0 * (at(0.9) - at(0.1)) / row.median_ms : 0.0;
+  const double seconds = row.median_ms * 1e-3;
+  row.samples_per_s = seconds > 0 ? static_cast<double>(row.num_samples) / seconds : 0.0;
+  row.bytes_per_s = seconds > 0 ? static_cast<double>(bytes_read) / seconds : 0.0;
+  row.read_fraction = read_bytes_per_s > 0 ? row.bytes_per_s / read_bytes_per_s : 0.0;
+}
+
+void print_environment(std::FILE* out, const bench_environment& env) {
+  fmt::print(out, "tally {} bench | backend {} | {}\n", env.tally_version, env.backend, env.device);
+  fmt::print(out, "build {} | {} UTC\n", env.build, env.date);
+  fmt::print(out, "read bandwidth {:.1f} GB/s ({})\n\n", env.read_bytes_per_s * 1e-9, env.read_method);
+}
+
+namespace {
+std::string strategy_label(const bench_row& row) {
+  return row.strategy == row.used || row.used.empty() ? row.strategy : row.strategy + "->" + row.used;
+}
+}  // namespace
+
+void print_table(std::FILE* out, const std::vector<bench_row>& rows) {
+  fmt::print(out, "{:<7} {:>11} {:<10} {:>8}  {:<34} {:<16} {:>10} {:>6} {:>10} {:>9} {:>6}\n", "type", "samples",
+             "dist", "bins", "strategy", "check", "median ms", "noise", "Gsample/s", "GB/s", "read");
+  for (const bench_row& row : rows) {
+    if (!row.timed) {
+      fmt::print(out, "{:<7} {:>11} {:<10} {:>8}  {:<34} {}\n", row.sample_type, row.num_samples, row.distribution,
+                 row.num_bins, strategy_label(row), row.verdict);
+      continue;
+    }
+    fmt::print(out, "{:<7} {:>11} {:<10} {:>8}  {:<34} {:<16} {:>10.3f} {:>5.1f}% {:>10.2f} {:>9.1f} {:>6.3f}\n",
+               row.sample_type, row.num_samples, row.distribution, row.num_bins, strategy_label(row), row.verdict,
+               row.median_ms, row.noise_percent, row.samples_per_s * 1e-9, row.bytes_per_s * 1e-9, row.read_fraction);
+  }
+}
+
+void print_summary(std::FILE* out, const bench_environment& env, const std::vector<bench_row>& rows) {
+  using key = std::tuple<std::string, std::int64_t, std::int64_t, std::string>;
+  struct cell {
+    const bench_row* best = nullptr;
+    const bench_row* automatic = nullptr;
+    const bench_row* cub = nullptr;
+  };
+  std::map<key, cell> cells;
+  std::vector<key> order;
+  int mismatches = 0;
+  for (const bench_row& row : rows) {
+    if (row.mismatch) ++mismatches;
+    const key k{row.sample_type, row.num_samples, row.num_bins, row.distribution};
+    if (!cells.contains(k)) order.push_back(k);
+    cell& c = cells[k];
+    if (!row.timed || row.verdict != "exact") continue;
+    if (row.strategy == "automatic") c.automatic = &row;
+    if (row.strategy == "cub") c.cub = &row;
+    if (row.strategy != "automatic" && (c.best == nullptr || row.read_fraction > c.best->read_fraction)) c.best = &row;
+  }
+  fmt::print(out, "\nsummary ({} backend, fraction of the {:.0f} GB/s read bandwidth; exact results only)\n",
+             env.backend, env.read_bytes_per_s * 1e-9);
+  fmt::print(out, "{:<7} {:>11} {:>8} {:<10}  {:<20} {:>6}  {:<28} {:>6}  {:>6}\n", "type", "samples", "bins", "dist",
+             "best", "read", "automatic", "read", "cub");
+  for (const key& k : order) {
+    const cell& c = cells[k];
+    const auto fraction = [](const bench_row* r) { return r ? fmt::format("{:.3f}", r->read_fraction) : std::string("-"); };
+    fmt::print(out, "{:<7} {:>11} {:>8} {:<10}  {:<20} {:>6}  {:<28} {:>6}  {:>6}\n", std::get<0>(k), std::get<1>(k),
+               std::get<2>(k), std::get<3>(k), c.best ? c.best->strategy : "-", fraction(c.best),
+               c.automatic ? "automatic->" + c.automatic->used : "-", fraction(c.automatic), fraction(c.cub));
+  }
+  fmt::print(out, "{} rows, {} verification mismatches\n", rows.size(), mismatches);
+}
+
+void write_csv(const std::string& path, const bench_environment& env, const std::vector<bench_row>& rows) {
+  std::ofstream file(path);
+  if (!file) throw error(errc::io_error, "--csv", "cannot write '" + path + "'");
+  file << "# tally " << env.tally_version << " bench, backend " << env.backend << ", device " << env.device
+       << ", build " << env.build << ", date " << env.date << ", read_bytes_per_s " << fmt::format("{:.6e}", env.read_bytes_per_s)
+       << " (" << env.read_method << ")\n";
+  file << "type,samples,distribution,bins,strategy,used,check,runs,median_ms,min_ms,noise_percent,samples_per_s,"
+          "bytes_per_s,read_fraction\n";
+  for (const bench_row& r : rows) {
+    file << fmt::format("{},{},{},{},{},{},\"{}\",{},{:.6f},{:.6f},{:.2f},{:.6e},{:.6e},{:.4f}\n", r.sample_type,
+                        r.num_samples, r.distribution, r.num_bins, r.strategy, r.used, r.verdict, r.runs, r.median_ms,
+                        r.min_ms, r.noise_percent, r.samples_per_s, r.bytes_per_s, r.read_fraction);
+  }
+}
+
+void write_json(const std::string& path, const bench_environment& env, const std::vector<bench_row>& rows) {
+  nlohmann::json doc;
+  doc["tally_version"] = env.tally_version;
+  doc["backend"] = env.backend;
+  doc["device"] = env.device;
+  doc["build"] = env.build;
+  doc["date"] = env.date;
+  doc["read_bytes_per_s"] = env.read_bytes_per_s;
+  doc["read_method"] = env.read_method;
+  nlohmann::json& out_rows = doc["rows"];
+  out_rows = nlohmann::json::array();
+  for (const bench_row& r : rows) {
+    out_rows.push_back({{"type", r.sample_type},
+                        {"samples", r.num_samples},
+                        {"distribution", r.distribution},
+                        {"bins", r.num_bins},
+                        {"strategy", r.strategy},
+                        {"used", r.used},
+                        {"check", r.verdict},
+                        {"timed", r.timed},
+                        {"runs", r.runs},
+                        {"median_ms", r.median_ms},
+                        {"min_ms", r.min_ms},
+                        {"noise_percent", r.noise_percent},
+                        {"samples_per_s", r.samples_per_s},
+                        {"bytes_per_s", r.bytes_per_s},
+                        {"read_fraction", r.read_fraction}});
+  }
+  std::ofstream file(path);
+  if (!file) throw error(errc::io_error, "--json", "cannot write '" + path + "'");
+  file << doc.dump(2) << "\n";
+}
+
+}  // namespace tally::cli

@@ -1,0 +1,52 @@
+// What `tally bench` measured and how it is shown: the environment header (device, build, date,
+// the read bandwidth measured in the same run), one row per case, and the table, CSV and JSON
+// renderings of the same rows.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace tally::cli {
+
+struct bench_environment {
+  std::string tally_version;
+  std::string backend;  ///< "gpu" or "cpu"
+  std::string device;   ///< GPU name, or the CPU model and thread count
+  std::string build;    ///< build type and CUDA architectures
+  std::string date;     ///< UTC, ISO 8601
+  double read_bytes_per_s = 0.0;
+  std::string read_method;  ///< how the read bandwidth was measured
+};
+
+struct bench_row {
+  std::string sample_type;
+  std::int64_t num_samples = 0;
+  std::string distribution;
+  std::int64_t num_bins = 0;
+  std::string strategy;  ///< as asked for
+  std::string used;      ///< what ran (automatic's choice)
+  std::string verdict;   ///< "exact", "MISMATCH ...", "lost N updates", or "skipped: why"
+  bool timed = false;
+  bool mismatch = false;  ///< an exact strategy gave a wrong result
+  int runs = 0;
+  double median_ms = 0.0;
+  double min_ms = 0.0;
+  double noise_percent = 0.0;  ///< (p90 - p10) / median
+  double samples_per_s = 0.0;
+  double bytes_per_s = 0.0;
+  double read_fraction = 0.0;  ///< bytes_per_s / the measured read bandwidth
+};
+
+/** @brief Fills the timing fields of `row` from per-run milliseconds. */
+void summarize_times(bench_row& row, std::vector<double> times_ms, std::int64_t bytes_read, double read_bytes_per_s);
+
+void print_environment(std::FILE* out, const bench_environment& env);
+void print_table(std::FILE* out, const std::vector<bench_row>& rows);
+/** @brief Per case: the best strategy, automatic and CUB side by side. */
+void print_summary(std::FILE* out, const bench_environment& env, const std::vector<bench_row>& rows);
+void write_csv(const std::string& path, const bench_environment& env, const std::vector<bench_row>& rows);
+void write_json(const std::string& path, const bench_environment& env, const std::vector<bench_row>& rows);
+
+}  // namespace tally::cli

@@ -1,0 +1,293 @@
+// Every GPU histogram strategy, bit-exact against the CPU reference: all sample types, both
+// counter widths, even and range bins and bincount, adversarial patterns (one bin, sorted, bins
+// on one shared-memory bank, outliers with NaN and infinities), edge sizes, misaligned inputs;
+// and every bad input refused before anything is written.
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "gpu/gpu_test_support.hpp"
+
+namespace tally::test {
+namespace {
+
+constexpr std::uint64_t seed = 20261122;
+const std::vector<std::size_t> edge_sizes =
+    quick_mode() ? std::vector<std::size_t>{0, 1, 33, 1000} : std::vector<std::size_t>{0, 1, 31, 33, 1000, (1u << 20) + 3};
+const std::vector<std::int64_t> bin_counts{1, 7, 256, 4096, 65536};
+const std::vector<pattern> patterns{pattern::uniform, pattern::single, pattern::sorted,
+                                    pattern::bank32, pattern::geometric, pattern::with_outliers};
+
+std::vector<strategy> exact_gpu_strategies() {
+  std::vector<strategy> out{strategy::automatic};
+  for (strategy s : strategies_for(backend::gpu, operation::histogram)) {
+    if (is_exact(s)) out.push_back(s);
+  }
+  return out;
+}
+
+bool refused_as_unfit(const error& e) { return e.code() == errc::not_supported; }
+
+/// Runs `s` on the GPU and compares counts and left-out with the sequential CPU strategy.
+template <class T, class Counter>
+void expect_even_matches(const std::vector<T>& host, const even_bins& bins, strategy s, upper_edge last_edge) {
+  std::vector<Counter> expected(static_cast<std::size_t>(bins.num_bins));
+  const histogram_result want = cpu::histogram_even(std::span<const T>(host), std::span<Counter>(expected), bins,
+                                                    {strategy::sequential, last_edge});
+  auto samples = to_device(host);
+  gpu::device_buffer<Counter> counts(expected.size());
+  counts.fill_bytes(poison_byte);
+  try {
+    const histogram_result got =
+        gpu::histogram_even(samples.const_span(), counts.span(), bins, {s, last_edge});
+    EXPECT_EQ(download(counts), expected);
+    EXPECT_EQ(got.left_out, want.left_out);
+    if (s != strategy::automatic) EXPECT_EQ(got.chose.used, s);
+    EXPECT_FALSE(got.chose.reason.empty());
+  } catch (const error& e) {
+    // A strategy may refuse bins it cannot hold (shared memory); it must say so and write nothing.
+    ASSERT_TRUE(refused_as_unfit(e)) << e.what();
+    ASSERT_NE(s, strategy::automatic) << e.what();
+    for (Counter c : download(counts)) ASSERT_EQ(c, static_cast<Counter>(0xababababababababull));
+  }
+}
+
+template <class T>
+class GpuHistogram : public ::testing::Test {};
+using SampleTypes = ::testing::Types<std::uint8_t, std::int32_t, std::uint32_t, std::int64_t, float, double>;
+TYPED_TEST_SUITE(GpuHistogram, SampleTypes);
+
+TYPED_TEST(GpuHistogram, EveryExactStrategyMatchesTheCpuReferenceOnEvenBins) {
+  using T = TypeParam;
+  int case_index = 0;
+  for (const std::int64_t num_bins : bin_counts) {
+    // uint8 holds 256 values; CUB needs whole-number edges for integer samples, so the range
+    // is [0, bins) for cub and a stretched, off-integer range for the others.
+    const double upper = std::is_same_v<T, std::uint8_t> ? 256.0 : static_cast<double>(num_bins) * 3.0;
+    for (const pattern p : patterns) {
+      for (const std::size_t n : edge_sizes) {
+        ++case_index;
+        const std::uint64_t case_seed = seed + static_cast<std::uint64_t>(case_index);
+        SCOPED_TRACE(::testing::Message() << type_name<T>() << " bins=" << num_bins << " pattern=" << to_string(p)
+                                          << " n=" << n << " seed=" << case_seed);
+        const auto host = make_samples<T>(p, n, 0.0, upper, case_seed);
+        for (const strategy s : exact_gpu_strategies()) {
+          SCOPED_TRACE(std::string(to_string(s)));
+          const bool cub = s == strategy::cub;
+          const even_bins bins = cub ? even_bins{num_bins, 0.0, std::is_same_v<T, std::uint8_t> ? 256.0 : static_cast<double>(num_bins)}
+                                     : even_bins{num_bins, -0.25, upper - 0.75};
+          if (case_index % 2 == 0) {
+            expect_even_matches<T, std::uint32_t>(host, bins, s, upper_edge::exclusive);
+          } else {
+            expect_even_matches<T, std::uint64_t>(host, bins, s, cub ? upper_edge::exclusive : upper_edge::inclusive);
+          }
+        }
+      }
+    }
+  }
+}
+
+TYPED_TEST(GpuHistogram, RangeBinsMatchTheCpuReference) {
+  using T = TypeParam;
+  std::mt19937_64 rng(seed);
+  for (const std::int64_t num_bins : {1, 5, 300, 5000}) {
+    std::vector<double> edges(static_cast<std::size_t>(num_bins) + 1);
+    std::uniform_real_distribution<double> position(-10.0, 250.0);
+    for (double& e : edges) e = std::floor(position(rng) * 4.0) / 4.0;  // quarter steps: duplicates happen
+    std::sort(edges.begin(), edges.end());
+    for (const pattern p : {pattern::uniform, pattern::with_outliers, pattern::single}) {
+      const auto host = make_samples<T>(p, 100003, -20.0, 260.0, seed + static_cast<std::uint64_t>(num_bins));
+      std::vector<std::uint64_t> expected(static_cast<std::size_t>(num_bins));
+      for (const upper_edge last : {upper_edge::exclusive, upper_edge::inclusive}) {
+        const auto want = cpu::histogram_range(std::span<const T>(host), std::span<std::uint64_t>(expected),
+                                               std::span<const double>(edges), {strategy::sequential, last});
+        auto samples = to_device(host);
+        gpu::device_buffer<std::uint64_t> counts(expected.size());
+        for (const strategy s : exact_gpu_strategies()) {
+          if (s == strategy::cub && last == upper_edge::inclusive) continue;
+          SCOPED_TRACE(::testing::Message() << type_name<T>() << " bins=" << num_bins << " " << to_string(p) << " "
+                                            << to_string(s) << " inclusive=" << (last == upper_edge::inclusive));
+          counts.fill_bytes(poison_byte);
+          const auto got = gpu::histogram_range(samples.const_span(), counts.span(), std::span<const double>(edges),
+                                                {s, last});
+          EXPECT_EQ(download(counts), expected);
+          EXPECT_EQ(got.left_out, want.left_out);
+        }
+      }
+    }
+  }
+}
+
+TYPED_TEST(GpuHistogram, MisalignedSamplesAreCountedExactly) {
+  using T = TypeParam;
+  const auto host = make_samples<T>(pattern::uniform, 4099, 0.0, 200.0, seed);
+  auto samples = to_device(host);
+  const even_bins bins{50, 0.0, 200.0};
+  for (std::size_t offset = 1; offset < 4; ++offset) {
+    const std::span<const T> shifted = samples.const_span().subspan(offset, host.size() - offset - 1);
+    const std::span<const T> host_shifted = std::span<const T>(host).subspan(offset, host.size() - offset - 1);
+    std::vector<std::uint32_t> expected(50);
+    cpu::histogram_even(host_shifted, std::span<std::uint32_t>(expected), bins, {strategy::sequential});
+    gpu::device_buffer<std::uint32_t> counts(50);
+    for (const strategy s : exact_gpu_strategies()) {
+      SCOPED_TRACE(::testing::Message() << "offset=" << offset << " " << to_string(s));
+      counts.fill_bytes(poison_byte);
+      gpu::histogram_even(shifted, counts.span(), bins, {s});
+      EXPECT_EQ(download(counts), expected);
+    }
+  }
+}
+
+template <class T>
+class GpuBincount : public ::testing::Test {};
+using IntegerTypes = ::testing::Types<std::uint8_t, std::int32_t, std::uint32_t, std::int64_t>;
+TYPED_TEST_SUITE(GpuBincount, IntegerTypes);
+
+TYPED_TEST(GpuBincount, EveryExactStrategyMatchesTheCpuReference) {
+  using T = TypeParam;
+  for (const std::int64_t num_bins : {1, 100, 256, 70000}) {
+    for (const pattern p : patterns) {
+      const double top = std::is_same_v<T, std::uint8_t> ? 255.0 : static_cast<double>(num_bins) * 1.2;
+      const auto host = make_samples<T>(p, 200001, 0.0, top, seed + static_cast<std::uint64_t>(num_bins));
+      std::vector<std::uint64_t> expected(static_cast<std::size_t>(num_bins));
+      const auto want = cpu::bincount(std::span<const T>(host), std::span<std::uint64_t>(expected), {strategy::sequential});
+      auto samples = to_device(host);
+      gpu::device_buffer<std::uint64_t> counts(expected.size());
+      for (const strategy s : exact_gpu_strategies()) {
+        SCOPED_TRACE(::testing::Message() << type_name<T>() << " bins=" << num_bins << " " << to_string(p) << " "
+                                          << to_string(s));
+        counts.fill_bytes(poison_byte);
+        try {
+          const auto got = gpu::bincount(samples.const_span(), counts.span(), {s});
+          EXPECT_EQ(download(counts), expected);
+          EXPECT_EQ(got.left_out, want.left_out);
+        } catch (const error& e) {
+          ASSERT_TRUE(refused_as_unfit(e)) << e.what();
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuHistogramErrors, BadInputIsRejectedBeforeAnythingIsWritten) {
+  const std::vector<std::int32_t> host{1, 2, 3, -5, 4};
+  auto samples = to_device(host);
+  gpu::device_buffer<std::uint64_t> counts(8);
+  counts.fill_bytes(poison_byte);
+  const auto untouched = download(counts);
+  const auto expect_error = [&](auto call, const char* argument) {
+    try {
+      call();
+      ADD_FAILURE() << "no error for " << argument;
+    } catch (const error& e) {
+      EXPECT_EQ(e.argument(), argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(argument), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(download(counts), untouched) << argument;
+  };
+  const std::span<const std::int32_t> in = samples.const_span();
+  expect_error([&] { gpu::histogram_even(in, counts.span(), even_bins{0, 0.0, 8.0}); }, "num_bins");
+  expect_error([&] { gpu::histogram_even(in, counts.span(), even_bins{8, 8.0, 8.0}); }, "lower");
+  expect_error([&] { gpu::histogram_even(in, counts.span(), even_bins{8, 0.0, std::nan("")}); }, "upper");
+  expect_error([&] { gpu::histogram_even(in, counts.span().first(7), even_bins{8, 0.0, 8.0}); }, "counts");
+  expect_error([&] { gpu::histogram_even(std::span<const std::int32_t>(static_cast<const std::int32_t*>(nullptr), 5), counts.span(), even_bins{8, 0.0, 8.0}); },
+               "samples");
+  const std::vector<double> unsorted{0.0, 2.0, 1.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0};
+  expect_error([&] { gpu::histogram_range(in, counts.span(), std::span<const double>(unsorted)); }, "edges");
+  expect_error([&] { gpu::bincount(in, counts.span()); }, "samples");
+  expect_error([&] { gpu::histogram_even(in, counts.span(), even_bins{8, 0.0, 8.0}, {strategy::critical}); },
+               "strategy");
+  expect_error(
+      [&] { gpu::histogram_even(in, counts.span(), even_bins{8, 0.0, 8.0}, {strategy::cub, upper_edge::inclusive}); },
+      "strategy");
+  // 32-bit counters are refused when the input alone could overflow a bin. The size check runs
+  // before the samples are touched, so this span is never read.
+  gpu::device_buffer<std::uint32_t> narrow(8);
+  const std::span<const std::int32_t> huge(samples.data(), (std::size_t{1} << 32) + 1);
+  try {
+    gpu::histogram_even(huge, narrow.span(), even_bins{8, 0.0, 8.0});
+    ADD_FAILURE() << "no error for 2^32 + 1 samples into 32-bit counters";
+  } catch (const error& e) {
+    EXPECT_EQ(e.argument(), "counts");
+  }
+}
+
+TEST(GpuHistogramErrors, NegativeBincountSampleIsNamed) {
+  std::vector<std::int64_t> host(100000, 3);
+  host[76543] = -9;
+  auto samples = to_device(host);
+  gpu::device_buffer<std::uint64_t> counts(4);
+  try {
+    gpu::bincount(samples.const_span(), counts.span());
+    FAIL() << "negative sample accepted";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("76543"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("-9"), std::string::npos) << e.what();
+  }
+}
+
+TEST(GpuHistogramStrategies, SharedStrategiesRefuseBinsThatDoNotFitAndAutomaticFallsBack) {
+  const std::int64_t num_bins = 1 << 20;  // 4 MiB of counters: no block's shared memory holds that
+  const auto host = make_samples<std::int32_t>(pattern::uniform, 1 << 20, 0.0, static_cast<double>(num_bins), seed);
+  auto samples = to_device(host);
+  gpu::device_buffer<std::uint32_t> counts(static_cast<std::size_t>(num_bins));
+  const even_bins bins{num_bins, 0.0, static_cast<double>(num_bins)};
+  for (const strategy s : {strategy::shared_atomic, strategy::shared_two_phase}) {
+    try {
+      gpu::histogram_even(samples.const_span(), counts.span(), bins, {s});
+      ADD_FAILURE() << to_string(s) << " accepted 2^20 bins";
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::not_supported) << e.what();
+    }
+  }
+  std::vector<std::uint32_t> expected(static_cast<std::size_t>(num_bins));
+  cpu::histogram_even(std::span<const std::int32_t>(host), std::span<std::uint32_t>(expected), bins,
+                      {strategy::sequential});
+  const auto got = gpu::histogram_even(samples.const_span(), counts.span(), bins);
+  EXPECT_NE(got.chose.used, strategy::shared_atomic);
+  EXPECT_EQ(download(counts), expected);
+}
+
+TEST(GpuHistogramStrategies, RacyLosesUpdatesUnderContentionButCountsWhatItLeavesOut) {
+  // Every sample in one bin: unsynchronized read-modify-writes of one counter lose updates.
+  std::vector<std::int32_t> host(1 << 22, 3);
+  for (std::size_t i = 0; i < host.size(); i += 10) host[i] = 1000;  // out of range
+  auto samples = to_device(host);
+  gpu::device_buffer<std::uint32_t> counts(8);
+  const auto got = gpu::histogram_even(samples.const_span(), counts.span(), even_bins{8, 0.0, 8.0}, {strategy::racy});
+  const auto result = download(counts);
+  const std::uint64_t counted = std::accumulate(result.begin(), result.end(), std::uint64_t{0});
+  const std::uint64_t left_out = (host.size() + 9) / 10;
+  EXPECT_EQ(got.left_out, left_out);
+  EXPECT_LT(counted, host.size() - left_out) << "the racy histogram lost no update";
+  EXPECT_GT(counted, 0u);
+}
+
+TEST(GpuHistogramAsync, CallsOnOneWorkspaceNeedNoSynchronization) {
+  const auto a = make_samples<float>(pattern::uniform, 300007, 0.0, 100.0, seed);
+  const auto b = make_samples<float>(pattern::with_outliers, 200003, 0.0, 100.0, seed + 1);
+  auto da = to_device(a);
+  auto db = to_device(b);
+  gpu::device_buffer<std::uint64_t> ca(100);
+  gpu::device_buffer<std::uint64_t> cb(100);
+  gpu::workspace ws;
+  const even_bins bins{100, 0.0, 100.0};
+  gpu::histogram_even_async(da.const_span(), ca.span(), bins, ws, {strategy::shared_two_phase});
+  gpu::histogram_even_async(db.const_span(), cb.span(), bins, ws, {strategy::global_privatized});
+  const std::uint64_t left_out_b = ws.read_scalar(nullptr);
+  std::vector<std::uint64_t> ea(100);
+  std::vector<std::uint64_t> eb(100);
+  cpu::histogram_even(std::span<const float>(a), std::span<std::uint64_t>(ea), bins, {strategy::sequential});
+  const auto want_b = cpu::histogram_even(std::span<const float>(b), std::span<std::uint64_t>(eb), bins, {strategy::sequential});
+  EXPECT_EQ(download(ca), ea);
+  EXPECT_EQ(download(cb), eb);
+  EXPECT_EQ(left_out_b, want_b.left_out);
+  EXPECT_GT(want_b.left_out, 0u);
+}
+
+}  // namespace
+}  // namespace tally::test
