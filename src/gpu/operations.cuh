@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include <cub/device/device_histogram.cuh>
 #include <cub/device/device_reduce.cuh>
@@ -107,18 +108,25 @@ choice run_histogram(std::string_view function, std::span<const Sample> samples,
   return chose;
 }
 
-/// CUB counts integer samples with integer levels (exact arithmetic); it needs whole edges.
+/// The levels CUB gets: for integer samples, whole numbers in the sample type (int for uint8,
+/// whose upper edge 256 does not fit), so CUB uses its exact integer arithmetic, as fast as it
+/// goes; for floating samples, the sample type.
 template <class Sample>
-auto cub_levels(std::string_view function, const even_bins& bins) {
+using cub_level_t = std::conditional_t<sizeof(Sample) == 1, int, Sample>;
+
+template <class Sample>
+std::pair<cub_level_t<Sample>, cub_level_t<Sample>> cub_levels(std::string_view function, const even_bins& bins) {
+  using Level = cub_level_t<Sample>;
   if constexpr (std::is_integral_v<Sample>) {
-    const bool whole = std::floor(bins.lower) == bins.lower && std::floor(bins.upper) == bins.upper &&
-                       std::fabs(bins.lower) < 9.0e18 && std::fabs(bins.upper) < 9.0e18;
-    if (!whole) throw_unsupported(function, strategy::cub, "needs whole-number lower and upper for integer samples");
-    return std::pair<std::int64_t, std::int64_t>{static_cast<std::int64_t>(bins.lower),
-                                                 static_cast<std::int64_t>(bins.upper)};
-  } else {
-    return std::pair<Sample, Sample>{static_cast<Sample>(bins.lower), static_cast<Sample>(bins.upper)};
+    const bool whole = std::floor(bins.lower) == bins.lower && std::floor(bins.upper) == bins.upper;
+    const bool fits = bins.lower >= static_cast<double>(std::numeric_limits<Level>::lowest()) &&
+                      bins.upper <= static_cast<double>(std::numeric_limits<Level>::max());
+    if (!whole || !fits) {
+      throw_unsupported(function, strategy::cub,
+                        "needs lower and upper to be whole numbers in the sample type's range for integer samples");
+    }
   }
+  return {static_cast<Level>(bins.lower), static_cast<Level>(bins.upper)};
 }
 
 inline void check_cub_bins(std::string_view function, std::int64_t num_bins) {
@@ -186,8 +194,9 @@ choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts
   const bincount_mapper<Sample> map(num_bins);
   auto cub_call = [&](void* temp, std::size_t& bytes, void*, stream_t s) {
     check_cub_bins(function, num_bins);
+    const auto [lower, upper] = cub_levels<Sample>(function, even_bins{num_bins, 0.0, static_cast<double>(num_bins)});
     return cub::DeviceHistogram::HistogramEven(temp, bytes, samples.data(), as_cub_counters(counts),
-                                               static_cast<int>(num_bins + 1), std::int64_t{0}, num_bins,
+                                               static_cast<int>(num_bins + 1), lower, upper,
                                                static_cast<std::int64_t>(samples.size()), s);
   };
   histogram_options half_open = options;

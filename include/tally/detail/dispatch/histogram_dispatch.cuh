@@ -131,9 +131,11 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
     default: break;
   }
 
-  // The remaining strategies count straight into `counts`, which start at zero.
+  // The remaining strategies count straight into `counts`, which start at zero. They need no
+  // storage, but ask for one byte: a null `temp` is how callers ask for the size, so the run call
+  // must get a non-null one (CUB's contract, which never reports zero bytes either).
   if (temp == nullptr) {
-    temp_bytes = 0;
+    temp_bytes = 1;
     return cudaSuccess;
   }
   if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
