@@ -9,6 +9,7 @@
 // in bin v and leaves out values >= the number of bins.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <type_traits>
@@ -72,7 +73,15 @@ TALLY_HOST_DEVICE inline double even_edge(std::int64_t i, double step, double lo
 }
 }  // namespace detail
 
-/** @brief Maps a sample to its even bin, or to `left_out_bin`. Trivially copyable, for kernels. */
+/**
+ * @brief Maps a sample to its even bin, or to `left_out_bin`. Trivially copyable, for kernels.
+ *
+ * Two exact shortcuts are chosen at construction, and give the same bins as the general rule:
+ * integer samples with whole-number edges and a whole-number step (every edge is then exact, so
+ * the bin is (x - lower) / step in integer arithmetic), and float samples whose edges are all
+ * exact floats (a power-of-two step over a range a float spans exactly), where the fix-ups compare
+ * in float with no double arithmetic. Anything else takes the general rule.
+ */
 template <class Sample>
 class even_bin_mapper {
  public:
@@ -87,7 +96,9 @@ class even_bin_mapper {
         num_bins_(bins.num_bins),
         first_edge_(static_cast<compare_type>(bins.lower)),
         last_edge_(static_cast<compare_type>(bins.upper)),
-        inclusive_(last_edge == upper_edge::inclusive) {}
+        inclusive_(last_edge == upper_edge::inclusive) {
+    choose_shortcut();
+  }
 
   /** @brief Edge i (0 <= i <= num_bins) in the precision samples are compared in. */
   TALLY_HOST_DEVICE compare_type edge(std::int64_t i) const {
@@ -98,9 +109,31 @@ class even_bin_mapper {
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
   TALLY_HOST_DEVICE std::int64_t operator()(Sample sample) const {
+    if constexpr (std::is_integral_v<Sample>) {
+      if (shortcut_ == shortcut::integer_step) {
+        // Wrapping subtraction: values below lower land far above the range, so one compare checks both ends.
+        const std::uint64_t offset =
+            static_cast<std::uint64_t>(static_cast<std::int64_t>(sample)) - static_cast<std::uint64_t>(integer_lower_);
+        if (offset < static_cast<std::uint64_t>(integer_range_)) {
+          return static_cast<std::int64_t>(integer_step_ == 1 ? offset : offset / static_cast<std::uint64_t>(integer_step_));
+        }
+        return (inclusive_ && offset == static_cast<std::uint64_t>(integer_range_)) ? num_bins_ - 1 : left_out_bin;
+      }
+    }
     const auto x = static_cast<compare_type>(sample);
     if (!(x >= first_edge_ && x < last_edge_)) {  // also false for NaN
       return (inclusive_ && x == last_edge_) ? num_bins_ - 1 : left_out_bin;
+    }
+    if constexpr (std::is_same_v<Sample, float>) {
+      if (shortcut_ == shortcut::exact_float_edges) {
+        // Every edge lower + i * step is an exact float, so float arithmetic computes it exactly.
+        const float offset = x - first_edge_;
+        std::int64_t bin = static_cast<std::int64_t>(offset * float_inverse_step_);
+        if (bin > num_bins_ - 1) bin = num_bins_ - 1;
+        if (bin > 0 && x < first_edge_ + static_cast<float>(bin) * float_step_) --bin;
+        if (bin < num_bins_ - 1 && x >= first_edge_ + static_cast<float>(bin + 1) * float_step_) ++bin;
+        return bin;
+      }
     }
     // An estimate from one multiply, then exact fix-ups against the edges themselves.
     double estimate = (static_cast<double>(x) - lower_) * scale_;
@@ -112,6 +145,36 @@ class even_bin_mapper {
   }
 
  private:
+  enum class shortcut : std::uint8_t { none, integer_step, exact_float_edges };
+
+  static bool is_whole(double v) { return v == static_cast<double>(static_cast<std::int64_t>(v)); }
+
+  void choose_shortcut() {
+    constexpr double exact_integers = 9007199254740992.0;  // 2^53: doubles hold every integer below
+    if constexpr (std::is_integral_v<Sample>) {
+      const double range = static_cast<double>(num_bins_) * step_;
+      if (lower_ > -exact_integers && lower_ < exact_integers && last_edge_ > -exact_integers &&
+          last_edge_ < exact_integers && last_edge_ - lower_ < exact_integers && is_whole(lower_) &&
+          is_whole(last_edge_) && step_ >= 1.0 && is_whole(step_) && range == last_edge_ - lower_) {
+        shortcut_ = shortcut::integer_step;
+        integer_lower_ = static_cast<std::int64_t>(lower_);
+        integer_step_ = static_cast<std::int64_t>(step_);
+        integer_range_ = static_cast<std::int64_t>(last_edge_) - integer_lower_;
+      }
+    } else if constexpr (std::is_same_v<Sample, float>) {
+      int exponent = 0;
+      const double mantissa = std::frexp(step_, &exponent);
+      const double steps_to_lower = lower_ / step_;
+      const double span = (std::fabs(lower_) + std::fabs(static_cast<double>(last_edge_))) / step_;
+      if (mantissa == 0.5 && is_whole(steps_to_lower) && span < 16777216.0 &&
+          static_cast<double>(first_edge_) == lower_ && static_cast<double>(last_edge_) == lower_ + num_bins_ * step_) {
+        shortcut_ = shortcut::exact_float_edges;
+        float_step_ = static_cast<float>(step_);
+        float_inverse_step_ = static_cast<float>(1.0 / step_);
+      }
+    }
+  }
+
   double lower_ = 0.0;
   double step_ = 0.0;
   double scale_ = 0.0;
@@ -119,6 +182,12 @@ class even_bin_mapper {
   compare_type first_edge_{};
   compare_type last_edge_{};
   bool inclusive_ = false;
+  shortcut shortcut_ = shortcut::none;
+  std::int64_t integer_lower_ = 0;
+  std::int64_t integer_step_ = 1;
+  std::int64_t integer_range_ = 0;
+  float float_step_ = 0.0f;
+  float float_inverse_step_ = 0.0f;
 };
 
 /** @brief Maps a sample to the bin of sorted `edges` (num_bins + 1 of them) it falls in. */

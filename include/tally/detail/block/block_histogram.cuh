@@ -7,7 +7,16 @@
 
 #include <cuda/atomic>
 
+#include "tally/bins.hpp"
+#include "tally/detail/block/vectorized_walk.cuh"
+
 namespace tally::detail {
+
+/// How a block combines updates before they reach its private copy.
+enum class aggregation {
+  none,  ///< one block-scope atomic per sample: the seeds' shared-memory histogram
+  warp,  ///< equal neighbours in a lane add as one, and a warp whose samples share a bin adds once
+};
 
 /// Grid-stride walk over the samples: `count(bin)` for each counted sample; returns how many this
 /// thread left out.
@@ -33,13 +42,64 @@ __device__ __forceinline__ void zero_block_copy(Counter* copy, std::int64_t num_
   for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) copy[bin] = 0;
 }
 
-/// Counts into the block's private copy; block scope is enough because only this block touches it.
-template <class Sample, class Mapper>
-__device__ __forceinline__ std::uint64_t count_into_block_copy(const Sample* samples, std::int64_t num_samples,
-                                                               const Mapper& map, std::uint32_t* copy) {
-  return for_each_bin(samples, num_samples, map, [copy](std::int64_t bin) {
-    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block>(copy[bin]).fetch_add(1u, cuda::memory_order_relaxed);
-  });
+/// Counts this thread's share of the samples (16-byte loads) into a block-private copy of 32-bit
+/// counters with block-scope atomics; returns how many samples it left out.
+template <aggregation Aggregate, int Unroll, class Sample, class Mapper>
+__device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples, std::int64_t num_samples,
+                                                          const Mapper& map, std::uint32_t* copy) {
+  constexpr int items = sample_vector<Sample>::items;
+  std::uint64_t left_out = 0;
+  const auto add = [copy](std::int64_t bin, std::uint32_t count) {
+    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block>(copy[bin]).fetch_add(count, cuda::memory_order_relaxed);
+  };
+  const auto visit_one = [&](Sample x) {
+    const std::int64_t bin = map(x);
+    if (bin < 0) {
+      ++left_out;
+    } else {
+      add(bin, 1);
+    }
+  };
+  const auto visit = [&](const sample_vector<Sample>& v, bool valid) {
+    std::int64_t bins[items];
+#pragma unroll
+    for (int j = 0; j < items; ++j) {
+      bins[j] = valid ? map(v.item[j]) : left_out_bin;
+      left_out += (valid && bins[j] < 0) ? 1 : 0;
+    }
+    if constexpr (Aggregate == aggregation::warp) {
+      bool uniform = valid && bins[0] >= 0;
+#pragma unroll
+      for (int j = 1; j < items; ++j) uniform = uniform && bins[j] == bins[0];
+      const auto first = static_cast<long long>(bins[0]);
+      const long long warp_bin = __shfl_sync(0xffffffffu, first, 0);
+      if (__all_sync(0xffffffffu, uniform && first == warp_bin)) {
+        if (threadIdx.x % 32 == 0) add(warp_bin, 32u * items);
+        return;
+      }
+      // Runs of one bin within this lane's vector add as one.
+      std::int64_t run_bin = bins[0];
+      std::uint32_t run = 1;
+#pragma unroll
+      for (int j = 1; j < items; ++j) {
+        if (bins[j] == run_bin) {
+          ++run;
+        } else {
+          if (run_bin >= 0) add(run_bin, run);
+          run_bin = bins[j];
+          run = 1;
+        }
+      }
+      if (run_bin >= 0) add(run_bin, run);
+    } else {
+#pragma unroll
+      for (int j = 0; j < items; ++j) {
+        if (bins[j] >= 0) add(bins[j], 1);
+      }
+    }
+  };
+  walk_vectorized<Unroll>(samples, num_samples, visit, visit_one);
+  return left_out;
 }
 
 /// Adds the block's copy into the global counts: one device-scope atomic per non-zero bin.

@@ -21,7 +21,7 @@ inline std::size_t shared_copy_bytes(std::int64_t num_bins) { return static_cast
 
 /// Why strategy `s` cannot count `num_bins` bins on this device, or nullptr if it can.
 inline const char* histogram_strategy_unfit(strategy s, std::int64_t num_bins, const device_properties& props) {
-  const bool shared = s == strategy::shared_atomic || s == strategy::shared_two_phase;
+  const bool shared = s == strategy::shared_atomic || s == strategy::shared_two_phase || s == strategy::warp_aggregated;
   if (shared && shared_copy_bytes(num_bins) > props.shared_memory_per_block_optin) {
     return "needs num_bins * 4 bytes of shared memory per block, more than this GPU gives a block";
   }
@@ -36,7 +36,8 @@ inline const char* histogram_strategy_unfit(strategy s, std::int64_t num_bins, c
 inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, const device_properties& props) {
   if (requested != strategy::automatic) return {requested, "asked for"};
   if (shared_copy_bytes(num_bins) <= props.shared_memory_per_block_optin) {
-    return {strategy::shared_atomic, "the bins fit in shared memory: count on chip, one global atomic per bin per block"};
+    return {strategy::warp_aggregated,
+            "the bins fit in shared memory: count on chip, equal bins in a warp add once, one global atomic per bin per block"};
   }
   return {strategy::global_atomic, "too many bins for shared memory: one global atomic per sample"};
 }
@@ -153,8 +154,11 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
       kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, counts, map, left_out);
       break;
     }
-    case strategy::shared_atomic: {
-      auto kernel = shared_atomic_histogram_kernel<Sample, Counter, Mapper>;
+    case strategy::shared_atomic:
+    case strategy::warp_aggregated: {
+      auto kernel = s == strategy::shared_atomic
+                        ? shared_atomic_histogram_kernel<aggregation::none, Sample, Counter, Mapper>
+                        : shared_atomic_histogram_kernel<aggregation::warp, Sample, Counter, Mapper>;
       if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, 1 << 30, blocks); e != cudaSuccess) {
         return e;
       }

@@ -39,17 +39,18 @@ __global__ void global_privatized_histogram_kernel(const Sample* samples, std::i
                                                    std::uint32_t* block_copies, Mapper map,
                                                    std::uint64_t* left_out) {
   std::uint32_t* copy = block_copies + static_cast<std::int64_t>(blockIdx.x) * map.num_bins();
-  warp_add_to(count_into_block_copy(samples, num_samples, map, copy), left_out);
+  warp_add_to(count_vectorized<aggregation::none, 4>(samples, num_samples, map, copy), left_out);
 }
 
-/// A shared-memory histogram per block, then one device-scope atomic per non-zero bin.
-template <class Sample, class Counter, class Mapper>
+/// A shared-memory histogram per block, then one device-scope atomic per non-zero bin. With
+/// aggregation::warp, equal bins within a lane or across a whole warp add as one (warp_aggregated).
+template <aggregation Aggregate, class Sample, class Counter, class Mapper>
 __global__ void shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
                                                Mapper map, std::uint64_t* left_out) {
   extern __shared__ std::uint32_t shared_copy[];
   zero_block_copy(shared_copy, map.num_bins());
   __syncthreads();  // the copy is zero before anyone counts into it
-  warp_add_to(count_into_block_copy(samples, num_samples, map, shared_copy), left_out);
+  warp_add_to(count_vectorized<Aggregate, 4>(samples, num_samples, map, shared_copy), left_out);
   __syncthreads();  // every count is in before the copy is read
   add_block_copy(shared_copy, map.num_bins(), counts);
 }
@@ -64,7 +65,7 @@ __global__ void shared_two_phase_histogram_kernel(const Sample* samples, std::in
   const std::int64_t num_bins = map.num_bins();
   zero_block_copy(shared_copy, num_bins);
   __syncthreads();
-  warp_add_to(count_into_block_copy(samples, num_samples, map, shared_copy), left_out);
+  warp_add_to(count_vectorized<aggregation::none, 4>(samples, num_samples, map, shared_copy), left_out);
   __syncthreads();
   std::uint32_t* copy = block_copies + static_cast<std::int64_t>(blockIdx.x) * num_bins;
   for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) copy[bin] = shared_copy[bin];
