@@ -1,0 +1,440 @@
+// Reading and writing the files of `tally hist`: the .npy header (a Python dict literal after a
+// magic string and a length, parsed here by hand), raw sample files and `--edges` files.
+#include "data_file.hpp"
+
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+
+#include "tally/error.hpp"
+
+namespace tally::cli {
+namespace {
+
+constexpr std::string_view npy_magic{"\x93NUMPY", 6};
+
+struct dtype_spelling {
+  dtype type;
+  std::string_view name;
+  std::size_t size;
+  std::string_view descr;
+};
+constexpr std::array<dtype_spelling, 6> dtype_spellings{{
+    {dtype::uint8, "uint8", 1, "|u1"},
+    {dtype::int32, "int32", 4, "<i4"},
+    {dtype::uint32, "uint32", 4, "<u4"},
+    {dtype::int64, "int64", 8, "<i8"},
+    {dtype::float32, "float32", 4, "<f4"},
+    {dtype::float64, "float64", 8, "<f8"},
+}};
+
+const dtype_spelling& spelling_of(dtype type) {
+  for (const auto& entry : dtype_spellings) {
+    if (entry.type == type) return entry;
+  }
+  return dtype_spellings.back();
+}
+
+/// "FILE 'data.npy'": how every message about a file starts, so the argument and file are named.
+std::string file_label(const std::string& argument, const std::string& path) { return argument + " '" + path + "'"; }
+
+[[noreturn]] void fail(errc code, const std::string& argument, const std::string& path, const std::string& what) {
+  throw error(code, argument, file_label(argument, path) + ": " + what);
+}
+
+std::string system_reason() { return std::strerror(errno); }
+
+/// The dict literal of a .npy header, e.g. {'descr': '<f8', 'fortran_order': False, 'shape': (3,), }.
+class npy_dict_parser {
+ public:
+  npy_dict_parser(std::string_view text, const std::string& path, const std::string& argument)
+      : text_(text), path_(path), argument_(argument) {}
+
+  void parse(npy_header& header) {
+    bool seen_descr = false;
+    bool seen_fortran_order = false;
+    bool seen_shape = false;
+    expect('{');
+    while (true) {
+      skip_space();
+      if (peek() == '}') break;
+      const std::string key = parse_string("a key");
+      skip_space();
+      expect(':');
+      skip_space();
+      if (key == "descr") {
+        if (peek() == '[')
+          malformed("field 'descr' is a structured dtype (a list of fields), which tally does not read");
+        header.descr = parse_string("field 'descr'");
+        seen_descr = true;
+      } else if (key == "fortran_order") {
+        header.fortran_order = parse_bool("field 'fortran_order'");
+        seen_fortran_order = true;
+      } else if (key == "shape") {
+        header.shape = parse_shape();
+        seen_shape = true;
+      } else {
+        malformed("has an unexpected field '" + key + "' (a .npy header holds descr, fortran_order and shape)");
+      }
+      skip_space();
+      if (peek() == ',') {
+        ++pos_;
+        continue;
+      }
+      skip_space();
+      if (peek() != '}') malformed("expected ',' or '}' after field '" + key + "'");
+    }
+    if (!seen_descr) malformed("has no field 'descr'");
+    if (!seen_fortran_order) malformed("has no field 'fortran_order'");
+    if (!seen_shape) malformed("has no field 'shape'");
+  }
+
+ private:
+  [[noreturn]] void malformed(const std::string& what) const {
+    fail(errc::invalid_argument, argument_, path_, ".npy header " + what);
+  }
+
+  char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
+
+  void skip_space() {
+    while (pos_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[pos_]))) ++pos_;
+  }
+
+  void expect(char c) {
+    skip_space();
+    if (peek() != c) {
+      malformed(std::string("is malformed: expected '") + c + "' at offset " + std::to_string(pos_) + " of '" +
+                std::string(text_) + "'");
+    }
+    ++pos_;
+  }
+
+  std::string parse_string(const std::string& what) {
+    const char quote = peek();
+    if (quote != '\'' && quote != '"') malformed(what + " is not a string");
+    ++pos_;
+    std::string value;
+    while (pos_ < text_.size() && text_[pos_] != quote) {
+      if (text_[pos_] == '\\' && pos_ + 1 < text_.size()) ++pos_;
+      value += text_[pos_++];
+    }
+    if (pos_ >= text_.size()) malformed(what + " is an unterminated string");
+    ++pos_;
+    return value;
+  }
+
+  bool parse_bool(const std::string& what) {
+    if (text_.substr(pos_, 4) == "True") {
+      pos_ += 4;
+      return true;
+    }
+    if (text_.substr(pos_, 5) == "False") {
+      pos_ += 5;
+      return false;
+    }
+    malformed(what + " is neither True nor False");
+  }
+
+  std::vector<std::uint64_t> parse_shape() {
+    std::vector<std::uint64_t> shape;
+    expect('(');
+    while (true) {
+      skip_space();
+      if (peek() == ')') break;
+      std::uint64_t dimension = 0;
+      const auto [end, status] = std::from_chars(text_.data() + pos_, text_.data() + text_.size(), dimension);
+      if (status != std::errc()) malformed("field 'shape' holds something other than non-negative integers");
+      pos_ = static_cast<std::size_t>(end - text_.data());
+      if (peek() == 'L') ++pos_;  // Python 2 longs, in files written long ago
+      shape.push_back(dimension);
+      skip_space();
+      if (peek() == ',') {
+        ++pos_;
+      } else if (peek() != ')') {
+        malformed("field 'shape' is not a tuple of integers");
+      }
+    }
+    ++pos_;
+    return shape;
+  }
+
+  std::string_view text_;
+  std::size_t pos_ = 0;
+  const std::string& path_;
+  const std::string& argument_;
+};
+
+/// The dtype of a .npy `descr`, or an error that says why it is not read.
+dtype dtype_of_descr(const std::string& descr, const std::string& path, const std::string& argument) {
+  for (const auto& entry : dtype_spellings) {
+    if (descr == entry.descr) return entry.type;
+  }
+  // One-byte types have no byte order: numpy writes '|u1', but '<u1' and '>u1' mean the same.
+  if (descr == "<u1" || descr == ">u1" || descr == "=u1") return dtype::uint8;
+  if (descr.size() >= 2 && descr[0] == '>') {
+    fail(errc::invalid_argument, argument, path,
+         ".npy header field 'descr' is '" + descr +
+             "', a big-endian dtype; tally reads little-endian files only (in numpy: "
+             "a.astype(a.dtype.newbyteorder('<')))");
+  }
+  std::string supported;
+  for (const auto& entry : dtype_spellings) {
+    supported += (supported.empty() ? "" : ", ") + std::string(entry.descr) + " (" + std::string(entry.name) + ")";
+  }
+  fail(errc::invalid_argument, argument, path,
+       ".npy header field 'descr' is '" + descr + "', which tally does not read; supported: " + supported);
+}
+
+std::uint64_t read_little_endian(const unsigned char* bytes, int count) {
+  std::uint64_t value = 0;
+  for (int i = count - 1; i >= 0; --i) value = (value << 8) | bytes[i];
+  return value;
+}
+
+}  // namespace
+
+std::string_view to_string(dtype type) { return spelling_of(type).name; }
+
+std::optional<dtype> parse_dtype(std::string_view name) {
+  for (const auto& entry : dtype_spellings) {
+    if (entry.name == name) return entry.type;
+  }
+  return std::nullopt;
+}
+
+std::size_t size_of(dtype type) { return spelling_of(type).size; }
+
+std::string_view npy_descr(dtype type) { return spelling_of(type).descr; }
+
+std::string dtype_names() {
+  std::string names;
+  for (const auto& entry : dtype_spellings) names += (names.empty() ? "" : ", ") + std::string(entry.name);
+  return names;
+}
+
+bool has_npy_magic(std::span<const char> prefix) {
+  return prefix.size() >= npy_magic.size() && std::string_view(prefix.data(), npy_magic.size()) == npy_magic;
+}
+
+npy_header read_npy_header(std::FILE* file, const std::string& path, const std::string& argument) {
+  unsigned char preamble[12] = {};
+  if (std::fseek(file, 0, SEEK_SET) != 0 || std::fread(preamble, 1, 10, file) != 10) {
+    fail(errc::invalid_argument, argument, path, "is too short for a .npy file");
+  }
+  if (!has_npy_magic({reinterpret_cast<const char*>(preamble), 6})) {
+    fail(errc::invalid_argument, argument, path,
+         "is not a .npy file: it does not start with the magic string \\x93NUMPY");
+  }
+  npy_header header;
+  header.major_version = preamble[6];
+  header.minor_version = preamble[7];
+  if (header.major_version < 1 || header.major_version > 3 || header.minor_version != 0) {
+    fail(errc::invalid_argument, argument, path,
+         ".npy format version " + std::to_string(header.major_version) + "." + std::to_string(header.minor_version) +
+             " is not one tally reads (1.0, 2.0, 3.0)");
+  }
+  std::uint64_t header_length = 0;
+  std::uint64_t length_field_end = 10;
+  if (header.major_version == 1) {
+    header_length = read_little_endian(preamble + 8, 2);
+  } else {
+    if (std::fread(preamble + 10, 1, 2, file) != 2)
+      fail(errc::invalid_argument, argument, path, "is truncated in its .npy header");
+    header_length = read_little_endian(preamble + 8, 4);
+    length_field_end = 12;
+  }
+  constexpr std::uint64_t longest_header = std::uint64_t{1} << 24;  // numpy itself refuses far shorter ones
+  if (header_length > longest_header) {
+    fail(errc::invalid_argument, argument, path,
+         ".npy header length " + std::to_string(header_length) + " is implausibly large");
+  }
+  std::string text(static_cast<std::size_t>(header_length), '\0');
+  if (std::fread(text.data(), 1, text.size(), file) != text.size()) {
+    fail(errc::invalid_argument, argument, path, "is truncated in its .npy header");
+  }
+  header.data_offset = length_field_end + header_length;
+  npy_dict_parser(text, path, argument).parse(header);
+  header.num_elements = 1;
+  for (const std::uint64_t dimension : header.shape) {
+    if (dimension != 0 && header.num_elements > std::numeric_limits<std::uint64_t>::max() / dimension) {
+      fail(errc::invalid_argument, argument, path, ".npy header field 'shape' overflows 64 bits");
+    }
+    header.num_elements *= dimension;
+  }
+  return header;
+}
+
+std::string format_npy_header(std::string_view descr, std::span<const std::uint64_t> shape) {
+  std::string dict = "{'descr': '" + std::string(descr) + "', 'fortran_order': False, 'shape': (";
+  for (const std::uint64_t dimension : shape) dict += std::to_string(dimension) + ", ";
+  if (shape.size() == 1)
+    dict.pop_back();  // (n,) as Python writes a 1-tuple
+  else if (shape.size() > 1)
+    dict.resize(dict.size() - 2);
+  dict += "), }";
+  // magic (6) + version (2) + length (2) + dict + padding + '\n', a multiple of 64 in all.
+  const std::size_t unpadded = 10 + dict.size() + 1;
+  dict.append((64 - unpadded % 64) % 64, ' ');
+  dict += '\n';
+  std::string header(npy_magic);
+  header += '\x01';
+  header += '\x00';
+  header += static_cast<char>(dict.size() & 0xff);
+  header += static_cast<char>((dict.size() >> 8) & 0xff);
+  return header + dict;
+}
+
+void write_npy(const std::filesystem::path& path, std::span<const std::uint64_t> values, const std::string& argument) {
+  const std::uint64_t shape[] = {values.size()};
+  const std::string header = format_npy_header("<u8", shape);
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "wb"), &std::fclose);
+  if (!file) fail(errc::io_error, argument, path.string(), "cannot be written: " + system_reason());
+  const bool written = std::fwrite(header.data(), 1, header.size(), file.get()) == header.size() &&
+                       std::fwrite(values.data(), sizeof(std::uint64_t), values.size(), file.get()) == values.size();
+  if (!written || std::fclose(file.release()) != 0) {
+    fail(errc::io_error, argument, path.string(), "could not be written completely: " + system_reason());
+  }
+}
+
+std::vector<double> read_edges_file(const std::filesystem::path& path, const std::string& argument) {
+  const std::string name = path.string();
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);
+  if (!file) fail(errc::io_error, argument, name, "cannot be opened: " + system_reason());
+  std::string content;
+  char block[1 << 16];
+  for (std::size_t got; (got = std::fread(block, 1, sizeof(block), file.get())) > 0;) content.append(block, got);
+  if (std::ferror(file.get())) fail(errc::io_error, argument, name, "cannot be read: " + system_reason());
+
+  std::vector<double> edges;
+  if (has_npy_magic(content)) {
+    const npy_header header = read_npy_header(file.get(), name, argument);
+    if (header.descr != "<f8") {
+      fail(errc::invalid_argument, argument, name,
+           "holds dtype '" + header.descr +
+               "'; edges in a .npy file must be float64 ('<f8'): np.save(path, edges.astype(np.float64))");
+    }
+    if (header.fortran_order && header.shape.size() > 1) {
+      fail(errc::invalid_argument, argument, name,
+           ".npy header field 'fortran_order' is True; save the edges in C order");
+    }
+    if (content.size() < header.data_offset + header.num_elements * sizeof(double)) {
+      fail(errc::invalid_argument, argument, name, "is shorter than its .npy header field 'shape' says");
+    }
+    edges.resize(static_cast<std::size_t>(header.num_elements));
+    std::memcpy(edges.data(), content.data() + header.data_offset, edges.size() * sizeof(double));
+    return edges;
+  }
+
+  // Text: numbers separated by whitespace (or commas); '#' comments out the rest of a line.
+  std::size_t line = 1;
+  for (std::size_t pos = 0; pos < content.size();) {
+    const char c = content[pos];
+    if (c == '\n') {
+      ++line;
+      ++pos;
+    } else if (std::isspace(static_cast<unsigned char>(c)) || c == ',') {
+      ++pos;
+    } else if (c == '#') {
+      while (pos < content.size() && content[pos] != '\n') ++pos;
+    } else {
+      std::size_t end = pos;
+      while (end < content.size() && !std::isspace(static_cast<unsigned char>(content[end])) && content[end] != ',' &&
+             content[end] != '#') {
+        ++end;
+      }
+      const std::string_view token(content.data() + pos, end - pos);
+      const char* first = token.data();
+      if (!token.empty() && token.front() == '+') ++first;  // from_chars takes no '+'
+      double value = 0.0;
+      const auto [stop, status] = std::from_chars(first, token.data() + token.size(), value);
+      if (status != std::errc() || stop != token.data() + token.size()) {
+        fail(errc::invalid_argument, argument, name,
+             "line " + std::to_string(line) + ": '" + std::string(token) + "' is not a number");
+      }
+      edges.push_back(value);
+      pos = end;
+    }
+  }
+  return edges;
+}
+
+sample_file::sample_file(const std::filesystem::path& path, std::optional<dtype> requested) : path_(path) {
+  const std::string argument = "FILE";
+  const std::string name = path.string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(errc::io_error, argument, name, "is a directory, not a file");
+  file_.reset(std::fopen(path.c_str(), "rb"));
+  if (!file_) fail(errc::io_error, argument, name, "cannot be opened: " + system_reason());
+  const std::uint64_t file_bytes = std::filesystem::file_size(path, ec);
+  if (ec) fail(errc::io_error, argument, name, "has no size: " + ec.message());
+
+  char prefix[6] = {};
+  const std::size_t prefix_bytes = std::fread(prefix, 1, sizeof(prefix), file_.get());
+  is_npy_ = has_npy_magic({prefix, prefix_bytes});
+  if (!is_npy_ && path.extension() == ".npy") {
+    fail(errc::invalid_argument, argument, name,
+         "is named .npy but does not start with the .npy magic string; is it a raw file misnamed?");
+  }
+
+  if (is_npy_) {
+    const npy_header header = read_npy_header(file_.get(), name, argument);
+    type_ = dtype_of_descr(header.descr, name, argument);
+    if (header.fortran_order) {
+      fail(errc::invalid_argument, argument, name,
+           ".npy header field 'fortran_order' is True; tally reads C-order arrays (np.save(path, "
+           "np.ascontiguousarray(a)))");
+    }
+    if (requested && *requested != type_) {
+      throw error(errc::invalid_argument, "--dtype",
+                  "argument '--dtype' is " + std::string(to_string(*requested)) + " but " + file_label(argument, name) +
+                      " holds " + std::string(to_string(type_)) + " (.npy header field 'descr' is '" + header.descr +
+                      "'); leave --dtype out for .npy files");
+    }
+    const std::uint64_t size = size_of(type_);
+    const std::uint64_t available = file_bytes >= header.data_offset ? file_bytes - header.data_offset : 0;
+    if (header.num_elements > available / size) {
+      fail(errc::invalid_argument, argument, name,
+           "is truncated: its .npy header field 'shape' says " + std::to_string(header.num_elements) + " elements (" +
+               std::to_string(header.num_elements * size) + " bytes) but only " + std::to_string(available) +
+               " bytes follow the header");
+    }
+    data_offset_ = header.data_offset;
+    num_samples_ = header.num_elements;
+    trailing_bytes_ = available - header.num_elements * size;
+  } else {
+    if (!requested) {
+      throw error(errc::invalid_argument, "--dtype",
+                  file_label(argument, name) +
+                      " is a raw binary file (no .npy header): argument '--dtype' is required (" + dtype_names() + ")");
+    }
+    type_ = *requested;
+    const std::uint64_t size = size_of(type_);
+    if (file_bytes % size != 0) {
+      fail(errc::invalid_argument, argument, name,
+           "has " + std::to_string(file_bytes) + " bytes, not a multiple of " + std::to_string(size) +
+               " (the size of " + std::string(to_string(type_)) + "): is --dtype right?");
+    }
+    data_offset_ = 0;
+    num_samples_ = file_bytes / size;
+  }
+}
+
+void sample_file::read_bytes(std::uint64_t offset, void* destination, std::size_t bytes) {
+  if (bytes == 0) return;
+  if (offset > static_cast<std::uint64_t>(std::numeric_limits<off_t>::max()) ||
+      fseeko(file_.get(), static_cast<off_t>(offset), SEEK_SET) != 0) {
+    fail(errc::io_error, "FILE", path_.string(),
+         "cannot seek to byte " + std::to_string(offset) + ": " + system_reason());
+  }
+  if (std::fread(destination, 1, bytes, file_.get()) != bytes) {
+    fail(errc::io_error, "FILE", path_.string(),
+         "could not be read at byte " + std::to_string(offset) + " (" + std::to_string(bytes) + " bytes)" +
+             (std::ferror(file_.get()) ? ": " + system_reason() : std::string(": the file got shorter")));
+  }
+}
+
+}  // namespace tally::cli

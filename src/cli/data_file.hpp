@@ -1,0 +1,188 @@
+// The files `tally hist` reads and writes: a minimal .npy header parser and writer (no
+// third-party npy library), raw binary sample files, and a reader that hands the samples over in
+// chunks so that files larger than memory can be counted. Host-only.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace tally::cli {
+
+static_assert(std::endian::native == std::endian::little,
+              ".npy files and raw files are read as little-endian; this host is not");
+
+/** @brief The sample types a data file may hold (the types tally histograms accept). */
+enum class dtype : std::uint8_t { uint8, int32, uint32, int64, float32, float64 };
+
+/** @brief Every dtype, in the order the CLI lists them. */
+inline constexpr std::array all_dtypes{dtype::uint8, dtype::int32,   dtype::uint32,
+                                       dtype::int64, dtype::float32, dtype::float64};
+
+/** @brief The dtype's name as `--dtype` spells it ("uint8", ..., "float64"). */
+std::string_view to_string(dtype type);
+/** @brief The dtype `--dtype` names, if it is one. */
+std::optional<dtype> parse_dtype(std::string_view name);
+/** @brief Bytes per sample. */
+std::size_t size_of(dtype type);
+/** @brief The .npy `descr` numpy writes for the dtype ("|u1", "<i4", ...). */
+std::string_view npy_descr(dtype type);
+/** @brief The names of every dtype, comma-separated, for messages and help. */
+std::string dtype_names();
+
+/** @brief The dtype of a C++ sample type. */
+template <class T>
+constexpr dtype dtype_of() {
+  static_assert(std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::int32_t> ||
+                    std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
+                    std::is_same_v<T, double>,
+                "no dtype for this type");
+  if constexpr (std::is_same_v<T, std::uint8_t>) return dtype::uint8;
+  if constexpr (std::is_same_v<T, std::int32_t>) return dtype::int32;
+  if constexpr (std::is_same_v<T, std::uint32_t>) return dtype::uint32;
+  if constexpr (std::is_same_v<T, std::int64_t>) return dtype::int64;
+  if constexpr (std::is_same_v<T, float>) return dtype::float32;
+  return dtype::float64;
+}
+
+/** @brief Calls `visit(std::type_identity<T>{})` with the C++ type of `type`. */
+template <class Visit>
+decltype(auto) visit_dtype(dtype type, Visit&& visit) {
+  switch (type) {
+    case dtype::uint8: return visit(std::type_identity<std::uint8_t>{});
+    case dtype::int32: return visit(std::type_identity<std::int32_t>{});
+    case dtype::uint32: return visit(std::type_identity<std::uint32_t>{});
+    case dtype::int64: return visit(std::type_identity<std::int64_t>{});
+    case dtype::float32: return visit(std::type_identity<float>{});
+    case dtype::float64: break;
+  }
+  return visit(std::type_identity<double>{});
+}
+
+/** @brief What a .npy header says. */
+struct npy_header {
+  int major_version = 1;
+  int minor_version = 0;
+  std::string descr;  ///< e.g. "<f8"
+  bool fortran_order = false;
+  std::vector<std::uint64_t> shape;
+  std::uint64_t data_offset = 0;   ///< bytes from the start of the file to the first element
+  std::uint64_t num_elements = 1;  ///< the product of `shape` (1 for a 0-d array)
+};
+
+/** @brief Whether `prefix` (the first bytes of a file) starts with the .npy magic string. */
+bool has_npy_magic(std::span<const char> prefix);
+
+/**
+ * @brief Parses the header of the .npy file `path` (format versions 1.0, 2.0 and 3.0).
+ * @throws tally::error (io_error, argument `argument`) naming the file and the field at fault.
+ */
+npy_header read_npy_header(std::FILE* file, const std::string& path, const std::string& argument);
+
+/** @brief A complete version 1.0 header (magic to newline, 64-byte aligned) for a C-order array. */
+std::string format_npy_header(std::string_view descr, std::span<const std::uint64_t> shape);
+
+/** @brief Writes `values` as a 1-d '<u8' .npy file; throws tally::error (io_error) naming `argument`. */
+void write_npy(const std::filesystem::path& path, std::span<const std::uint64_t> values, const std::string& argument);
+
+/**
+ * @brief Reads bin edges for `--edges`: a .npy of float64 (any shape, flattened) or a text file of
+ * numbers separated by whitespace or newlines ('#' starts a comment). Checks nothing about order.
+ */
+std::vector<double> read_edges_file(const std::filesystem::path& path, const std::string& argument);
+
+/**
+ * @brief A file of samples: a .npy file (recognized by its magic string) or a raw binary file of
+ * one dtype, little-endian, with no header. Opening checks that the size matches the samples.
+ */
+class sample_file {
+ public:
+  /**
+   * @param requested the `--dtype` given: required for raw files; for .npy files it must agree.
+   * @throws tally::error (io_error / invalid_argument) naming the file and what is wrong.
+   */
+  sample_file(const std::filesystem::path& path, std::optional<dtype> requested);
+
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+  [[nodiscard]] dtype type() const noexcept { return type_; }
+  [[nodiscard]] bool is_npy() const noexcept { return is_npy_; }
+  [[nodiscard]] std::uint64_t num_samples() const noexcept { return num_samples_; }
+  /** @brief Bytes after the last sample that the header does not account for (.npy only). */
+  [[nodiscard]] std::uint64_t trailing_bytes() const noexcept { return trailing_bytes_; }
+
+  /** @brief Reads samples [first, first + out.size()) into `out`. */
+  template <class T>
+  void read(std::uint64_t first, std::span<T> out) {
+    if (dtype_of<T>() != type_) throw std::logic_error("sample_file::read: wrong sample type");
+    read_bytes(data_offset_ + first * sizeof(T), out.data(), out.size_bytes());
+  }
+
+ private:
+  void read_bytes(std::uint64_t offset, void* destination, std::size_t bytes);
+
+  struct file_closer {
+    void operator()(std::FILE* file) const noexcept { std::fclose(file); }
+  };
+  std::filesystem::path path_;
+  std::unique_ptr<std::FILE, file_closer> file_;
+  dtype type_ = dtype::uint8;
+  bool is_npy_ = false;
+  std::uint64_t data_offset_ = 0;
+  std::uint64_t num_samples_ = 0;
+  std::uint64_t trailing_bytes_ = 0;
+};
+
+/**
+ * @brief Hands the samples of a file over in chunks of at most `chunk_bytes`, in file order,
+ * through one reused buffer. A file that fits in one chunk is read once and kept, so that a
+ * second pass over it (after a min/max pass) costs no I/O.
+ */
+template <class T>
+class chunk_reader {
+ public:
+  chunk_reader(sample_file& file, std::uint64_t chunk_bytes)
+      : file_(file),
+        chunk_samples_(std::max<std::uint64_t>(1, chunk_bytes / sizeof(T))),
+        capacity_(std::min(chunk_samples_, file.num_samples())),
+        buffer_(std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(capacity_))) {}
+
+  /** @brief The most samples one chunk holds. */
+  [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
+  /** @brief How many chunks a pass over the file takes. */
+  [[nodiscard]] std::uint64_t num_chunks() const noexcept {
+    return (file_.num_samples() + chunk_samples_ - 1) / chunk_samples_;
+  }
+
+  /** @brief Calls `visit(std::span<const T> samples, std::uint64_t index_of_first)` per chunk. */
+  template <class Visit>
+  void for_each_chunk(Visit&& visit) {
+    const std::uint64_t total = file_.num_samples();
+    for (std::uint64_t first = 0; first < total; first += chunk_samples_) {
+      const std::uint64_t count = std::min(chunk_samples_, total - first);
+      const std::span<T> chunk(buffer_.get(), static_cast<std::size_t>(count));
+      if (!(cached_ && first == 0)) file_.read(first, chunk);
+      cached_ = total <= chunk_samples_;
+      visit(std::span<const T>(chunk), first);
+    }
+  }
+
+ private:
+  sample_file& file_;
+  std::uint64_t chunk_samples_;
+  std::uint64_t capacity_;
+  std::unique_ptr<T[]> buffer_;
+  bool cached_ = false;
+};
+
+}  // namespace tally::cli

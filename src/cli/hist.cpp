@@ -1,0 +1,726 @@
+// `tally hist FILE`: a histogram or bincount of a .npy or raw binary file, on the CPU or the GPU.
+// The file is read in chunks (so it may be larger than memory), each chunk is counted by the
+// library and added into a running uint64 total. Bins follow numpy.histogram, except that by
+// default a sample equal to the last edge is left out ([lower, upper), as the library counts);
+// --include-upper-edge gives numpy's closed last bin.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+#include "commands.hpp"
+#include "data_file.hpp"
+#include "tally/bins.hpp"
+#include "tally/cpu.hpp"
+#include "tally/error.hpp"
+#include "tally/gpu.hpp"
+#include "tally/strategy.hpp"
+
+namespace tally::cli {
+namespace {
+
+/// numpy.histogram's default number of bins.
+constexpr std::int64_t default_num_bins = 10;
+/// More bins than this (32 GiB of counters) is almost surely a mistake, e.g. a bincount of ids.
+constexpr std::uint64_t most_bins = std::uint64_t{1} << 32;
+constexpr std::int64_t largest_chunk_mb = std::int64_t{1} << 20;
+
+/// What the command line said, before it is checked.
+struct hist_arguments {
+  std::string file;
+  std::string dtype_name;
+  std::int64_t bins = default_num_bins;
+  std::vector<double> range;
+  std::string edges_file;
+  bool bincount = false;
+  bool include_upper_edge = false;
+  std::string strategy_name = "automatic";
+  std::string backend_name = "auto";
+  std::int64_t chunk_mb = 256;
+  std::string output;
+  CLI::Option* bins_option = nullptr;
+  CLI::Option* range_option = nullptr;
+  CLI::Option* edges_option = nullptr;
+  CLI::Option* dtype_option = nullptr;
+};
+
+enum class output_format : std::uint8_t { table, npy, csv };
+
+/// The checked settings of one run.
+struct hist_settings {
+  backend where = backend::cpu;
+  strategy algorithm = strategy::automatic;
+  upper_edge last_edge = upper_edge::exclusive;
+  std::uint64_t chunk_bytes = 0;
+  output_format output = output_format::table;
+};
+
+enum class bin_kind : std::uint8_t { even, range, bincount };
+
+/// The bins one run counts into, decided before the counting pass.
+struct bin_plan {
+  bin_kind kind = bin_kind::even;
+  std::int64_t num_bins = 0;
+  even_bins even;                   ///< bin_kind::even: what the library is given
+  std::vector<double> edges;        ///< even and range bins: the num_bins + 1 edges samples are compared with
+  bool edges_in_float = false;      ///< float32 samples compared in float32: edges print as float32
+  bool float32_arithmetic = false;  ///< numpy computes these even edges in float32 (range from float32 data)
+  std::string description;          ///< one line for the report
+};
+
+/// The distinct strategies the chunks ran, with how many chunks each.
+struct strategy_use {
+  choice chose;
+  std::uint64_t chunks = 0;
+};
+
+/// What the counting pass found.
+struct count_totals {
+  std::vector<std::uint64_t> counts;
+  std::uint64_t left_out = 0;
+  std::uint64_t not_finite = 0;
+  std::uint64_t chunks = 0;
+  std::vector<strategy_use> strategies;
+};
+
+[[noreturn]] void invalid(const std::string& argument, const std::string& what) {
+  throw error(errc::invalid_argument, argument, "argument '" + argument + "' " + what);
+}
+
+std::string file_label(const sample_file& file) { return "FILE '" + file.path().string() + "'"; }
+
+std::string strategy_list(backend where) {
+  std::string names;
+  for (const strategy s : strategies_for(where, operation::histogram)) {
+    names += (names.empty() ? "" : ", ") + std::string(to_string(s));
+  }
+  return names;
+}
+
+std::string no_gpu_reason() {
+  return gpu::built_with_cuda() ? "no CUDA device is visible" : "this tally was built without CUDA";
+}
+
+/// --backend auto: the GPU when there is one, unless the strategy exists on one backend only.
+backend choose_backend(const std::string& backend_name, strategy algorithm) {
+  const bool on_cpu = supports(backend::cpu, operation::histogram, algorithm);
+  const bool on_gpu = supports(backend::gpu, operation::histogram, algorithm);
+  const std::string named = "'" + std::string(to_string(algorithm)) + "'";
+  const bool have_gpu = gpu::device_count() > 0;
+  if (backend_name == "cpu") {
+    if (!on_cpu)
+      invalid("--strategy", "is " + named + ", a GPU strategy, but --backend is cpu; the CPU runs automatic, " +
+                                strategy_list(backend::cpu));
+    return backend::cpu;
+  }
+  if (backend_name == "gpu") {
+    if (!on_gpu)
+      invalid("--strategy", "is " + named + ", a CPU strategy, but --backend is gpu; the GPU runs automatic, " +
+                                strategy_list(backend::gpu));
+    if (!have_gpu) invalid("--backend", "is gpu but " + no_gpu_reason() + "; use --backend cpu");
+    return backend::gpu;
+  }
+  if (!on_gpu) return backend::cpu;
+  if (!on_cpu) {
+    if (!have_gpu)
+      invalid("--strategy", "is " + named + ", a GPU strategy, but " + no_gpu_reason() + "; the CPU runs automatic, " +
+                                strategy_list(backend::cpu));
+    return backend::gpu;
+  }
+  return have_gpu ? backend::gpu : backend::cpu;
+}
+
+hist_settings check_arguments(const hist_arguments& args) {
+  hist_settings settings;
+  const std::optional<strategy> algorithm = parse_strategy(args.strategy_name);
+  if (!algorithm) {
+    invalid("--strategy", "is '" + args.strategy_name + "', which is not a strategy; the CPU runs automatic, " +
+                              strategy_list(backend::cpu) + "; the GPU runs automatic, " + strategy_list(backend::gpu));
+  }
+  settings.algorithm = *algorithm;
+  settings.where = choose_backend(args.backend_name, settings.algorithm);
+  settings.last_edge = args.include_upper_edge ? upper_edge::inclusive : upper_edge::exclusive;
+
+  if (args.chunk_mb < 1 || args.chunk_mb > largest_chunk_mb) {
+    invalid("--chunk-mb", "must be between 1 and " + std::to_string(largest_chunk_mb) + " (got " +
+                              std::to_string(args.chunk_mb) + ")");
+  }
+  settings.chunk_bytes = static_cast<std::uint64_t>(args.chunk_mb) << 20;
+
+  if (args.bins_option->count() > 0 && (args.bins < 1 || static_cast<std::uint64_t>(args.bins) > most_bins)) {
+    invalid("--bins",
+            "must be between 1 and " + std::to_string(most_bins) + " (got " + std::to_string(args.bins) + ")");
+  }
+  if (args.range_option->count() > 0) {
+    const double lo = args.range[0];
+    const double hi = args.range[1];
+    if (!std::isfinite(lo) || !std::isfinite(hi)) invalid("--range", fmt::format("must be finite (got {} {})", lo, hi));
+    if (!(lo < hi)) invalid("--range", fmt::format("must have LO < HI (got LO={} HI={})", lo, hi));
+  }
+
+  if (!args.output.empty()) {
+    std::string extension = std::filesystem::path(args.output).extension().string();
+    std::transform(extension.begin(), extension.end(), extension.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    if (extension == ".npy") {
+      settings.output = output_format::npy;
+    } else if (extension == ".csv") {
+      settings.output = output_format::csv;
+    } else {
+      invalid("--output", "is '" + args.output + "'; its name must end in .npy (uint64 counts) or .csv");
+    }
+    const std::filesystem::path parent = std::filesystem::path(args.output).parent_path();
+    std::error_code ec;
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
+      invalid("--output", "is '" + args.output + "', in a directory that does not exist");
+    }
+  }
+  return settings;
+}
+
+std::vector<double> load_edges(const std::string& path) {
+  const std::string argument = "--edges";
+  std::vector<double> edges = read_edges_file(path, argument);
+  const std::string where = "(file '" + path + "')";
+  if (edges.size() < 2)
+    invalid(argument, fmt::format("needs at least 2 edges (1 bin) {}; got {}", where, edges.size()));
+  for (std::size_t i = 0; i < edges.size(); ++i) {
+    if (!std::isfinite(edges[i]))
+      invalid(argument, fmt::format("has a non-finite edge {} at index {} {}", edges[i], i, where));
+    if (i > 0 && edges[i] < edges[i - 1]) {
+      invalid(argument, fmt::format("must be sorted ascending {}: edge {} ({}) is below edge {} ({})", where, i,
+                                    edges[i], i - 1, edges[i - 1]));
+    }
+  }
+  if (edges.size() - 1 > most_bins)
+    invalid(argument, fmt::format("has {} edges, more than tally hist takes", edges.size()));
+  return edges;
+}
+
+// ---- data-dependent passes ----------------------------------------------------------------
+
+template <class T>
+void check_no_negative(const sample_file& file, std::span<const T> chunk, std::uint64_t first_index) {
+  if constexpr (std::is_signed_v<T>) {
+    const auto negative = std::find_if(chunk.begin(), chunk.end(), [](T x) { return x < 0; });
+    if (negative != chunk.end()) {
+      invalid(
+          "--bincount",
+          fmt::format("counts non-negative integers only (numpy.bincount raises too), but sample {} of {} is {}",
+                      first_index + static_cast<std::uint64_t>(negative - chunk.begin()), file_label(file), *negative));
+    }
+  }
+}
+
+template <class T>
+struct sample_extent {
+  T lowest{};
+  T highest{};
+  bool empty = true;
+};
+
+/// The smallest and largest sample: the extra pass that --range left out, or --bincount, needs.
+template <class T>
+sample_extent<T> scan_extent(chunk_reader<T>& reader, const sample_file& file, bool for_bincount) {
+  sample_extent<T> extent;
+  reader.for_each_chunk([&](std::span<const T> chunk, std::uint64_t first_index) {
+    if constexpr (std::is_floating_point_v<T>) {
+      const auto odd = std::find_if(chunk.begin(), chunk.end(), [](T x) { return !std::isfinite(x); });
+      if (odd != chunk.end()) {
+        invalid("--range",
+                fmt::format("is needed: without it the range is the data's min and max, which must be finite "
+                            "(numpy raises too), but sample {} of {} is {}",
+                            first_index + static_cast<std::uint64_t>(odd - chunk.begin()), file_label(file), *odd));
+      }
+    }
+    if (for_bincount) check_no_negative(file, chunk, first_index);
+    const auto [low, high] = std::minmax_element(chunk.begin(), chunk.end());
+    if (extent.empty || *low < extent.lowest) extent.lowest = *low;
+    if (extent.empty || *high > extent.highest) extent.highest = *high;
+    extent.empty = false;
+  });
+  return extent;
+}
+
+// ---- bins ---------------------------------------------------------------------------------
+
+/// numpy.linspace(start, stop, num_bins + 1) in the precision Edge, as numpy computes it.
+template <class Edge>
+std::vector<Edge> numpy_linspace(Edge start, Edge stop, std::int64_t num_bins) {
+  const auto n = static_cast<std::size_t>(num_bins);
+  std::vector<Edge> edges(n + 1);
+  const Edge delta = stop - start;
+  const auto div = static_cast<Edge>(num_bins);
+  const Edge step = delta / div;
+  for (std::size_t i = 0; i <= n; ++i) {
+    const auto index = static_cast<Edge>(i);
+    // numpy's special case for a step that underflows to 0 (gh-5437).
+    const Edge offset = step == 0 ? (index / div) * delta : index * step;
+    edges[i] = offset + start;
+  }
+  edges[n] = stop;
+  return edges;
+}
+
+/**
+ * Even bins as numpy.histogram makes them. numpy computes the edges in float32 when the range
+ * comes from float32 data (a.min() and a.max() are float32) and in float64 otherwise (then
+ * rounds them to float32 for float32 data). The library computes in float64; where its edges
+ * differ from numpy's, the run uses range bins over numpy's edges, so the counts still match.
+ */
+template <class T>
+bin_plan plan_even_bins(std::int64_t num_bins, double lower, double upper, bool float32_arithmetic,
+                        const hist_settings& settings) {
+  using compare_type = typename even_bin_mapper<T>::compare_type;
+  bin_plan plan;
+  plan.kind = bin_kind::even;
+  plan.num_bins = num_bins;
+  plan.even = {num_bins, lower, upper};
+  plan.edges_in_float = std::is_same_v<compare_type, float>;
+  plan.float32_arithmetic = float32_arithmetic;
+
+  std::vector<compare_type> numpy_edges;
+  if (float32_arithmetic) {
+    const std::vector<float> in_float = numpy_linspace(static_cast<float>(lower), static_cast<float>(upper), num_bins);
+    numpy_edges.assign(in_float.begin(), in_float.end());
+  } else {
+    const std::vector<double> in_double = numpy_linspace(lower, upper, num_bins);
+    numpy_edges.reserve(in_double.size());
+    for (const double edge : in_double) numpy_edges.push_back(static_cast<compare_type>(edge));
+  }
+  for (std::int64_t i = 0; i < num_bins; ++i) {
+    if (!(numpy_edges[i] < numpy_edges[i + 1])) {
+      invalid("--bins", fmt::format("is {}: too many bins for the range [{}, {}]; edges {} and {} are equal in {} "
+                                    "(numpy raises 'Too many bins for data range' too)",
+                                    num_bins, lower, upper, i, i + 1, plan.edges_in_float ? "float32" : "float64"));
+    }
+  }
+  plan.edges.assign(numpy_edges.begin(), numpy_edges.end());
+
+  const even_bin_mapper<T> library(plan.even, settings.last_edge);
+  for (std::int64_t i = 0; i <= num_bins; ++i) {
+    if (library.edge(i) != numpy_edges[i]) {
+      plan.kind = bin_kind::range;  // numpy's edges, counted by binary search
+      break;
+    }
+  }
+  return plan;
+}
+
+std::string format_edge(double edge, bool in_float) {
+  return in_float ? fmt::format("{}", static_cast<float>(edge)) : fmt::format("{}", edge);
+}
+
+std::string describe_even(const bin_plan& plan, const hist_settings& settings, std::string_view origin) {
+  std::string text =
+      fmt::format("{} even bins over [{}, {}{} {}", plan.num_bins, format_edge(plan.edges.front(), plan.edges_in_float),
+                  format_edge(plan.edges.back(), plan.edges_in_float),
+                  settings.last_edge == upper_edge::inclusive ? "]" : ")", origin);
+  if (plan.kind == bin_kind::range) {
+    text += fmt::format(
+        "; numpy's edges (computed in {}) differ from the library's even edges, so they are "
+        "counted as range bins",
+        plan.float32_arithmetic ? "float32" : "float64");
+  }
+  return text;
+}
+
+template <class T>
+bin_plan plan_bins(const hist_arguments& args, const hist_settings& settings, sample_file& file,
+                   chunk_reader<T>& reader) {
+  const std::string closing = settings.last_edge == upper_edge::inclusive ? "]" : ")";
+  if (args.bincount) {
+    bin_plan plan;
+    plan.kind = bin_kind::bincount;
+    if (args.bins_option->count() > 0) {
+      plan.num_bins = args.bins;
+      plan.description = fmt::format("bincount of {} values (0 to {}, from --bins); larger values are left out",
+                                     plan.num_bins, plan.num_bins - 1);
+      return plan;
+    }
+    const sample_extent<T> extent = scan_extent(reader, file, true);
+    if (extent.empty) {
+      plan.description = "bincount of an empty file: no values";
+      return plan;
+    }
+    const auto length = static_cast<std::uint64_t>(extent.highest) + 1;
+    if (length > most_bins) {
+      invalid("--bincount",
+              fmt::format(
+                  "would make {} bins (the largest sample, {}, plus one); pass --bins N to count values below N only",
+                  length, extent.highest));
+    }
+    plan.num_bins = static_cast<std::int64_t>(length);
+    plan.description =
+        fmt::format("bincount of {} values (0 to {}, the largest sample)", plan.num_bins, extent.highest);
+    return plan;
+  }
+
+  if (args.edges_option->count() > 0) {
+    bin_plan plan;
+    plan.kind = bin_kind::range;
+    plan.edges = load_edges(args.edges_file);
+    plan.num_bins = static_cast<std::int64_t>(plan.edges.size()) - 1;
+    plan.description = fmt::format("{} bins between the edges of '{}', [{}, {}{}", plan.num_bins, args.edges_file,
+                                   plan.edges.front(), plan.edges.back(), closing);
+    return plan;
+  }
+
+  if (args.range_option->count() > 0) {
+    bin_plan plan = plan_even_bins<T>(args.bins, args.range[0], args.range[1], false, settings);
+    plan.description = describe_even(plan, settings, "(--range)");
+    return plan;
+  }
+
+  // No range: numpy's rule, the data's min and max, widened by 0.5 each way when they are equal.
+  const sample_extent<T> extent = scan_extent(reader, file, false);
+  if (extent.empty) {
+    bin_plan plan = plan_even_bins<T>(args.bins, 0.0, 1.0, false, settings);  // numpy: (0, 1) for no data
+    plan.description = describe_even(plan, settings, "(an empty file: numpy's default range)");
+    return plan;
+  }
+  const bool widen = extent.lowest == extent.highest;
+  bin_plan plan;
+  if constexpr (std::is_same_v<T, float>) {
+    // a.min() - 0.5 stays float32 in numpy, and so does the whole linspace.
+    const float lower = widen ? extent.lowest - 0.5f : extent.lowest;
+    const float upper = widen ? extent.highest + 0.5f : extent.highest;
+    plan = plan_even_bins<T>(args.bins, lower, upper, true, settings);
+  } else {
+    const double lower = static_cast<double>(extent.lowest) - (widen ? 0.5 : 0.0);
+    const double upper = static_cast<double>(extent.highest) + (widen ? 0.5 : 0.0);
+    plan = plan_even_bins<T>(args.bins, lower, upper, false, settings);
+  }
+  plan.description = describe_even(plan, settings,
+                                   widen ? "(no --range: the data's only value, widened by 0.5 as numpy does)"
+                                         : "(no --range: the data's min and max, as numpy)");
+  return plan;
+}
+
+// ---- counting -----------------------------------------------------------------------------
+
+/// Counts one chunk at a time on the chosen backend and adds its counts into a uint64 total.
+template <class T>
+class chunk_counter {
+ public:
+  chunk_counter(backend where, std::int64_t num_bins, std::uint64_t chunk_capacity)
+      : where_(where), totals_(static_cast<std::size_t>(num_bins), 0) {
+    if (where_ == backend::gpu) {
+      device_samples_ = gpu::device_buffer<T>(static_cast<std::size_t>(chunk_capacity));
+      device_counts_ = gpu::device_buffer<std::uint64_t>(static_cast<std::size_t>(num_bins));
+    }
+  }
+
+  /** @brief Counts `chunk` with `run(samples, counts)`, given device spans on the GPU backend. */
+  template <class Run>
+  histogram_result add(std::span<const T> chunk, Run&& run) {
+    // The first chunk's counts go straight into the totals; later ones through a scratch copy.
+    if (!first_ && scratch_.empty()) scratch_.resize(totals_.size());
+    const std::span<std::uint64_t> destination =
+        first_ ? std::span<std::uint64_t>(totals_) : std::span<std::uint64_t>(scratch_);
+    histogram_result result;
+    if (where_ == backend::cpu) {
+      result = run(chunk, destination);
+    } else {
+      device_samples_.upload(chunk);
+      result = run(std::span<const T>(device_samples_.data(), chunk.size()), device_counts_.span());
+      device_counts_.download(destination);
+    }
+    if (!first_) {
+      for (std::size_t i = 0; i < totals_.size(); ++i) totals_[i] += scratch_[i];
+    }
+    first_ = false;
+    return result;
+  }
+
+  std::vector<std::uint64_t> take_totals() { return std::move(totals_); }
+
+ private:
+  backend where_;
+  std::vector<std::uint64_t> totals_;
+  std::vector<std::uint64_t> scratch_;
+  gpu::device_buffer<T> device_samples_;
+  gpu::device_buffer<std::uint64_t> device_counts_;
+  bool first_ = true;
+};
+
+void record_choice(std::vector<strategy_use>& uses, const choice& chose) {
+  for (auto& use : uses) {
+    if (use.chose.used == chose.used && use.chose.reason == chose.reason) {
+      ++use.chunks;
+      return;
+    }
+  }
+  uses.push_back({chose, 1});
+}
+
+template <class T>
+count_totals count_file(const bin_plan& plan, const hist_settings& settings, const sample_file& file,
+                        chunk_reader<T>& reader, bool check_negative) {
+  count_totals totals;
+  const histogram_options options{settings.algorithm, settings.last_edge};
+  const std::span<const double> edges(plan.edges);
+  auto run = [&](std::span<const T> samples, std::span<std::uint64_t> counts) -> histogram_result {
+    const bool on_cpu = settings.where == backend::cpu;
+    switch (plan.kind) {
+      case bin_kind::even:
+        return on_cpu ? cpu::histogram_even(samples, counts, plan.even, options)
+                      : gpu::histogram_even(samples, counts, plan.even, options);
+      case bin_kind::range:
+        return on_cpu ? cpu::histogram_range(samples, counts, edges, options)
+                      : gpu::histogram_range(samples, counts, edges, options);
+      case bin_kind::bincount:
+        if constexpr (is_bincount_sample_v<T>) {
+          return on_cpu ? cpu::bincount(samples, counts, options) : gpu::bincount(samples, counts, options);
+        }
+        break;
+    }
+    throw std::logic_error("tally hist: a bincount of floating-point samples");
+  };
+
+  if (plan.num_bins == 0) return totals;  // a bincount of no samples: nothing to count into
+  chunk_counter<T> counter(settings.where, plan.num_bins, reader.capacity());
+  reader.for_each_chunk([&](std::span<const T> chunk, std::uint64_t first_index) {
+    if (check_negative) check_no_negative(file, chunk, first_index);
+    if constexpr (std::is_floating_point_v<T>) {
+      totals.not_finite +=
+          static_cast<std::uint64_t>(std::count_if(chunk.begin(), chunk.end(), [](T x) { return !std::isfinite(x); }));
+    }
+    const histogram_result result = counter.add(chunk, run);
+    totals.left_out += result.left_out;
+    record_choice(totals.strategies, result.chose);
+    ++totals.chunks;
+  });
+  totals.counts = counter.take_totals();
+  return totals;
+}
+
+// ---- output -------------------------------------------------------------------------------
+
+void write_text(std::FILE* out, const std::string& path, const std::vector<std::string>& header, const bin_plan& plan,
+                std::span<const std::uint64_t> counts, bool csv) {
+  const bool bincount = plan.kind == bin_kind::bincount;
+  auto row = [&](std::size_t i) {
+    std::vector<std::string> cells{std::to_string(i)};
+    if (!bincount) {
+      cells.push_back(format_edge(plan.edges[i], plan.edges_in_float));
+      cells.push_back(format_edge(plan.edges[i + 1], plan.edges_in_float));
+    }
+    cells.push_back(std::to_string(counts[i]));
+    return cells;
+  };
+  std::vector<std::size_t> widths(header.size(), 0);
+  if (!csv) {
+    for (std::size_t c = 0; c < header.size(); ++c) widths[c] = header[c].size();
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      const auto cells = row(i);
+      for (std::size_t c = 0; c < cells.size(); ++c) widths[c] = std::max(widths[c], cells[c].size());
+    }
+  }
+  fmt::memory_buffer buffer;
+  auto emit = [&](const std::vector<std::string>& cells) {
+    for (std::size_t c = 0; c < cells.size(); ++c) {
+      if (csv) {
+        fmt::format_to(std::back_inserter(buffer), "{}{}", c ? "," : "", cells[c]);
+      } else {
+        fmt::format_to(std::back_inserter(buffer), "{}{:>{}}", c ? "  " : "", cells[c], widths[c]);
+      }
+    }
+    buffer.push_back('\n');
+    if (buffer.size() > (1 << 20)) {
+      if (std::fwrite(buffer.data(), 1, buffer.size(), out) != buffer.size()) {
+        throw error(errc::io_error, "--output", "cannot write the counts to " + path);
+      }
+      buffer.clear();
+    }
+  };
+  emit(header);
+  for (std::size_t i = 0; i < counts.size(); ++i) emit(row(i));
+  if (std::fwrite(buffer.data(), 1, buffer.size(), out) != buffer.size() || std::fflush(out) != 0) {
+    throw error(errc::io_error, "--output", "cannot write the counts to " + path);
+  }
+}
+
+void write_output(const hist_arguments& args, const hist_settings& settings, const bin_plan& plan,
+                  std::span<const std::uint64_t> counts) {
+  const bool bincount = plan.kind == bin_kind::bincount;
+  const std::vector<std::string> header = bincount ? std::vector<std::string>{"value", "count"}
+                                                   : std::vector<std::string>{"bin", "lower", "upper", "count"};
+  switch (settings.output) {
+    case output_format::npy: write_npy(args.output, counts, "--output"); return;
+    case output_format::table: write_text(stdout, "stdout", header, plan, counts, false); return;
+    case output_format::csv: {
+      std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(args.output.c_str(), "w"), &std::fclose);
+      if (!out) throw error(errc::io_error, "--output", "argument '--output': '" + args.output + "' cannot be written");
+      write_text(out.get(), "'" + args.output + "'", header, plan, counts, true);
+      if (std::fclose(out.release()) != 0)
+        throw error(errc::io_error, "--output", "cannot write the counts to '" + args.output + "'");
+      return;
+    }
+  }
+}
+
+void report(const hist_arguments& args, const hist_settings& settings, const sample_file& file, const bin_plan& plan,
+            const count_totals& totals, bool automatic_range) {
+  const std::uint64_t samples = file.num_samples();
+  const std::uint64_t counted = samples - totals.left_out;
+  std::string text = fmt::format("tally hist: {}: {} {} samples ({}), {} chunk{} of at most {} MiB\n",
+                                 file.path().string(), samples, to_string(file.type()), file.is_npy() ? ".npy" : "raw",
+                                 totals.chunks, totals.chunks == 1 ? "" : "s", args.chunk_mb);
+  text += fmt::format("  bins:     {}\n", plan.description);
+  if (plan.kind != bin_kind::bincount) {
+    text += fmt::format("            bins are [lower, upper){}\n",
+                        settings.last_edge == upper_edge::inclusive
+                            ? "; the last is [lower, upper] (--include-upper-edge, as numpy.histogram)"
+                            : "; a sample equal to the last edge is left out (--include-upper-edge counts it)");
+  }
+  text += fmt::format("  counted:  {}\n", counted);
+  if (plan.kind == bin_kind::bincount) {
+    text += fmt::format("  left out: {} (values >= {})\n", totals.left_out, plan.num_bins);
+  } else {
+    text += fmt::format("  left out: {} (NaN or infinite: {}; outside the bins: {})\n", totals.left_out,
+                        totals.not_finite, totals.left_out - totals.not_finite);
+  }
+  text += fmt::format("  backend:  {}\n", to_string(settings.where));
+  if (totals.strategies.empty()) text += "  strategy: none ran (nothing to count)\n";
+  for (const strategy_use& use : totals.strategies) {
+    text += fmt::format(
+        "  strategy: {} ({}){}\n", to_string(use.chose.used), use.chose.reason,
+        totals.strategies.size() > 1 ? fmt::format(", on {} chunk{}", use.chunks, use.chunks == 1 ? "" : "s") : "");
+  }
+  std::uint64_t sum = 0;
+  for (const std::uint64_t count : totals.counts) sum += count;
+  if (sum != counted) {
+    text += fmt::format("  warning:  the counts add up to {}, not {}: {} updates were lost{}\n", sum, counted,
+                        counted - sum,
+                        totals.strategies.size() == 1 && !is_exact(totals.strategies.front().chose.used)
+                            ? " (the racy strategy loses updates by design)"
+                            : "");
+  }
+  if (automatic_range && settings.last_edge == upper_edge::exclusive && totals.left_out > totals.not_finite) {
+    const std::uint64_t at_maximum = totals.left_out - totals.not_finite;
+    text += fmt::format(
+        "  note:     {} sample{} equal to the largest value, the last edge, {} left out; "
+        "--include-upper-edge counts {} as numpy.histogram does\n",
+        at_maximum, at_maximum == 1 ? "" : "s", at_maximum == 1 ? "is" : "are", at_maximum == 1 ? "it" : "them");
+  }
+  if (file.trailing_bytes() > 0) {
+    text += fmt::format("  warning:  {} bytes after the last sample were ignored (as numpy.load ignores them)\n",
+                        file.trailing_bytes());
+  }
+  std::fputs(text.c_str(), stderr);
+}
+
+template <class T>
+void run_typed(const hist_arguments& args, const hist_settings& settings, sample_file& file) {
+  if (args.bincount && !is_bincount_sample_v<T>) {
+    invalid("--bincount", fmt::format("counts integer samples only (uint8, int32, uint32, int64), but {} holds {}",
+                                      file_label(file), to_string(file.type())));
+  }
+  chunk_reader<T> reader(file, settings.chunk_bytes);
+  const bin_plan plan = plan_bins(args, settings, file, reader);
+  // With a length from the data, the extra pass has already checked for negative samples.
+  const bool check_negative = args.bincount && args.bins_option->count() > 0;
+  const count_totals totals = count_file(plan, settings, file, reader, check_negative);
+  write_output(args, settings, plan, totals.counts);
+  const bool automatic_range = !args.bincount && args.edges_option->count() == 0 && args.range_option->count() == 0;
+  report(args, settings, file, plan, totals, automatic_range);
+}
+
+int run_hist(const hist_arguments& args) {
+  const hist_settings settings = check_arguments(args);
+  std::optional<dtype> requested;
+  if (!args.dtype_name.empty()) requested = parse_dtype(args.dtype_name);
+  sample_file file(args.file, requested);
+  visit_dtype(file.type(), [&]<class T>(std::type_identity<T>) { run_typed<T>(args, settings, file); });
+  return exit_success;
+}
+
+constexpr const char* hist_footer = R"(Bins:
+  Bin i holds the samples x with lower_i <= x < upper_i. By default a sample equal to the last
+  edge is LEFT OUT (half-open bins, as the library counts); --include-upper-edge makes the last bin
+  [lower, upper] and counts it, as numpy.histogram does. The same rule applies to --edges.
+  Even bins (--bins N, default 10) have numpy.histogram's edges exactly. Without --range the range
+  is the data's min and max (an extra pass over the file), widened by 0.5 each way when they are
+  equal, as numpy does; NaN or infinity in the data is then an error, as in numpy.
+  NaN, infinities and samples outside the bins are left out and reported.
+  --bincount counts value v in bin v, like numpy.bincount: the length is the largest value + 1, or
+  --bins N (values >= N are left out and reported). Negative values are an error.
+
+Output:
+  A table on stdout (bin, lower, upper, count; for --bincount: value, count), or --output FILE.npy
+  (the uint64 counts) or FILE.csv (the table's columns). Edges print in the precision samples are
+  compared in (float32 for float32 data). A report on stderr gives the samples, counted, left out,
+  the backend and the strategy that ran.
+
+Large files are read in chunks of --chunk-mb; each is counted and added to a uint64 total.)";
+
+}  // namespace
+
+void add_hist_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<hist_arguments>();
+  CLI::App* hist =
+      app.add_subcommand("hist", "A histogram (or --bincount) of a .npy or raw binary file, on the CPU or GPU");
+  hist->footer(hist_footer);
+
+  hist->add_option("FILE", args->file,
+                   "The samples: a .npy file (|u1, <i4, <u4, <i8, <f4, <f8; C order, any shape) or a raw binary file "
+                   "(little-endian, with --dtype)")
+      ->required();
+  std::vector<std::string> dtype_choices;
+  for (const dtype type : all_dtypes) dtype_choices.emplace_back(to_string(type));
+  args->dtype_option = hist->add_option("--dtype", args->dtype_name,
+                                        "The sample type of a raw file; for a .npy file it is read from the header "
+                                        "and --dtype, if given, must agree")
+                           ->check(CLI::IsMember(dtype_choices));
+  args->bins_option = hist->add_option("--bins", args->bins,
+                                       "Number of even bins (default 10, as numpy.histogram); with --bincount, the "
+                                       "output length (values >= N are left out)");
+  args->range_option = hist->add_option("--range", args->range,
+                                        "Lower and upper edge of the even bins; default: the data's min and max "
+                                        "(an extra pass), as numpy")
+                           ->expected(2)
+                           ->type_name("LO HI");
+  args->edges_option = hist->add_option("--edges", args->edges_file,
+                                        "Bins between given edges: a text file of numbers (whitespace- or "
+                                        "newline-separated) or a float64 .npy; ascending")
+                           ->type_name("FILE")
+                           ->excludes(args->range_option)
+                           ->excludes(args->bins_option);
+  CLI::Option* bincount = hist->add_flag("--bincount", args->bincount,
+                                         "Count each integer value v in bin v, as numpy.bincount (integer dtypes only)")
+                              ->excludes(args->range_option)
+                              ->excludes(args->edges_option);
+  hist->add_flag("--include-upper-edge", args->include_upper_edge,
+                 "Count a sample equal to the last edge in the last bin, as numpy.histogram does "
+                 "(default: left out; bins are [lower, upper))")
+      ->excludes(bincount);
+  hist->add_option("--strategy", args->strategy_name,
+                   "How conflicting updates are resolved: automatic, or a CPU strategy (" +
+                       strategy_list(backend::cpu) + ") or GPU strategy (" + strategy_list(backend::gpu) + ")")
+      ->capture_default_str();
+  hist->add_option("--backend", args->backend_name, "Where to count: cpu, gpu, or auto (the GPU when there is one)")
+      ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
+      ->capture_default_str();
+  hist->add_option("--chunk-mb", args->chunk_mb, "Read and count the file in chunks of this many MiB")
+      ->capture_default_str();
+  hist->add_option("--output", args->output,
+                   "Write the counts to FILE.npy (uint64) or FILE.csv instead of a table on stdout")
+      ->type_name("FILE");
+
+  hist->callback([args, &exit_code] { exit_code = run_hist(*args); });
+}
+
+}  // namespace tally::cli

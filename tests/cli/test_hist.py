@@ -1,0 +1,569 @@
+"""Tests of `tally hist`: the built binary (TALLY_BIN) against numpy.histogram and numpy.bincount.
+
+Every comparison is exact. Random inputs are seeded; the seed is in every failure message and
+TALLY_TEST_SEED=N replays a run with another base seed. The GPU backend is compared too when
+TALLY_TEST_GPU=1 (a machine with a GPU and a CUDA build); otherwise those cases are skipped.
+"""
+
+import os
+import re
+import subprocess
+import zlib
+
+import numpy as np
+import pytest
+
+TALLY = os.environ.get("TALLY_BIN")
+BASE_SEED = int(os.environ.get("TALLY_TEST_SEED", "20240611"))
+GPU_WANTED = os.environ.get("TALLY_TEST_GPU") == "1"
+
+DTYPES = ["uint8", "int32", "uint32", "int64", "float32", "float64"]
+INT_DTYPES = ["uint8", "int32", "uint32", "int64"]
+FLOAT_DTYPES = ["float32", "float64"]
+
+BACKENDS = [
+    "cpu",
+    pytest.param(
+        "gpu",
+        marks=pytest.mark.skipif(
+            not GPU_WANTED, reason="GPU comparisons run only with TALLY_TEST_GPU=1 (a GPU and a CUDA build)"
+        ),
+    ),
+]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def tally_binary():
+    assert TALLY, "set TALLY_BIN to the built tally executable (CTest does)"
+    assert os.access(TALLY, os.X_OK), f"TALLY_BIN={TALLY} is not an executable"
+
+
+def seed_for(*parts):
+    """A seed per test case, stable across runs, derived from the base seed and the case's name."""
+    return (BASE_SEED + zlib.crc32(repr(parts).encode())) % 2**32
+
+
+def run_tally(*args, expect=0):
+    result = subprocess.run([TALLY, *map(str, args)], capture_output=True, text=True, timeout=300)
+    assert result.returncode == expect, (
+        f"tally {' '.join(map(str, args))}: exit code {result.returncode}, expected {expect}\n"
+        f"stdout:\n{result.stdout[-3000:]}\nstderr:\n{result.stderr[-3000:]}"
+    )
+    return result
+
+
+def report_numbers(stderr):
+    """The counted and left-out numbers of the report tally prints on stderr."""
+    counted = re.search(r"counted:\s+(\d+)", stderr)
+    left_out = re.search(r"left out:\s+(\d+)", stderr)
+    assert counted and left_out, f"no counted / left out lines in the report:\n{stderr}"
+    return int(counted.group(1)), int(left_out.group(1))
+
+
+def hist_counts(tmp_path, data_file, *args, backend="cpu"):
+    """Runs tally hist with --output out.npy; returns the counts and the stderr report."""
+    out = tmp_path / f"out_{zlib.crc32(repr(args).encode())}.npy"
+    result = run_tally("hist", data_file, "--backend", backend, "--output", out, *args)
+    counts = np.load(out)
+    assert counts.dtype == np.uint64 and counts.ndim == 1, f"output .npy holds {counts.dtype} {counts.shape}"
+    return counts, result.stderr
+
+
+def save(tmp_path, a, kind, name="data"):
+    """Writes `a` as .npy (returns [path]) or raw (returns [path, --dtype, name])."""
+    if kind == "npy":
+        path = tmp_path / f"{name}.npy"
+        np.save(path, a)
+        return [path]
+    path = tmp_path / f"{name}.bin"
+    a.tofile(path)
+    return [path, "--dtype", a.dtype.name]
+
+
+def check_equal(got, expected, what, seed):
+    if not np.array_equal(got, expected):
+        diff = np.flatnonzero(got != expected) if got.shape == expected.shape else []
+        raise AssertionError(
+            f"{what} (seed {seed}): tally and numpy differ\n"
+            f"shapes {got.shape} vs {expected.shape}; first differing bins {list(diff[:10])}\n"
+            f"tally: {got[:40]}\nnumpy: {expected[:40]}"
+        )
+
+
+def check_report(stderr, n, expected_counts, seed, what):
+    counted, left_out = report_numbers(stderr)
+    total = int(np.asarray(expected_counts, dtype=np.uint64).sum())
+    assert counted == total and left_out == n - total, (
+        f"{what} (seed {seed}): report says counted {counted}, left out {left_out}; "
+        f"numpy counts {total} of {n}\n{stderr}"
+    )
+
+
+def exclusive_counts(inclusive_counts, a, last_edge):
+    """numpy's counts with samples equal to the last edge moved out, the default half-open rule.
+    `last_edge` has the dtype samples are compared in (numpy's bin_edges dtype)."""
+    counts = inclusive_counts.astype(np.uint64)
+    counts[-1] -= np.uint64(np.count_nonzero(a == last_edge))
+    return counts
+
+
+# ---- data ---------------------------------------------------------------------------------
+
+def neighbours(values, dtype):
+    """`values` converted to `dtype`, and for floats their nextafter neighbours; ints: +-1."""
+    dtype = np.dtype(dtype)
+    values = np.asarray(values, dtype=np.float64)
+    if dtype.kind == "f":
+        v = values.astype(dtype)
+        out = [v, np.nextafter(v, np.array(np.inf, dtype)), np.nextafter(v, np.array(-np.inf, dtype))]
+        return np.concatenate(out).astype(dtype)
+    info = np.iinfo(dtype)
+    out = []
+    for delta in (-1, 0, 1):
+        for rounding in (np.floor, np.ceil):
+            w = rounding(values) + delta
+            w = w[(w >= info.min) & (w <= info.max)]
+            out.append(w.astype(dtype))
+    return np.concatenate(out)
+
+
+def random_samples(rng, dtype, lo, hi, n):
+    """n samples of dtype spread over [lo, hi] and a bit beyond, clipped to the dtype."""
+    dtype = np.dtype(dtype)
+    width = hi - lo
+    x = rng.uniform(lo - 0.1 * width, hi + 0.1 * width, size=n)
+    if dtype.kind == "f":
+        return x.astype(dtype)
+    info = np.iinfo(dtype)
+    return np.clip(np.round(x), info.min, info.max).astype(dtype)
+
+
+# (lower, upper, bins) per dtype: one range with integral edges, one with awkward fractional ones.
+# Whole-number and power-of-two steps are here too: the library may count those by a shortcut.
+RANGES = {
+    "uint8": [(0.0, 250.0, 25), (3.3, 200.7, 7), (0.0, 256.0, 256), (16.0, 64.0, 3)],
+    "int32": [(-100.0, 100.0, 20), (-1234.567, 98765.4321, 13), (-2.0**31, 2.0**31, 16), (-5.0, 5.0, 10)],
+    "uint32": [(0.0, 4e9, 8), (1000.5, 3.9e9 + 0.25, 11), (0.0, 2.0**32, 16), (7.0, 2.0**32 - 1, 1)],
+    "int64": [(-1e6, 1e6, 20), (2.0**53, 2.0**53 + 4096.0, 7), (-7.7e15, 3.3e15, 9),
+              (-(2.0**52), 2.0**52, 8), (0.0, 2.0**53 - 1, 1), (2.0**53 - 64, 2.0**53 + 64, 4), (-9.0, 9.0, 6)],
+    "float32": [(-1.0, 1.0, 20), (0.1000000020, 3.3333333333, 7), (-1.2345678901234, 1e-3, 33),
+                (-8.0, 8.0, 64), (0.0, 1.0, 1024), (1e6, 1e6 + 64.0, 512), (-3.0, 5.0, 32)],
+    "float64": [(-1.0, 1.0, 20), (0.1, 0.7, 3), (-1e-300, 5e-301, 9), (-3.14159, 2.71828, 1000), (-8.0, 8.0, 64)],
+}
+
+
+def even_case(dtype, lo, hi, bins, seed):
+    rng = np.random.default_rng(seed)
+    edges64 = np.linspace(lo, hi, bins + 1)
+    _, numpy_edges = np.histogram(np.zeros(0, dtype), bins=bins, range=(lo, hi))
+    a = np.concatenate([
+        random_samples(rng, dtype, lo, hi, 20000),
+        neighbours(edges64, dtype),
+        neighbours(numpy_edges, dtype),
+        neighbours([lo, hi], dtype),
+    ])
+    if np.dtype(dtype).kind == "f":
+        a = np.concatenate([a, np.array([np.nan, np.inf, -np.inf, np.nan], dtype)])
+    else:
+        info = np.iinfo(dtype)
+        a = np.concatenate([a, np.array([info.min, info.max], dtype)])
+    rng.shuffle(a)
+    return a
+
+
+# ---- even bins ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", ["npy", "raw"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_even_bins_match_numpy_histogram(tmp_path, dtype, kind, backend):
+    for lo, hi, bins in RANGES[dtype]:
+        seed = seed_for("even", dtype, kind, lo, hi, bins)
+        a = even_case(dtype, lo, hi, bins, seed)
+        data = save(tmp_path, a, kind)
+        expected, edges = np.histogram(a, bins=bins, range=(lo, hi))
+        what = f"{dtype} {kind} --bins {bins} --range {lo!r} {hi!r}"
+        args = ["--bins", bins, "--range", repr(lo), repr(hi)]
+
+        got, stderr = hist_counts(tmp_path, *data, *args, "--include-upper-edge", backend=backend)
+        check_equal(got, expected, what + " --include-upper-edge", seed)
+        check_report(stderr, a.size, expected, seed, what)
+
+        got, stderr = hist_counts(tmp_path, *data, *args, backend=backend)
+        want = exclusive_counts(expected, a, edges[-1])
+        check_equal(got, want, what + " (half-open)", seed)
+        check_report(stderr, a.size, want, seed, what + " (half-open)")
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES)
+def test_nan_and_infinities_are_left_out_and_reported(tmp_path, dtype):
+    a = np.array([0.5, np.nan, np.inf, -np.inf, 0.25, np.nan, 2.0, -1.0], dtype=dtype)
+    (path,) = save(tmp_path, a, "npy")
+    result = run_tally("hist", path, "--bins", 4, "--range", 0, 1, "--backend", "cpu")
+    assert re.search(r"left out:\s+6 \(NaN or infinite: 4; outside the bins: 2\)", result.stderr), result.stderr
+    assert re.search(r"counted:\s+2\b", result.stderr), result.stderr
+
+
+# ---- automatic range ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_automatic_range_matches_numpy(tmp_path, dtype, backend):
+    seed = seed_for("auto", dtype)
+    rng = np.random.default_rng(seed)
+    cases = {
+        "normal": random_samples(rng, dtype, 0, 200, 30000) if dtype in INT_DTYPES
+        else rng.normal(size=30000).astype(dtype),
+        "one value": np.full(1000, 7, dtype=dtype),
+        "two values": np.array([3, 9, 9, 3, 9], dtype=dtype),
+    }
+    if dtype in FLOAT_DTYPES:
+        cases["awkward floats"] = rng.uniform(0.1, 0.7, size=5000).astype(dtype)
+        cases["tiny range"] = (1.0 + np.arange(50) * np.finfo(dtype).eps).astype(dtype)
+    for name, base in cases.items():
+        for bins in (1, 7, 10, 64):
+            what = f"{dtype} {name}, --bins {bins}, no --range"
+            try:
+                _, edges = np.histogram(base, bins=bins)
+            except ValueError as numpy_error:  # too many bins for a tiny range: tally must refuse too
+                (path,) = save(tmp_path, base, "npy", "too_many")
+                result = run_tally("hist", path, "--bins", bins, "--backend", backend, expect=2)
+                assert "--bins" in result.stderr, f"{what}: numpy raised {numpy_error}; tally said {result.stderr}"
+                continue
+            # Samples on and next to numpy's edges, kept inside [min, max] so that the range stays.
+            near = neighbours(edges, dtype)
+            a = np.concatenate([base, near[(near >= base.min()) & (near <= base.max())]])
+            (path,) = save(tmp_path, a, "npy", name.replace(" ", "_"))
+            expected, edges_again = np.histogram(a, bins=bins)
+            assert np.array_equal(edges, edges_again)
+            got, stderr = hist_counts(tmp_path, path, "--bins", bins, "--include-upper-edge", backend=backend)
+            check_equal(got, expected, what + " --include-upper-edge", seed)
+            got, stderr = hist_counts(tmp_path, path, "--bins", bins, backend=backend)
+            want = exclusive_counts(expected, a, edges[-1])
+            check_equal(got, want, what + " (half-open)", seed)
+            check_report(stderr, a.size, want, seed, what)
+
+
+def test_automatic_range_edges_in_table_match_numpy(tmp_path):
+    a = np.random.default_rng(seed_for("table")).uniform(0.1, 0.7, size=1000).astype(np.float32)
+    (path,) = save(tmp_path, a, "npy")
+    out = tmp_path / "out.csv"
+    run_tally("hist", path, "--bins", 7, "--output", out, "--backend", "cpu")
+    rows = np.loadtxt(out, delimiter=",", skiprows=1, dtype=np.float64)
+    _, edges = np.histogram(a, bins=7)
+    assert np.array_equal(rows[:, 1].astype(np.float32), edges[:-1]), (rows[:, 1], edges)
+    assert np.array_equal(rows[:, 2].astype(np.float32), edges[1:]), (rows[:, 2], edges)
+
+
+def test_automatic_range_refuses_nan_like_numpy(tmp_path):
+    (path,) = save(tmp_path, np.array([1.0, np.nan, 2.0]), "npy")
+    result = run_tally("hist", path, "--backend", "cpu", expect=2)
+    assert "--range" in result.stderr and "sample 1" in result.stderr, result.stderr
+
+
+def test_default_is_ten_bins_like_numpy(tmp_path):
+    a = np.random.default_rng(seed_for("ten")).normal(size=1000)
+    (path,) = save(tmp_path, a, "npy")
+    got, _ = hist_counts(tmp_path, path, "--include-upper-edge")
+    check_equal(got, np.histogram(a)[0], "default bins", "fixed")
+
+
+# ---- range bins (--edges) -------------------------------------------------------------------
+
+EDGE_SETS = {
+    "uint8": [0.0, 1.0, 2.5, 10.0, 10.0, 100.0, 254.5],
+    "int32": [-1000.0, -3.5, 0.0, 0.0, 7.0, 1e6],
+    "uint32": [0.0, 1.0, 65536.0, 2.0**31, 4294967295.0],
+    "int64": [-2.0**62, -1.0, 0.0, 2.0**53, 2.0**53 + 2.0, 2.0**62],
+    "float32": [-1.0, -0.1, 0.1, 0.1000000020, 0.30000001192092896, 1.0 / 3.0, 2.0],
+    "float64": [-1.0, -0.1, 0.1, 0.1, 1.0 / 3.0, 2.0, 2.0000000000000004],
+}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("edges_format", ["text", "npy"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_range_bins_match_numpy_histogram(tmp_path, dtype, edges_format, backend):
+    seed = seed_for("edges", dtype, edges_format)
+    rng = np.random.default_rng(seed)
+    edges = np.array(EDGE_SETS[dtype], dtype=np.float64)
+    a = np.concatenate([
+        random_samples(rng, dtype, edges[0], edges[-1], 20000),
+        random_samples(rng, dtype, edges[1], edges[3], 5000),
+        neighbours(edges, dtype),
+    ])
+    if dtype in FLOAT_DTYPES:
+        a = np.concatenate([a, np.array([np.nan, np.inf, -np.inf], dtype)])
+    rng.shuffle(a)
+    (path,) = save(tmp_path, a, "npy")
+    if edges_format == "text":
+        edges_path = tmp_path / "edges.txt"
+        edges_path.write_text("# edges\n" + "\n".join(repr(float(e)) for e in edges[:3]) + "\n"
+                              + "  ".join(repr(float(e)) for e in edges[3:]) + "\n")
+    else:
+        edges_path = tmp_path / "edges.npy"
+        np.save(edges_path, edges)
+    expected, _ = np.histogram(a, bins=edges)
+    what = f"{dtype} --edges {edges_format} {list(edges)}"
+
+    got, stderr = hist_counts(tmp_path, path, "--edges", edges_path, "--include-upper-edge", backend=backend)
+    check_equal(got, expected, what + " --include-upper-edge", seed)
+    check_report(stderr, a.size, expected, seed, what)
+
+    got, stderr = hist_counts(tmp_path, path, "--edges", edges_path, backend=backend)
+    want = exclusive_counts(expected, a, edges[-1])
+    check_equal(got, want, what + " (half-open)", seed)
+    check_report(stderr, a.size, want, seed, what + " (half-open)")
+
+
+# ---- bincount -------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", ["npy", "raw"])
+@pytest.mark.parametrize("dtype", INT_DTYPES)
+def test_bincount_matches_numpy(tmp_path, dtype, kind, backend):
+    seed = seed_for("bincount", dtype, kind)
+    rng = np.random.default_rng(seed)
+    top = 255 if dtype == "uint8" else 5000
+    a = np.concatenate([rng.integers(0, top + 1, size=30000), [0, top]]).astype(dtype)
+    rng.shuffle(a)
+    data = save(tmp_path, a, kind)
+    expected = np.bincount(a)
+
+    got, stderr = hist_counts(tmp_path, *data, "--bincount", backend=backend)
+    check_equal(got, expected, f"{dtype} {kind} --bincount", seed)
+    check_report(stderr, a.size, expected, seed, f"{dtype} --bincount")
+
+    for length in (1, 100, top, top + 1, top + 50):
+        got, stderr = hist_counts(tmp_path, *data, "--bincount", "--bins", length, backend=backend)
+        want = np.bincount(a, minlength=length)[:length]
+        check_equal(got, want, f"{dtype} {kind} --bincount --bins {length}", seed)
+        check_report(stderr, a.size, want, seed, f"{dtype} --bincount --bins {length}")
+        assert f"values >= {length}" in stderr, stderr
+
+
+def test_bincount_of_an_empty_file_is_empty_like_numpy(tmp_path):
+    (path,) = save(tmp_path, np.zeros(0, np.int32), "npy")
+    got, _ = hist_counts(tmp_path, path, "--bincount")
+    assert got.size == np.bincount(np.zeros(0, np.int64)).size == 0
+
+
+# ---- streaming ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", ["uint8", "int64", "float32", "float64"])
+def test_streamed_chunks_give_the_same_counts(tmp_path, dtype, backend):
+    seed = seed_for("stream", dtype)
+    rng = np.random.default_rng(seed)
+    n = (3 << 20) // np.dtype(dtype).itemsize + 12345  # a bit over 3 MiB: four 1 MiB chunks
+    a = random_samples(rng, dtype, 30, 250, n)  # 8..272: no negatives, for --bincount
+    (path,) = save(tmp_path, a, "npy")
+    modes = [["--bins", 13, "--range", 10, 200], ["--bins", 13], ["--edges", tmp_path / "edges.txt"]]
+    (tmp_path / "edges.txt").write_text("0 1 2 3 50 100 249.5\n")
+    if dtype in INT_DTYPES:
+        modes.append(["--bincount"])
+    for mode in modes:
+        whole, whole_err = hist_counts(tmp_path, path, *mode, backend=backend)
+        chunked, chunked_err = hist_counts(tmp_path, path, *mode, "--chunk-mb", 1, backend=backend)
+        check_equal(chunked, whole, f"{dtype} {mode}: --chunk-mb 1 vs one chunk", seed)
+        assert report_numbers(chunked_err) == report_numbers(whole_err), (whole_err, chunked_err)
+        assert "4 chunks" in chunked_err and "1 chunk " in whole_err, (whole_err, chunked_err)
+    expected, _ = np.histogram(a, bins=13, range=(10, 200))
+    check_equal(hist_counts(tmp_path, path, "--bins", 13, "--range", 10, 200, "--chunk-mb", 1,
+                            "--include-upper-edge", backend=backend)[0], expected, f"{dtype} streamed vs numpy", seed)
+
+
+def test_streamed_raw_file_matches_numpy(tmp_path):
+    seed = seed_for("stream raw")
+    a = np.random.default_rng(seed).normal(size=(5 << 20) // 8).astype(np.float64)
+    data = save(tmp_path, a, "raw")
+    got, stderr = hist_counts(tmp_path, *data, "--bins", 50, "--chunk-mb", 1, "--include-upper-edge")
+    check_equal(got, np.histogram(a, bins=50)[0], "float64 raw, automatic range, 5 chunks", seed)
+    assert "5 chunks" in stderr, stderr
+
+
+# ---- .npy files -----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("version", [(1, 0), (2, 0), (3, 0)])
+def test_npy_format_versions(tmp_path, version):
+    a = np.arange(100, dtype=np.int32)
+    path = tmp_path / "v.npy"
+    with open(path, "wb") as f:
+        np.lib.format.write_array(f, a, version=version)
+    got, _ = hist_counts(tmp_path, path, "--bincount")
+    check_equal(got, np.bincount(a), f"format version {version}", "fixed")
+
+
+def test_npy_of_several_dimensions_is_flattened(tmp_path):
+    a = np.random.default_rng(seed_for("2d")).normal(size=(30, 40))
+    (path,) = save(tmp_path, a, "npy")
+    got, _ = hist_counts(tmp_path, path, "--bins", 9, "--include-upper-edge")
+    check_equal(got, np.histogram(a, bins=9)[0], "2-d array", "fixed")
+
+
+def test_output_npy_is_readable_by_numpy(tmp_path):
+    (path,) = save(tmp_path, np.arange(1000, dtype=np.uint8), "npy")  # wraps: 0..255 several times
+    got, _ = hist_counts(tmp_path, path, "--bincount")
+    check_equal(got, np.bincount(np.arange(1000, dtype=np.uint8)), "uint8 bincount", "fixed")
+
+
+def test_table_on_stdout_lists_every_bin(tmp_path):
+    a = np.array([0.0, 0.5, 1.5, 2.5, 2.9, 3.0], dtype=np.float64)
+    (path,) = save(tmp_path, a, "npy")
+    result = run_tally("hist", path, "--bins", 3, "--range", 0, 3, "--backend", "cpu")
+    lines = result.stdout.strip().splitlines()
+    assert lines[0].split() == ["bin", "lower", "upper", "count"], result.stdout
+    assert [line.split() for line in lines[1:]] == [["0", "0", "1", "2"], ["1", "1", "2", "1"], ["2", "2", "3", "2"]]
+    assert "strategy:" in result.stderr and "backend:  cpu" in result.stderr, result.stderr
+
+
+def test_csv_output_columns(tmp_path):
+    a = np.array([1, 1, 3, 7], dtype=np.int32)
+    (path,) = save(tmp_path, a, "npy")
+    out = tmp_path / "out.csv"
+    run_tally("hist", path, "--bincount", "--output", out)
+    assert out.read_text().splitlines() == ["value,count", "0,0", "1,2", "2,0", "3,1", "4,0", "5,0", "6,0", "7,1"]
+    run_tally("hist", path, "--bins", 2, "--range", 0, 8, "--output", out)
+    assert out.read_text().splitlines() == ["bin,lower,upper,count", "0,0,4,3", "1,4,8,1"]
+
+
+def test_dtype_that_agrees_with_the_npy_header_is_accepted(tmp_path):
+    (path,) = save(tmp_path, np.arange(10, dtype=np.float32), "npy")
+    run_tally("hist", path, "--dtype", "float32")
+
+
+# ---- errors ---------------------------------------------------------------------------------
+
+def write_raw(tmp_path, data, name="raw.bin"):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+ERROR_CASES = {
+    "missing file": (lambda p: [p / "nope.npy"], ["nope.npy"]),
+    "unknown dtype": (lambda p: [write_raw(p, b"\0" * 8), "--dtype", "float16"], ["--dtype"]),
+    "raw file without --dtype": (lambda p: [write_raw(p, b"\0" * 8)], ["--dtype", "raw.bin"]),
+    "--bins 0": (lambda p: [npy(p, np.arange(5.0)), "--bins", 0], ["--bins"]),
+    "--bins negative": (lambda p: [npy(p, np.arange(5.0)), "--bins", -3], ["--bins"]),
+    "--range LO == HI": (lambda p: [npy(p, np.arange(5.0)), "--range", 1, 1], ["--range"]),
+    "--range LO > HI": (lambda p: [npy(p, np.arange(5.0)), "--range", 2, 1], ["--range"]),
+    "--range with one value": (lambda p: [npy(p, np.arange(5.0)), "--range", 1], ["--range"]),
+    "--range inf": (lambda p: [npy(p, np.arange(5.0)), "--range", 0, "inf"], ["--range"]),
+    "unsorted --edges": (lambda p: [npy(p, np.arange(5.0)), "--edges", text(p, "0 2 1 3")], ["--edges", "sorted"]),
+    "one edge": (lambda p: [npy(p, np.arange(5.0)), "--edges", text(p, "1")], ["--edges"]),
+    "--edges not a number": (lambda p: [npy(p, np.arange(5.0)), "--edges", text(p, "0 1 x")], ["--edges", "'x'"]),
+    "--edges missing file": (lambda p: [npy(p, np.arange(5.0)), "--edges", p / "none.txt"], ["--edges"]),
+    "--edges .npy not float64": (lambda p: [npy(p, np.arange(5.0)), "--edges", npy(p, np.arange(3), "e")],
+                                 ["--edges", "float64"]),
+    "--edges with --range": (lambda p: [npy(p, np.arange(5.0)), "--edges", text(p, "0 1"), "--range", 0, 1],
+                             ["--edges", "--range"]),
+    "negative value with --bincount": (lambda p: [npy(p, np.array([3, 1, -2, 5, -1], np.int64)), "--bincount"],
+                                       ["--bincount", "sample 2", "-2"]),
+    "negative value with --bincount --bins": (
+        lambda p: [npy(p, np.array([3, 1, 0, 5, -7], np.int32)), "--bincount", "--bins", 4],
+        ["--bincount", "sample 4", "-7"]),
+    "float file with --bincount": (lambda p: [npy(p, np.arange(5.0)), "--bincount"], ["--bincount", "float64"]),
+    "--bincount with --range": (lambda p: [npy(p, np.arange(5)), "--bincount", "--range", 0, 1],
+                                ["--bincount", "--range"]),
+    "unknown --strategy": (lambda p: [npy(p, np.arange(5.0)), "--strategy", "fastest"], ["--strategy", "fastest"]),
+    "GPU strategy with --backend cpu": (
+        lambda p: [npy(p, np.arange(5.0)), "--strategy", "shared_atomic", "--backend", "cpu"],
+        ["--strategy", "shared_atomic"]),
+    "unknown --backend": (lambda p: [npy(p, np.arange(5.0)), "--backend", "tpu"], ["--backend"]),
+    "--chunk-mb 0": (lambda p: [npy(p, np.arange(5.0)), "--chunk-mb", 0], ["--chunk-mb"]),
+    "--output of another kind": (lambda p: [npy(p, np.arange(5.0)), "--output", p / "out.txt"], ["--output"]),
+    "misaligned raw file": (lambda p: [write_raw(p, b"\0" * 10), "--dtype", "int32"], ["raw.bin", "multiple of 4"]),
+    "--dtype disagrees with .npy": (lambda p: [npy(p, np.arange(5.0)), "--dtype", "int32"],
+                                    ["--dtype", "float64", "descr"]),
+    "big-endian .npy": (lambda p: [npy(p, np.arange(5.0).astype(">f8"))], ["descr", "big-endian", "data.npy"]),
+    "Fortran-order .npy": (lambda p: [npy(p, np.asfortranarray(np.ones((3, 4))))], ["fortran_order", "data.npy"]),
+    "unsupported .npy dtype": (lambda p: [npy(p, np.arange(5, dtype=np.uint64))], ["descr", "<u8", "data.npy"]),
+    "float16 .npy": (lambda p: [npy(p, np.arange(5, dtype=np.float16))], ["descr", "<f2"]),
+    "truncated .npy": (lambda p: [truncated_npy(p)], ["data.npy", "truncated"]),
+    "misnamed raw .npy": (lambda p: [write_raw(p, b"\0" * 16, "data.npy")], ["data.npy", "magic"]),
+    "too many bins for the range": (lambda p: [npy(p, np.arange(5.0)), "--range", 1.0, 1.0 + 2e-16, "--bins", 4],
+                                    ["--bins", "too many bins"]),
+}
+
+
+def npy(p, a, name="data"):
+    path = p / f"{name}.npy"
+    np.save(path, a)
+    return path
+
+
+def text(p, content):
+    path = p / "edges.txt"
+    path.write_text(content)
+    return path
+
+
+def truncated_npy(p):
+    path = npy(p, np.arange(100.0))
+    path.write_bytes(path.read_bytes()[:-8])
+    return path
+
+
+@pytest.mark.parametrize("case", list(ERROR_CASES))
+def test_usage_errors_exit_2_and_name_the_argument(tmp_path, case):
+    make_args, must_mention = ERROR_CASES[case]
+    result = run_tally("hist", *make_args(tmp_path), expect=2)
+    for word in must_mention:
+        assert word in result.stderr, f"{case}: the message does not mention {word!r}:\n{result.stderr}"
+    assert result.stdout == "", f"{case}: an error wrote a table:\n{result.stdout}"
+
+
+def test_gpu_backend_without_a_gpu_is_a_usage_error(tmp_path):
+    if GPU_WANTED:
+        pytest.skip("TALLY_TEST_GPU=1: this machine has a GPU")
+    result = run_tally("hist", npy(tmp_path, np.arange(5.0)), "--backend", "gpu", expect=2)
+    assert "--backend" in result.stderr, result.stderr
+
+
+def test_auto_backend_runs_a_cpu_strategy_on_the_cpu(tmp_path):
+    result = run_tally("hist", npy(tmp_path, np.arange(5.0)), "--strategy", "privatized")
+    assert "backend:  cpu" in result.stderr and "strategy: privatized (asked for)" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize("strategy", ["sequential", "critical", "atomic", "privatized", "reduction"])
+def test_every_cpu_strategy_counts_the_same(tmp_path, strategy):
+    seed = seed_for("strategy", strategy)
+    a = np.random.default_rng(seed).normal(size=200000).astype(np.float32)
+    (path,) = save(tmp_path, a, "npy")
+    got, stderr = hist_counts(tmp_path, path, "--bins", 100, "--range", -3, 3, "--include-upper-edge",
+                              "--strategy", strategy)
+    check_equal(got, np.histogram(a, bins=100, range=(-3, 3))[0], f"--strategy {strategy}", seed)
+    assert f"strategy: {strategy} (asked for)" in stderr, stderr
+
+
+# ---- the tool -------------------------------------------------------------------------------
+
+def test_help_mentions_the_options():
+    top = run_tally("--help")
+    assert "hist" in top.stdout, top.stdout
+    hist = run_tally("hist", "--help")
+    for option in ["FILE", "--dtype", "--bins", "--range", "--edges", "--bincount", "--include-upper-edge",
+                   "--strategy", "--backend", "--chunk-mb", "--output"]:
+        assert option in hist.stdout, f"tally hist --help does not mention {option}:\n{hist.stdout}"
+    assert "LEFT OUT" in hist.stdout and "numpy" in hist.stdout, hist.stdout
+
+
+def test_version():
+    result = run_tally("--version")
+    assert re.search(r"tally \d+\.\d+\.\d+", result.stdout), result.stdout
+
+
+def test_no_subcommand_is_a_usage_error():
+    result = run_tally(expect=2)
+    assert "subcommand" in (result.stderr + result.stdout).lower()
+
+
+def test_bytes_after_the_npy_data_are_ignored_with_a_warning(tmp_path):
+    a = np.arange(50, dtype=np.int64)
+    path = npy(tmp_path, a)
+    with open(path, "ab") as f:
+        f.write(b"\1\2\3")
+    got, stderr = hist_counts(tmp_path, path, "--bincount")
+    check_equal(got, np.bincount(a), "trailing bytes", "fixed")
+    assert "3 bytes after the last sample were ignored" in stderr, stderr
