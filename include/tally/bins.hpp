@@ -73,14 +73,94 @@ TALLY_HOST_DEVICE inline double even_edge(std::int64_t i, double step, double lo
 }
 }  // namespace detail
 
+namespace detail {
+
+/// Even bins over integer samples when every edge is a whole number: bin = (x - lower) / step in
+/// integer arithmetic, which is exactly the edge rule (all edges are exact doubles below 2^53).
+/// Samples of up to 32 bits use 32-bit arithmetic (`narrow_fits` says when that is exact).
+template <class Sample>
+class integer_step_bin_mapper {
+ public:
+  using offset_type = std::conditional_t<sizeof(Sample) <= 4, std::uint32_t, std::uint64_t>;
+
+  integer_step_bin_mapper() = default;
+  integer_step_bin_mapper(std::int64_t lower, std::int64_t step, std::int64_t num_bins, bool inclusive)
+      : lower_(static_cast<offset_type>(lower)), range_(static_cast<offset_type>(step * num_bins)),
+        step_(static_cast<offset_type>(step)), num_bins_(num_bins), inclusive_(inclusive) {}
+
+  /// Whether the offset type holds every (sample - lower) exactly enough: values below lower must
+  /// wrap to above the range, never into it, which holds when both ends are within 2^32 of the
+  /// samples' extremes. Always true for 64-bit samples (the caller keeps edges below 2^53).
+  static bool narrow_fits(double lower, double upper) {
+    if constexpr (sizeof(Sample) <= 4) {
+      constexpr double wrap = 4294967296.0;
+      return static_cast<double>(std::numeric_limits<Sample>::max()) - lower < wrap &&
+             upper - static_cast<double>(std::numeric_limits<Sample>::lowest()) < wrap;
+    } else {
+      return true;
+    }
+  }
+
+  TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
+
+  TALLY_HOST_DEVICE std::int64_t operator()(Sample sample) const {
+    // Wrapping subtraction: values below lower land far above the range, so one compare checks both ends.
+    const offset_type offset = static_cast<offset_type>(sample) - lower_;
+    if (offset < range_) return static_cast<std::int64_t>(step_ == 1 ? offset : offset / step_);
+    return (inclusive_ && offset == range_) ? num_bins_ - 1 : left_out_bin;
+  }
+
+ private:
+  offset_type lower_ = 0;
+  offset_type range_ = 0;
+  offset_type step_ = 1;
+  std::int64_t num_bins_ = 0;
+  bool inclusive_ = false;
+};
+
+/// Even bins over float samples when every edge lower + i * step is an exact float (a power-of-two
+/// step over a range a float spans exactly): float arithmetic computes each edge exactly, so one
+/// multiply and a +-1 fix-up in float find the bin, with no double arithmetic.
+class exact_float_bin_mapper {
+ public:
+  exact_float_bin_mapper() = default;
+  exact_float_bin_mapper(float first, float last, float step, std::int64_t num_bins, bool inclusive)
+      : first_(first), last_(last), step_(step), inverse_step_(1.0f / step), num_bins_(static_cast<int>(num_bins)),
+        inclusive_(inclusive) {}
+
+  TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
+
+  TALLY_HOST_DEVICE std::int64_t operator()(float x) const {
+    if (!(x >= first_ && x < last_)) return (inclusive_ && x == last_) ? num_bins_ - 1 : left_out_bin;
+    // The rounded offset is within one step of the exact one, so the estimate is off by at most one.
+    int bin = static_cast<int>((x - first_) * inverse_step_);
+    if (bin > num_bins_ - 1) bin = num_bins_ - 1;
+    if (bin > 0 && x < first_ + static_cast<float>(bin) * step_) --bin;
+    if (bin < num_bins_ - 1 && x >= first_ + static_cast<float>(bin + 1) * step_) ++bin;
+    return bin;
+  }
+
+ private:
+  float first_ = 0.0f;
+  float last_ = 0.0f;
+  float step_ = 1.0f;
+  float inverse_step_ = 1.0f;
+  int num_bins_ = 0;  // fewer than 2^24 bins, by construction
+  bool inclusive_ = false;
+};
+
+}  // namespace detail
+
+/// Which exact shortcut an even_bin_mapper found for its bins.
+enum class even_shortcut : std::uint8_t { none, integer_step, exact_float_edges };
+
 /**
  * @brief Maps a sample to its even bin, or to `left_out_bin`. Trivially copyable, for kernels.
  *
- * Two exact shortcuts are chosen at construction, and give the same bins as the general rule:
- * integer samples with whole-number edges and a whole-number step (every edge is then exact, so
- * the bin is (x - lower) / step in integer arithmetic), and float samples whose edges are all
- * exact floats (a power-of-two step over a range a float spans exactly), where the fix-ups compare
- * in float with no double arithmetic. Anything else takes the general rule.
+ * Two exact shortcuts are found at construction and give the same bins as the general rule:
+ * integer samples with whole-number edges and step (detail::integer_step_bin_mapper), and float
+ * samples whose edges are all exact floats (detail::exact_float_bin_mapper). Kernels that care
+ * about registers take the shortcut mapper itself (see `shortcut()`); this class applies it too.
  */
 template <class Sample>
 class even_bin_mapper {
@@ -108,69 +188,65 @@ class even_bin_mapper {
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
+  /** @brief The exact shortcut these bins allow, if any. */
+  even_shortcut shortcut() const { return shortcut_; }
+  /** @brief The integer-step mapper; valid when shortcut() is even_shortcut::integer_step. */
+  detail::integer_step_bin_mapper<Sample> integer_step_mapper() const {
+    return {static_cast<std::int64_t>(lower_), static_cast<std::int64_t>(step_), num_bins_, inclusive_};
+  }
+  /** @brief The exact-float mapper; valid when shortcut() is even_shortcut::exact_float_edges. */
+  detail::exact_float_bin_mapper exact_float_mapper() const {
+    return {static_cast<float>(first_edge_), static_cast<float>(last_edge_), static_cast<float>(step_), num_bins_,
+            inclusive_};
+  }
+
   TALLY_HOST_DEVICE std::int64_t operator()(Sample sample) const {
     if constexpr (std::is_integral_v<Sample>) {
-      if (shortcut_ == shortcut::integer_step) {
-        // Wrapping subtraction: values below lower land far above the range, so one compare checks both ends.
-        const std::uint64_t offset =
-            static_cast<std::uint64_t>(static_cast<std::int64_t>(sample)) - static_cast<std::uint64_t>(integer_lower_);
-        if (offset < static_cast<std::uint64_t>(integer_range_)) {
-          return static_cast<std::int64_t>(integer_step_ == 1 ? offset : offset / static_cast<std::uint64_t>(integer_step_));
-        }
-        return (inclusive_ && offset == static_cast<std::uint64_t>(integer_range_)) ? num_bins_ - 1 : left_out_bin;
-      }
-    }
-    const auto x = static_cast<compare_type>(sample);
-    if (!(x >= first_edge_ && x < last_edge_)) {  // also false for NaN
-      return (inclusive_ && x == last_edge_) ? num_bins_ - 1 : left_out_bin;
+      if (shortcut_ == even_shortcut::integer_step) return integer_.operator()(sample);
     }
     if constexpr (std::is_same_v<Sample, float>) {
-      if (shortcut_ == shortcut::exact_float_edges) {
-        // Every edge lower + i * step is an exact float, so float arithmetic computes it exactly.
-        const float offset = x - first_edge_;
-        std::int64_t bin = static_cast<std::int64_t>(offset * float_inverse_step_);
-        if (bin > num_bins_ - 1) bin = num_bins_ - 1;
-        if (bin > 0 && x < first_edge_ + static_cast<float>(bin) * float_step_) --bin;
-        if (bin < num_bins_ - 1 && x >= first_edge_ + static_cast<float>(bin + 1) * float_step_) ++bin;
-        return bin;
-      }
+      if (shortcut_ == even_shortcut::exact_float_edges) return float_.operator()(sample);
     }
-    // An estimate from one multiply, then exact fix-ups against the edges themselves.
-    double estimate = (static_cast<double>(x) - lower_) * scale_;
-    std::int64_t bin = estimate <= 0.0 ? 0 : static_cast<std::int64_t>(estimate);
-    if (bin > num_bins_ - 1) bin = num_bins_ - 1;
+    const auto x = static_cast<compare_type>(sample);
+    if constexpr (std::is_floating_point_v<Sample>) {
+      // Infinities are never counted, even when a bound rounds to infinity in the sample type.
+      if (x - x != 0) return left_out_bin;  // true for NaN and +-inf
+    }
+    if (!(x >= first_edge_ && x < last_edge_)) {
+      return (inclusive_ && x == last_edge_) ? num_bins_ - 1 : left_out_bin;
+    }
+    // An estimate from one multiply, clamped before it becomes an integer, then exact fix-ups
+    // against the edges themselves.
+    const double estimate = (static_cast<double>(x) - lower_) * scale_;
+    const double last_bin = static_cast<double>(num_bins_ - 1);
+    std::int64_t bin = !(estimate > 0.0) ? 0 : !(estimate < last_bin) ? num_bins_ - 1 : static_cast<std::int64_t>(estimate);
     while (bin > 0 && x < edge(bin)) --bin;
     while (bin < num_bins_ - 1 && x >= edge(bin + 1)) ++bin;
     return bin;
   }
 
  private:
-  enum class shortcut : std::uint8_t { none, integer_step, exact_float_edges };
-
   static bool is_whole(double v) { return v == static_cast<double>(static_cast<std::int64_t>(v)); }
 
   void choose_shortcut() {
     constexpr double exact_integers = 9007199254740992.0;  // 2^53: doubles hold every integer below
     if constexpr (std::is_integral_v<Sample>) {
-      const double range = static_cast<double>(num_bins_) * step_;
-      if (lower_ > -exact_integers && lower_ < exact_integers && last_edge_ > -exact_integers &&
-          last_edge_ < exact_integers && last_edge_ - lower_ < exact_integers && is_whole(lower_) &&
-          is_whole(last_edge_) && step_ >= 1.0 && is_whole(step_) && range == last_edge_ - lower_) {
-        shortcut_ = shortcut::integer_step;
-        integer_lower_ = static_cast<std::int64_t>(lower_);
-        integer_step_ = static_cast<std::int64_t>(step_);
-        integer_range_ = static_cast<std::int64_t>(last_edge_) - integer_lower_;
+      const double upper = last_edge_;
+      if (lower_ > -exact_integers && lower_ < exact_integers && upper > -exact_integers && upper < exact_integers &&
+          upper - lower_ < exact_integers && is_whole(lower_) && is_whole(upper) && step_ >= 1.0 && is_whole(step_) &&
+          static_cast<double>(num_bins_) * step_ == upper - lower_ &&
+          detail::integer_step_bin_mapper<Sample>::narrow_fits(lower_, upper)) {
+        shortcut_ = even_shortcut::integer_step;
+        integer_ = integer_step_mapper();
       }
     } else if constexpr (std::is_same_v<Sample, float>) {
       int exponent = 0;
       const double mantissa = std::frexp(step_, &exponent);
-      const double steps_to_lower = lower_ / step_;
       const double span = (std::fabs(lower_) + std::fabs(static_cast<double>(last_edge_))) / step_;
-      if (mantissa == 0.5 && is_whole(steps_to_lower) && span < 16777216.0 &&
-          static_cast<double>(first_edge_) == lower_ && static_cast<double>(last_edge_) == lower_ + num_bins_ * step_) {
-        shortcut_ = shortcut::exact_float_edges;
-        float_step_ = static_cast<float>(step_);
-        float_inverse_step_ = static_cast<float>(1.0 / step_);
+      if (mantissa == 0.5 && is_whole(lower_ / step_) && span < 16777216.0 && static_cast<double>(first_edge_) == lower_ &&
+          static_cast<double>(last_edge_) == lower_ + static_cast<double>(num_bins_) * step_) {
+        shortcut_ = even_shortcut::exact_float_edges;
+        float_ = exact_float_mapper();
       }
     }
   }
@@ -182,12 +258,9 @@ class even_bin_mapper {
   compare_type first_edge_{};
   compare_type last_edge_{};
   bool inclusive_ = false;
-  shortcut shortcut_ = shortcut::none;
-  std::int64_t integer_lower_ = 0;
-  std::int64_t integer_step_ = 1;
-  std::int64_t integer_range_ = 0;
-  float float_step_ = 0.0f;
-  float float_inverse_step_ = 0.0f;
+  even_shortcut shortcut_ = even_shortcut::none;
+  detail::integer_step_bin_mapper<Sample> integer_;
+  detail::exact_float_bin_mapper float_;
 };
 
 /** @brief Maps a sample to the bin of sorted `edges` (num_bins + 1 of them) it falls in. */
@@ -203,7 +276,7 @@ class range_bin_mapper {
 
   TALLY_HOST_DEVICE std::int64_t operator()(Sample sample) const {
     const double x = static_cast<double>(sample);
-    const double last = edges_[num_bins_];
+    const double last = edges_[num_bins_];  // edges are finite, so NaN and infinities fall outside
     if (!(x >= edges_[0] && x < last)) {
       return (inclusive_ && x == last) ? num_bins_ - 1 : left_out_bin;
     }

@@ -150,8 +150,18 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
                                                static_cast<int>(bins.num_bins + 1), lower, upper,
                                                static_cast<std::int64_t>(samples.size()), s);
   };
-  return run_histogram(function, samples, counts, bins.num_bins, ws, options, stream, 0,
-                       [&](char*) { return map; }, cub_call);
+  // Exact shortcuts run as their own small mappers: fewer registers, so fuller multiprocessors.
+  const auto run_with = [&](auto mapper) {
+    return run_histogram(function, samples, counts, bins.num_bins, ws, options, stream, 0,
+                         [mapper](char*) { return mapper; }, cub_call);
+  };
+  if constexpr (std::is_integral_v<Sample>) {
+    if (map.shortcut() == even_shortcut::integer_step) return run_with(map.integer_step_mapper());
+  }
+  if constexpr (std::is_same_v<Sample, float>) {
+    if (map.shortcut() == even_shortcut::exact_float_edges) return run_with(map.exact_float_mapper());
+  }
+  return run_with(map);
 }
 
 template <class Sample, class Counter>

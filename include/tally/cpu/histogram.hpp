@@ -24,6 +24,10 @@ inline constexpr std::uint64_t parallel_threshold = 1 << 16;
 /// Per-thread copies are used while they take at most this many bytes.
 inline constexpr std::uint64_t private_copies_budget = std::uint64_t{256} << 20;
 
+/// The OpenMP reduction clause keeps each thread's private copy of the counts on its stack;
+/// larger copies overflow thread stacks, so `reduction` refuses them.
+inline constexpr std::uint64_t reduction_clause_budget = std::uint64_t{512} << 10;
+
 inline choice choose_histogram(strategy requested, std::uint64_t num_samples, std::int64_t num_bins,
                                std::size_t counter_bytes) {
   if (requested != strategy::automatic) return {requested, "asked for"};
@@ -138,6 +142,13 @@ histogram_result run_histogram(std::span<const Sample> samples, std::span<Counte
                                strategy requested) {
   const std::int64_t num_bins = map.num_bins();
   const choice chose = choose_histogram(requested, samples.size(), num_bins, sizeof(Counter));
+  if (chose.used == strategy::reduction &&
+      static_cast<std::uint64_t>(num_bins) * sizeof(Counter) > reduction_clause_budget) {
+    throw error(errc::not_supported, "strategy",
+                "tally::cpu: strategy 'reduction' keeps a private copy of the counts on each thread's stack, "
+                "at most " + std::to_string(reduction_clause_budget) + " bytes; " + std::to_string(num_bins) +
+                    " bins need more (use 'privatized')");
+  }
   std::fill(counts.begin(), counts.end(), Counter{0});
   std::uint64_t left_out = 0;
   switch (chose.used) {
@@ -178,7 +189,18 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<Count
   tally::detail::check_even_bins(function, bins);
   tally::detail::check_histogram_buffers(function, samples, counts, bins.num_bins);
   tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
-  return detail::run_histogram(samples, counts, even_bin_mapper<Sample>(bins, options.last_edge), options.algorithm);
+  const even_bin_mapper<Sample> map(bins, options.last_edge);
+  if constexpr (std::is_integral_v<Sample>) {
+    if (map.shortcut() == even_shortcut::integer_step) {
+      return detail::run_histogram(samples, counts, map.integer_step_mapper(), options.algorithm);
+    }
+  }
+  if constexpr (std::is_same_v<Sample, float>) {
+    if (map.shortcut() == even_shortcut::exact_float_edges) {
+      return detail::run_histogram(samples, counts, map.exact_float_mapper(), options.algorithm);
+    }
+  }
+  return detail::run_histogram(samples, counts, map, options.algorithm);
 }
 
 /**

@@ -62,6 +62,13 @@ inline void check_even_bins(std::string_view function, const even_bins& bins) {
   if (!std::isfinite(bins.upper - bins.lower)) {
     throw_invalid_argument(function, "upper", "minus lower must be finite");
   }
+  // Bins so narrow that num_bins / (upper - lower) overflows have no representable edges.
+  const double scale = static_cast<double>(bins.num_bins) / (bins.upper - bins.lower);
+  const double step = (bins.upper - bins.lower) / static_cast<double>(bins.num_bins);
+  if (!std::isfinite(scale) || !(step > 0.0)) {
+    throw_invalid_argument(function, "num_bins",
+                           "is too large for the range: (upper - lower) / num_bins is not a positive finite double");
+  }
 }
 
 /// Range edges: at least two, finite, non-decreasing (equal neighbours make an empty bin, as numpy).

@@ -48,12 +48,13 @@ template <aggregation Aggregate, int Unroll, class Sample, class Mapper>
 __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples, std::int64_t num_samples,
                                                           const Mapper& map, std::uint32_t* copy) {
   constexpr int items = sample_vector<Sample>::items;
-  std::uint64_t left_out = 0;
-  const auto add = [copy](std::int64_t bin, std::uint32_t count) {
+  std::uint32_t left_out = 0;  // a thread sees far fewer than 2^32 samples
+  // Block copies hold fewer than 2^31 bins, so bins travel as 32-bit ints (fewer registers).
+  const auto add = [copy](int bin, std::uint32_t count) {
     cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block>(copy[bin]).fetch_add(count, cuda::memory_order_relaxed);
   };
   const auto visit_one = [&](Sample x) {
-    const std::int64_t bin = map(x);
+    const int bin = static_cast<int>(map(x));
     if (bin < 0) {
       ++left_out;
     } else {
@@ -61,24 +62,24 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
     }
   };
   const auto visit = [&](const sample_vector<Sample>& v, bool valid) {
-    std::int64_t bins[items];
+    int bins[items];
 #pragma unroll
     for (int j = 0; j < items; ++j) {
-      bins[j] = valid ? map(v.item[j]) : left_out_bin;
+      bins[j] = valid ? static_cast<int>(map(v.item[j])) : -1;
       left_out += (valid && bins[j] < 0) ? 1 : 0;
     }
     if constexpr (Aggregate == aggregation::warp) {
       bool uniform = valid && bins[0] >= 0;
 #pragma unroll
       for (int j = 1; j < items; ++j) uniform = uniform && bins[j] == bins[0];
-      const auto first = static_cast<long long>(bins[0]);
-      const long long warp_bin = __shfl_sync(0xffffffffu, first, 0);
+      const int first = bins[0];
+      const int warp_bin = __shfl_sync(0xffffffffu, first, 0);
       if (__all_sync(0xffffffffu, uniform && first == warp_bin)) {
         if (threadIdx.x % 32 == 0) add(warp_bin, 32u * items);
         return;
       }
       // Runs of one bin within this lane's vector add as one.
-      std::int64_t run_bin = bins[0];
+      int run_bin = bins[0];
       std::uint32_t run = 1;
 #pragma unroll
       for (int j = 1; j < items; ++j) {

@@ -8,7 +8,21 @@
 namespace tally::detail::tuning {
 
 /// Threads per block of the histogram kernels.
-inline constexpr int histogram_block_threads = 512;
+#ifndef TALLY_HISTOGRAM_BLOCK_THREADS
+#define TALLY_HISTOGRAM_BLOCK_THREADS 512
+#endif
+#ifndef TALLY_HISTOGRAM_MIN_BLOCKS
+#define TALLY_HISTOGRAM_MIN_BLOCKS 2
+#endif
+#ifndef TALLY_HISTOGRAM_UNROLL
+#define TALLY_HISTOGRAM_UNROLL 4
+#endif
+inline constexpr int histogram_block_threads = TALLY_HISTOGRAM_BLOCK_THREADS;
+/// Blocks per multiprocessor the privatized kernels are compiled to fit (caps their registers):
+/// full occupancy keeps enough 16-byte loads in flight to reach the read bandwidth.
+inline constexpr int histogram_min_blocks = TALLY_HISTOGRAM_MIN_BLOCKS;
+/// 16-byte loads each thread issues before it counts them.
+inline constexpr int histogram_unroll = TALLY_HISTOGRAM_UNROLL;
 /// Threads per block of the merge and helper kernels.
 inline constexpr int merge_block_threads = 256;
 /// Global-memory budget for per-block histogram copies (global_privatized, shared_two_phase).
