@@ -1,0 +1,510 @@
+// Tests of tally's bin mappers (even, range, bincount) against the brute-force oracle in
+// tests/common/reference.hpp and against answers numpy 2.4 gave, on the values where binning
+// goes wrong: exact edges and their floating-point neighbours, NaN, infinities, the bounds
+// themselves, steps that are not representable, huge and tiny ranges, and 64-bit integers
+// past 2^53 where the conversion to double rounds.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+#include "common/reference.hpp"
+#include "tally/bins.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using tally::upper_edge;
+using tally_test::reference_even;
+
+constexpr upper_edge both_modes[] = {upper_edge::exclusive, upper_edge::inclusive};
+
+const char* mode_name(upper_edge mode) { return mode == upper_edge::inclusive ? "inclusive" : "exclusive"; }
+
+template <class T>
+std::string show(T x) {
+  std::ostringstream out;
+  if constexpr (std::is_floating_point_v<T>) {
+    out.precision(std::numeric_limits<T>::max_digits10);
+    out << x << " (" << std::hexfloat << x << ")";
+  } else {
+    out << +x;
+  }
+  return out.str();
+}
+
+/// An integer of type T as near to `value` as T allows (saturating; NaN gives nothing).
+template <class T>
+std::optional<T> nearest_integer(double value) {
+  if (std::isnan(value)) return std::nullopt;
+  // Both bounds are powers of two (or zero), so they are exact in double.
+  const double low = static_cast<double>(std::numeric_limits<T>::lowest());
+  const double high_exclusive = std::ldexp(1.0, std::numeric_limits<T>::digits);
+  if (value < low) return std::numeric_limits<T>::lowest();
+  if (value >= high_exclusive) return std::numeric_limits<T>::max();
+  return static_cast<T>(value);
+}
+
+/// The values where even binning can go wrong, as samples of type T.
+template <class T>
+std::vector<T> adversarial_samples(const std::vector<tally_test::reference_compare_t<T>>& edges, double lower,
+                                   double upper, std::mt19937_64& rng) {
+  std::vector<T> values;
+  auto add_number = [&](double v) {
+    if constexpr (std::is_floating_point_v<T>) {
+      values.push_back(static_cast<T>(v));
+    } else {
+      for (const double w : {std::floor(v) - 1, std::floor(v), std::ceil(v), std::ceil(v) + 1}) {
+        if (const auto i = nearest_integer<T>(w)) values.push_back(*i);
+      }
+    }
+  };
+  // Every edge and, in the precision samples are compared in, both of its neighbours.
+  for (const auto e : edges) {
+    add_number(static_cast<double>(e));
+    if constexpr (std::is_floating_point_v<T>) {
+      const T t = static_cast<T>(e);
+      values.push_back(std::nextafter(t, -std::numeric_limits<T>::infinity()));
+      values.push_back(std::nextafter(t, std::numeric_limits<T>::infinity()));
+    }
+  }
+  for (const double bound : {lower, upper}) {
+    add_number(bound);
+    add_number(std::nextafter(bound, -INFINITY));
+    add_number(std::nextafter(bound, INFINITY));
+  }
+  values.push_back(std::numeric_limits<T>::lowest());
+  values.push_back(std::numeric_limits<T>::max());
+  values.push_back(T{0});
+  if constexpr (std::is_floating_point_v<T>) {
+    values.push_back(std::numeric_limits<T>::quiet_NaN());
+    values.push_back(-std::numeric_limits<T>::quiet_NaN());
+    values.push_back(std::numeric_limits<T>::infinity());
+    values.push_back(-std::numeric_limits<T>::infinity());
+    values.push_back(-T{0});
+    values.push_back(std::numeric_limits<T>::denorm_min());
+    values.push_back(-std::numeric_limits<T>::denorm_min());
+  }
+  // Random values over the range and a margin either side.
+  const double width = upper - lower;
+  std::uniform_real_distribution<double> uniform(lower - 0.25 * width, upper + 0.25 * width);
+  for (int i = 0; i < 2000; ++i) {
+    const double v = std::isfinite(width) ? uniform(rng) : lower;
+    add_number(v);
+  }
+  return values;
+}
+
+struct even_case {
+  std::int64_t num_bins;
+  double lower;
+  double upper;
+};
+
+std::string describe(const even_case& c) {
+  std::ostringstream out;
+  out.precision(17);
+  out << "num_bins=" << c.num_bins << " lower=" << c.lower << " upper=" << c.upper;
+  return out.str();
+}
+
+/// Checks tally's even mapper, edge by edge and sample by sample, against the oracle.
+template <class Sample>
+void expect_even_mapper_matches_oracle(const even_case& c, upper_edge mode, const std::vector<Sample>& samples) {
+  SCOPED_TRACE(describe(c) + " " + mode_name(mode));
+  const tally::even_bins bins{c.num_bins, c.lower, c.upper};
+  const tally::even_bin_mapper<Sample> mapper(bins, mode);
+  const reference_even<Sample> oracle(bins, mode);
+  ASSERT_EQ(mapper.num_bins(), c.num_bins);
+
+  for (std::int64_t i = 0; i <= c.num_bins; ++i) {
+    const auto expected = oracle.edges()[static_cast<std::size_t>(i)];
+    const auto actual = mapper.edge(i);
+    if (!(actual == expected)) {
+      ADD_FAILURE() << "edge " << i << ": mapper " << show(actual) << ", oracle " << show(expected);
+      return;
+    }
+  }
+  int failures = 0;
+  for (const Sample x : samples) {
+    const std::int64_t expected = oracle.bin(x);
+    const std::int64_t actual = mapper(x);
+    if (actual != expected && ++failures <= 10) {
+      ADD_FAILURE() << "sample " << show(x) << ": mapper bin " << actual << ", oracle bin " << expected;
+    }
+  }
+  EXPECT_EQ(failures, 0) << "samples binned differently from the oracle";
+}
+
+const std::vector<even_case>& even_cases() {
+  static const std::vector<even_case> cases = {
+      {10, 0.0, 1.0},                   // i * 0.1 overshoots: 0.6 belongs to bin 5, not 6
+      {7, 0.1, 0.7},                    // neither bound nor step is representable
+      {3, -3.0, 10.0},                  // step 13/3 is not representable
+      {1, 0.0, 1.0},                    // one bin
+      {2, -1.0, 1.0},                   // an edge at zero
+      {256, 0.0, 256.0},                // one bin per uint8 value
+      {255, 0.0, 255.0},                // uint8 255 sits on the last edge
+      {7, 0.0, 256.0},                  // uint8 full range, uneven bins
+      {7, -0.5, 255.5},                 // uint8 full range, every value inside
+      {65536, -1e6, 1e6},               // many bins
+      {1000, -1e300, 1e300},            // huge range
+      {1000, 1.0, 1.0 + 0x1p-40},       // tiny range: edges 1 or 2 ulps apart
+      {7, 1.0, 1.0 + 1e-15},            // tinier range: several edges round to the same double
+      {13, -1e-300, 1e-300},            // tiny range around zero
+      {5, 1e30, 3e30},                  // large magnitudes, exact in neither float nor int
+      {100, 0x1p53 - 100, 0x1p53 + 100},  // int64 past 2^53: odd values round to even doubles
+      {16, 0x1p62, 0x1p62 + 4096},      // int64 near 2^62: doubles are 1024 apart
+      {3, -0x1p63, 0x1p63},             // the whole int64 range
+      {3, 0.0, 4294967296.0},           // the whole uint32 range
+  };
+  return cases;
+}
+
+template <class Sample>
+class EvenBinMapper : public ::testing::Test {};
+
+struct type_names {
+  template <class T>
+  static std::string GetName(int) {
+    return tally_test::type_name<T>();
+  }
+};
+
+using sample_types = ::testing::Types<std::uint8_t, std::int32_t, std::uint32_t, std::int64_t, float, double>;
+TYPED_TEST_SUITE(EvenBinMapper, sample_types, type_names);
+
+TYPED_TEST(EvenBinMapper, AgreesWithOracleOnEdgesTheirNeighboursAndSpecialValues) {
+  using Sample = TypeParam;
+  const std::uint64_t seed = tally_test::test_seed();
+  SCOPED_TRACE(tally_test::seed_trace(seed));
+  std::mt19937_64 rng(seed);
+  for (const even_case& c : even_cases()) {
+    const auto edges = tally_test::reference_even_edges<Sample>(c.num_bins, c.lower, c.upper);
+    const auto samples = adversarial_samples<Sample>(edges, c.lower, c.upper, rng);
+    for (const upper_edge mode : both_modes) expect_even_mapper_matches_oracle<Sample>(c, mode, samples);
+  }
+}
+
+TYPED_TEST(EvenBinMapper, AgreesWithOracleOnRandomRangesAndBinCounts) {
+  using Sample = TypeParam;
+  const std::uint64_t seed = tally_test::test_seed();
+  SCOPED_TRACE(tally_test::seed_trace(seed));
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> pick_bins(0, 5);
+  const std::int64_t bin_counts[] = {1, 2, 7, 256, 4096, 65536};
+  std::uniform_real_distribution<double> magnitude(-6.0, 6.0);
+  for (int round = 0; round < 40; ++round) {
+    const double width = std::pow(10.0, magnitude(rng));
+    const double lower = std::uniform_real_distribution<double>(-1000.0, 1000.0)(rng);
+    const even_case c{bin_counts[pick_bins(rng)], lower, lower + width};
+    const auto edges = tally_test::reference_even_edges<Sample>(c.num_bins, c.lower, c.upper);
+    // Large bin counts: probe a random subset of edges, not all of them.
+    std::vector<tally_test::reference_compare_t<Sample>> probe;
+    std::uniform_int_distribution<std::size_t> pick_edge(0, edges.size() - 1);
+    for (int i = 0; i < 300; ++i) probe.push_back(edges[pick_edge(rng)]);
+    probe.push_back(edges.back());
+    const auto samples = adversarial_samples<Sample>(probe, c.lower, c.upper, rng);
+    for (const upper_edge mode : both_modes) expect_even_mapper_matches_oracle<Sample>(c, mode, samples);
+  }
+}
+
+// Known answers from numpy 2.4 (np.histogram of one sample; numpy's last bin is inclusive).
+// They check the oracle as much as the mapper: both must give numpy's bin.
+struct known_answer {
+  double sample;
+  std::int64_t bin;
+};
+
+template <class Sample>
+void expect_numpy_answers(const even_case& c, const std::vector<known_answer>& answers) {
+  SCOPED_TRACE(describe(c));
+  const tally::even_bins bins{c.num_bins, c.lower, c.upper};
+  const tally::even_bin_mapper<Sample> mapper(bins, upper_edge::inclusive);
+  const reference_even<Sample> oracle(bins, upper_edge::inclusive);
+  for (const auto& [value, bin] : answers) {
+    const auto x = static_cast<Sample>(value);
+    EXPECT_EQ(mapper(x), bin) << "mapper, sample " << show(x);
+    EXPECT_EQ(oracle.bin(x), bin) << "oracle, sample " << show(x);
+  }
+}
+
+TEST(EvenBinMapper, MatchesNumpyOnSamplesAtNonRepresentableEdges) {
+  expect_numpy_answers<double>({10, 0.0, 1.0}, {{0.3, 2},
+                                                {0.6, 5},
+                                                {0.7, 6},
+                                                {0.9, 9},
+                                                {0.30000000000000004, 3},
+                                                {0.6000000000000001, 6},
+                                                {1.0, 9},
+                                                {0.0, 0},
+                                                {0.9999999999999999, 9},
+                                                {0.1, 1},
+                                                {0.2, 2}});
+  expect_numpy_answers<double>({7, 0.1, 0.7}, {{0.1, 0},
+                                               {0.7, 6},
+                                               {0.18571428571428572, 1},
+                                               {0.1857142857142857, 0},
+                                               {0.27142857142857146, 2},
+                                               {0.2714285714285714, 1},
+                                               {0.6142857142857142, 6},
+                                               {0.6142857142857143, 6},
+                                               {0.5, 4}});
+  expect_numpy_answers<float>({7, 0.1, 0.7}, {{0.10000000149011612, 0},
+                                              {0.699999988079071, 6},
+                                              {0.18571428954601288, 1},
+                                              {0.27142858505249023, 2},
+                                              {0.27142855525016785, 1},
+                                              {0.6142857074737549, 6},
+                                              {0.5, 4},
+                                              {0.09999999403953552, -1}});
+  expect_numpy_answers<double>({3, -3.0, 10.0}, {{-3.0, 0},
+                                                 {1.0, 0},
+                                                 {1.333333333333333, 1},
+                                                 {1.3333333333333333, 1},
+                                                 {2.0, 1},
+                                                 {5.0, 1},
+                                                 {5.666666666666666, 2},
+                                                 {6.0, 2},
+                                                 {10.0, 2},
+                                                 {9.999999999999998, 2}});
+}
+
+TEST(EvenBinMapper, ComputesEdgesAsNumpyLinspace) {
+  // np.linspace(0.1, 0.7, 8) and np.linspace(-3, 10, 4), printed by numpy 2.4.
+  const double linspace_a[] = {0.1, 0.18571428571428572, 0.27142857142857146, 0.3571428571428571,
+                               0.44285714285714284, 0.5285714285714286, 0.6142857142857142, 0.7};
+  const double linspace_b[] = {-3.0, 1.333333333333333, 5.666666666666666, 10.0};
+  const tally::even_bin_mapper<double> a({7, 0.1, 0.7}, upper_edge::exclusive);
+  const tally::even_bin_mapper<double> b({3, -3.0, 10.0}, upper_edge::exclusive);
+  const auto oracle_a = tally_test::reference_even_edges<double>(7, 0.1, 0.7);
+  const auto oracle_b = tally_test::reference_even_edges<double>(3, -3.0, 10.0);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(a.edge(i), linspace_a[i]) << "mapper edge " << i;
+    EXPECT_EQ(oracle_a[i], linspace_a[i]) << "oracle edge " << i;
+  }
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_EQ(b.edge(i), linspace_b[i]) << "mapper edge " << i;
+    EXPECT_EQ(oracle_b[i], linspace_b[i]) << "oracle edge " << i;
+  }
+}
+
+TEST(EvenBinMapper, CountsTheUpperBoundOnlyWhenInclusive) {
+  const tally::even_bins bins{255, 0.0, 255.0};
+  const tally::even_bin_mapper<std::uint8_t> exclusive(bins, upper_edge::exclusive);
+  const tally::even_bin_mapper<std::uint8_t> inclusive(bins, upper_edge::inclusive);
+  EXPECT_EQ(exclusive(255), tally::left_out_bin);
+  EXPECT_EQ(inclusive(255), 254);
+  EXPECT_EQ(exclusive(254), 254);
+  EXPECT_EQ(exclusive(0), 0);
+  for (int v = 0; v < 255; ++v) {
+    EXPECT_EQ(exclusive(static_cast<std::uint8_t>(v)), v);
+    EXPECT_EQ(inclusive(static_cast<std::uint8_t>(v)), v);
+  }
+}
+
+TEST(EvenBinMapper, ComparesInt64SamplesAfterRoundingToDouble) {
+  // 2^53 + 1 is not a double: it rounds (to even) to 2^53, the first edge, so it lands in bin 0;
+  // 2^53 + 3 rounds to 2^53 + 4, the start of bin 2 (bins are 2 wide).
+  const std::int64_t base = std::int64_t{1} << 53;
+  const tally::even_bin_mapper<std::int64_t> mapper({8, 0x1p53, 0x1p53 + 16}, upper_edge::exclusive);
+  EXPECT_EQ(mapper(base), 0);
+  EXPECT_EQ(mapper(base + 1), 0);
+  EXPECT_EQ(mapper(base + 2), 1);
+  EXPECT_EQ(mapper(base + 3), 2);
+  EXPECT_EQ(mapper(base + 15), tally::left_out_bin);  // rounds to 2^53 + 16, the upper bound
+  EXPECT_EQ(mapper(base - 1), tally::left_out_bin);   // exact in double, below the range
+  EXPECT_EQ(mapper(std::numeric_limits<std::int64_t>::max()), tally::left_out_bin);
+}
+
+// bins.hpp: "NaN and infinities are left out". With float samples a bound beyond float's range
+// rounds to an infinite float edge; an infinite sample must still be left out.
+TEST(EvenBinMapper, LeavesOutInfiniteFloatSamplesWhenABoundOverflowsFloat) {
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  for (const upper_edge mode : both_modes) {
+    SCOPED_TRACE(mode_name(mode));
+    const tally::even_bin_mapper<float> above({4, 0.0, 1e39}, mode);
+    EXPECT_EQ(above(inf), tally::left_out_bin) << "+inf, upper=1e39 (float(upper) is +inf)";
+    const tally::even_bin_mapper<float> below({4, -1e39, 0.0}, mode);
+    EXPECT_EQ(below(-inf), tally::left_out_bin) << "-inf, lower=-1e39 (float(lower) is -inf)";
+    const tally::even_bin_mapper<float> both({5, -1e39, 1e39}, mode);
+    EXPECT_EQ(both(inf), tally::left_out_bin);
+    EXPECT_EQ(both(-inf), tally::left_out_bin);
+    // Finite samples still bin normally: edges -1e39, -6e38, -2e38, 2e38, 6e38, 1e39.
+    EXPECT_EQ(both(0.0f), 2);
+    EXPECT_EQ(both(std::numeric_limits<float>::max()), 3);
+    EXPECT_EQ(both(std::numeric_limits<float>::lowest()), 1);
+  }
+}
+
+/// Runs `work` on a separate thread and gives up after `limit`: a mapper that never returns
+/// must fail the test rather than hang the suite. The abandoned thread is left running until the
+/// process exits (CTest runs each test in its own process).
+template <class Result, class Work>
+std::optional<Result> with_deadline(Work work, std::chrono::seconds limit) {
+  struct state {
+    std::atomic<bool> done{false};
+    Result result{};
+  };
+  auto shared = std::make_shared<state>();
+  std::thread([shared, work] {
+    shared->result = work();
+    shared->done.store(true, std::memory_order_release);
+  }).detach();
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (shared->done.load(std::memory_order_acquire)) return shared->result;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return std::nullopt;
+}
+
+// A range so narrow that num_bins / (upper - lower) overflows double: the mapper's bin estimate
+// is then infinite (or NaN for a sample at `lower`), and it must still return the right bin.
+TEST(EvenBinMapper, TerminatesAndAgreesWithOracleWhenTheBinScaleOverflows) {
+  const even_case cases[] = {{4, 0.0, 1e-310}, {1 << 20, 0.0, 1e-303}, {3, -1e-310, 1e-310}};
+  for (const even_case& c : cases) {
+    SCOPED_TRACE(describe(c));
+    const tally::even_bins bins{c.num_bins, c.lower, c.upper};
+    const reference_even<double> oracle(bins, upper_edge::exclusive);
+    const double samples[] = {c.lower, std::nextafter(c.lower, INFINITY), 0.5 * (c.lower + c.upper),
+                              std::nextafter(c.upper, -INFINITY)};
+    for (const double x : samples) {
+      const auto bin = with_deadline<std::int64_t>(
+          [bins, x] { return tally::even_bin_mapper<double>(bins, upper_edge::exclusive)(x); },
+          std::chrono::seconds(5));
+      ASSERT_TRUE(bin.has_value()) << "even_bin_mapper did not return within 5 s for sample " << show(x);
+      EXPECT_EQ(*bin, oracle.bin(x)) << "sample " << show(x);
+    }
+  }
+}
+
+// ---- range bins -----------------------------------------------------------------------------
+
+template <class Sample>
+class RangeBinMapper : public ::testing::Test {};
+TYPED_TEST_SUITE(RangeBinMapper, sample_types, type_names);
+
+TYPED_TEST(RangeBinMapper, AgreesWithOracleOnEdgesTheirNeighboursAndSpecialValues) {
+  using Sample = TypeParam;
+  const std::uint64_t seed = tally_test::test_seed();
+  SCOPED_TRACE(tally_test::seed_trace(seed));
+  std::mt19937_64 rng(seed);
+  std::vector<std::vector<double>> edge_sets = {
+      {0.0, 1.0},
+      {0.1, 0.2, 0.3, 0.7},
+      {-3.0, 1.0 / 3.0, 10.0},
+      {0.0, 1.0, 1.0, 1.0, 2.0},          // empty bins from equal edges, as numpy allows
+      {5.0, 5.0},                         // one empty bin
+      {-1e300, -1.0, 0.0, 1e-300, 1e300},  // huge and tiny
+      {0x1p53 - 2, 0x1p53, 0x1p53 + 2, 0x1p53 + 4},
+      {-0.5, 0.5, 127.5, 254.5, 255.0},
+      {-0x1p63, 0.0, 0x1p63},
+  };
+  // Random sorted edges, sometimes with repeats.
+  for (int k = 0; k < 20; ++k) {
+    std::uniform_int_distribution<int> size(2, 300);
+    std::uniform_real_distribution<double> value(-1000.0, 1000.0);
+    std::vector<double> edges(static_cast<std::size_t>(size(rng)));
+    for (double& e : edges) e = value(rng);
+    if (k % 3 == 0) {
+      for (std::size_t i = 1; i < edges.size(); i += 7) edges[i] = edges[i - 1];
+    }
+    std::sort(edges.begin(), edges.end());
+    edge_sets.push_back(edges);
+  }
+  for (const auto& edges : edge_sets) {
+    const double lower = edges.front();
+    const double upper = edges.back();
+    // The even-bin generator gives each edge (as the sample type) and its neighbours.
+    std::vector<tally_test::reference_compare_t<Sample>> probe;
+    for (const double e : edges) probe.push_back(static_cast<tally_test::reference_compare_t<Sample>>(e));
+    auto samples = adversarial_samples<Sample>(probe, lower, upper, rng);
+    if constexpr (std::is_same_v<Sample, float>) {
+      // Float samples are compared in double here: the double edges' float neighbours matter too.
+      for (const double e : edges) {
+        samples.push_back(std::nextafter(static_cast<float>(e), -INFINITY));
+        samples.push_back(std::nextafter(static_cast<float>(e), INFINITY));
+      }
+    }
+    for (const upper_edge mode : both_modes) {
+      std::ostringstream what;
+      what.precision(17);
+      what << edges.size() << " edges from " << lower << " to " << upper << ", " << mode_name(mode);
+      SCOPED_TRACE(what.str());
+      const tally::range_bin_mapper<Sample> mapper(edges.data(), static_cast<std::int64_t>(edges.size()), mode);
+      const tally_test::reference_range<Sample> oracle(edges, mode);
+      ASSERT_EQ(mapper.num_bins(), static_cast<std::int64_t>(edges.size()) - 1);
+      int failures = 0;
+      for (const Sample x : samples) {
+        const std::int64_t expected = oracle.bin(x);
+        const std::int64_t actual = mapper(x);
+        if (actual != expected && ++failures <= 10) {
+          ADD_FAILURE() << "sample " << show(x) << ": mapper bin " << actual << ", oracle bin " << expected;
+        }
+      }
+      EXPECT_EQ(failures, 0);
+    }
+  }
+}
+
+TEST(RangeBinMapper, PutsSamplesOnRepeatedEdgesInTheLastOfTheEmptyBins) {
+  // Bins [0,1) [1,1) [1,1) [1,2): 1.0 opens bin 3, as numpy.searchsorted(side='right') - 1 says.
+  const double edges[] = {0.0, 1.0, 1.0, 1.0, 2.0};
+  const tally::range_bin_mapper<double> mapper(edges, 5, upper_edge::exclusive);
+  EXPECT_EQ(mapper(0.0), 0);
+  EXPECT_EQ(mapper(std::nextafter(1.0, 0.0)), 0);
+  EXPECT_EQ(mapper(1.0), 3);
+  EXPECT_EQ(mapper(1.5), 3);
+  EXPECT_EQ(mapper(2.0), tally::left_out_bin);
+  const tally::range_bin_mapper<double> inclusive(edges, 5, upper_edge::inclusive);
+  EXPECT_EQ(inclusive(2.0), 3);
+  EXPECT_EQ(inclusive(std::nextafter(2.0, 3.0)), tally::left_out_bin);
+}
+
+// ---- bincount -------------------------------------------------------------------------------
+
+template <class Sample>
+class BincountMapper : public ::testing::Test {};
+using integer_types = ::testing::Types<std::uint8_t, std::int32_t, std::uint32_t, std::int64_t>;
+TYPED_TEST_SUITE(BincountMapper, integer_types, type_names);
+
+TYPED_TEST(BincountMapper, MapsEachValueToItsOwnBinAndLeavesOutTheRest) {
+  using Sample = TypeParam;
+  using limits = std::numeric_limits<Sample>;
+  for (const std::int64_t num_bins : {std::int64_t{1}, std::int64_t{2}, std::int64_t{255}, std::int64_t{256},
+                                      std::int64_t{257}, std::int64_t{65536}, std::int64_t{1} << 40}) {
+    SCOPED_TRACE("num_bins=" + std::to_string(num_bins));
+    const tally::bincount_mapper<Sample> mapper(num_bins);
+    const tally_test::reference_bincount<Sample> oracle(num_bins);
+    std::vector<Sample> samples = {Sample{0}, Sample{1}, limits::max(), limits::lowest(),
+                                   static_cast<Sample>(limits::max() - 1)};
+    for (const std::int64_t near : {num_bins - 2, num_bins - 1, num_bins, num_bins + 1}) {
+      if (near >= 0 && static_cast<std::uint64_t>(near) <= static_cast<std::uint64_t>(limits::max())) {
+        samples.push_back(static_cast<Sample>(near));
+      }
+    }
+    if constexpr (std::is_signed_v<Sample>) {
+      samples.push_back(Sample{-1});
+      samples.push_back(static_cast<Sample>(-num_bins));
+    }
+    for (const Sample x : samples) {
+      EXPECT_EQ(mapper(x), oracle.bin(x)) << "sample " << +x;
+      const bool inside = !(x < Sample{0}) && static_cast<std::uint64_t>(x) < static_cast<std::uint64_t>(num_bins);
+      EXPECT_EQ(mapper(x), inside ? static_cast<std::int64_t>(x) : tally::left_out_bin) << "sample " << +x;
+    }
+  }
+}
+
+}  // namespace
