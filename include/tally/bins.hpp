@@ -119,33 +119,37 @@ class integer_step_bin_mapper {
 };
 
 /// Even bins over float samples when every edge lower + i * step is an exact float (a power-of-two
-/// step over a range a float spans exactly): float arithmetic computes each edge exactly, so one
-/// multiply and a +-1 fix-up in float find the bin, with no double arithmetic.
+/// step over a range a float spans exactly). Then x / step is exact (scaling by a power of two)
+/// and so is its floor, so bin = floor(x / step) - lower / step with no fix-up and no double
+/// arithmetic: the same bins as comparing x with the edges.
 class exact_float_bin_mapper {
  public:
   exact_float_bin_mapper() = default;
   exact_float_bin_mapper(float first, float last, float step, std::int64_t num_bins, bool inclusive)
-      : first_(first), last_(last), step_(step), inverse_step_(1.0f / step), num_bins_(static_cast<int>(num_bins)),
-        inclusive_(inclusive) {}
+      : first_(first), last_(last), inverse_step_(1.0f / step), first_steps_(static_cast<int>(first / step)),
+        num_bins_(static_cast<int>(num_bins)), inclusive_(inclusive) {}
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
   TALLY_HOST_DEVICE std::int64_t operator()(float x) const {
     if (!(x >= first_ && x < last_)) return (inclusive_ && x == last_) ? num_bins_ - 1 : left_out_bin;
-    // The rounded offset is within one step of the exact one, so the estimate is off by at most one.
-    int bin = static_cast<int>((x - first_) * inverse_step_);
-    if (bin > num_bins_ - 1) bin = num_bins_ - 1;
-    if (bin > 0 && x < first_ + static_cast<float>(bin) * step_) --bin;
-    if (bin < num_bins_ - 1 && x >= first_ + static_cast<float>(bin + 1) * step_) ++bin;
-    return bin;
+    const float quotient = x * inverse_step_;
+#if defined(__CUDA_ARCH__)
+    int steps = __float2int_rd(quotient);
+#else
+    int steps = static_cast<int>(std::floor(quotient));
+#endif
+    // A tiny negative x can scale to -0, whose floor is 0; the exact quotient is negative.
+    if (steps == 0 && x < 0.0f) steps = -1;
+    return steps - first_steps_;
   }
 
  private:
   float first_ = 0.0f;
   float last_ = 0.0f;
-  float step_ = 1.0f;
   float inverse_step_ = 1.0f;
-  int num_bins_ = 0;  // fewer than 2^24 bins, by construction
+  int first_steps_ = 0;  // lower / step, a whole number below 2^24 in magnitude
+  int num_bins_ = 0;     // fewer than 2^24 bins, by construction
   bool inclusive_ = false;
 };
 

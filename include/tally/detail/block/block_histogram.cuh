@@ -44,14 +44,19 @@ __device__ __forceinline__ void zero_block_copy(Counter* copy, std::int64_t num_
 
 /// Counts this thread's share of the samples (16-byte loads) into a block-private copy of 32-bit
 /// counters with block-scope atomics; returns how many samples it left out.
+/// With `copies` > 1 (a power of two) the copy is replicated: bin b of replica r is at
+/// b * copies + r and lane l counts into replica l % copies, so lanes that hit one bin spread
+/// over `copies` words in different banks.
 template <aggregation Aggregate, int Unroll, class Sample, class Mapper>
 __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples, std::int64_t num_samples,
-                                                          const Mapper& map, std::uint32_t* copy) {
+                                                          const Mapper& map, std::uint32_t* copy, int copies = 1) {
   constexpr int items = sample_vector<Sample>::items;
   std::uint32_t left_out = 0;  // a thread sees far fewer than 2^32 samples
+  std::uint32_t* const replica = copy + (threadIdx.x % 32) % copies;
   // Block copies hold fewer than 2^31 bins, so bins travel as 32-bit ints (fewer registers).
-  const auto add = [copy](int bin, std::uint32_t count) {
-    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block>(copy[bin]).fetch_add(count, cuda::memory_order_relaxed);
+  const auto add = [replica, copies](int bin, std::uint32_t count) {
+    cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block>(replica[bin * copies])
+        .fetch_add(count, cuda::memory_order_relaxed);
   };
   const auto visit_one = [&](Sample x) {
     const int bin = static_cast<int>(map(x));
@@ -103,11 +108,14 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
   return left_out;
 }
 
-/// Adds the block's copy into the global counts: one device-scope atomic per non-zero bin.
+/// Adds the block's copy (summing its `copies` replicas) into the global counts: one device-scope
+/// atomic per non-zero bin.
 template <class Counter>
-__device__ __forceinline__ void add_block_copy(const std::uint32_t* copy, std::int64_t num_bins, Counter* counts) {
+__device__ __forceinline__ void add_block_copy(const std::uint32_t* copy, std::int64_t num_bins, Counter* counts,
+                                               int copies = 1) {
   for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) {
-    const std::uint32_t value = copy[bin];
+    std::uint32_t value = 0;
+    for (int r = 0; r < copies; ++r) value += copy[bin * copies + r];
     if (value != 0) {
       cuda::atomic_ref<Counter, cuda::thread_scope_device>(counts[bin]).fetch_add(value, cuda::memory_order_relaxed);
     }

@@ -19,9 +19,20 @@ namespace tally::detail {
 
 inline std::size_t shared_copy_bytes(std::int64_t num_bins) { return static_cast<std::size_t>(num_bins) * 4; }
 
+/// Replicas of the shared copy for `replicated`: the largest power of two up to
+/// tuning::max_replicas whose copies fit tuning::replicated_shared_budget (at least one).
+inline int replica_count(std::int64_t num_bins) {
+  int copies = 1;
+  while (copies < tuning::max_replicas && shared_copy_bytes(num_bins) * copies * 2 <= tuning::replicated_shared_budget) {
+    copies *= 2;
+  }
+  return copies;
+}
+
 /// Why strategy `s` cannot count `num_bins` bins on this device, or nullptr if it can.
 inline const char* histogram_strategy_unfit(strategy s, std::int64_t num_bins, const device_properties& props) {
-  const bool shared = s == strategy::shared_atomic || s == strategy::shared_two_phase || s == strategy::warp_aggregated;
+  const bool shared = s == strategy::shared_atomic || s == strategy::shared_two_phase ||
+                      s == strategy::warp_aggregated || s == strategy::replicated;
   if (shared && shared_copy_bytes(num_bins) > props.shared_memory_per_block_optin) {
     return "needs num_bins * 4 bytes of shared memory per block, more than this GPU gives a block";
   }
@@ -155,14 +166,17 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
       break;
     }
     case strategy::shared_atomic:
-    case strategy::warp_aggregated: {
+    case strategy::warp_aggregated:
+    case strategy::replicated: {
       auto kernel = s == strategy::shared_atomic
                         ? shared_atomic_histogram_kernel<aggregation::none, Sample, Counter, Mapper>
                         : shared_atomic_histogram_kernel<aggregation::warp, Sample, Counter, Mapper>;
-      if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, 1 << 30, blocks); e != cudaSuccess) {
+      const int copies = s == strategy::replicated ? replica_count(num_bins) : 1;
+      const std::size_t bytes = copy_bytes * copies;
+      if (cudaError_t e = histogram_grid(kernel, num_samples, bytes, props, 1 << 30, blocks); e != cudaSuccess) {
         return e;
       }
-      kernel<<<blocks, threads, copy_bytes, stream>>>(samples, num_samples, counts, map, left_out);
+      kernel<<<blocks, threads, bytes, stream>>>(samples, num_samples, counts, map, left_out, copies);
       break;
     }
     default: return cudaErrorInvalidValue;

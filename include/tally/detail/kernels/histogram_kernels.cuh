@@ -36,32 +36,35 @@ __global__ void global_atomic_histogram_kernel(const Sample* samples, std::int64
 /// Each block counts into its own zeroed slice of `block_copies` (num_bins counters) in global
 /// memory with block-scope atomics; merge_block_copies_kernel adds the slices up.
 template <class Sample, class Mapper>
-__global__ void __launch_bounds__(tuning::histogram_block_threads, tuning::histogram_min_blocks)
+__global__ void __launch_bounds__(tuning::histogram_block_threads, tuning::histogram_min_blocks<Sample>)
 global_privatized_histogram_kernel(const Sample* samples, std::int64_t num_samples,
                                                    std::uint32_t* block_copies, Mapper map,
                                                    std::uint64_t* left_out) {
   std::uint32_t* copy = block_copies + static_cast<std::int64_t>(blockIdx.x) * map.num_bins();
-  warp_add_to(count_vectorized<aggregation::none, tuning::histogram_unroll>(samples, num_samples, map, copy), left_out);
+  warp_add_to(count_vectorized<aggregation::none, tuning::histogram_unroll<Sample>>(samples, num_samples, map, copy), left_out);
 }
 
 /// A shared-memory histogram per block, then one device-scope atomic per non-zero bin. With
-/// aggregation::warp, equal bins within a lane or across a whole warp add as one (warp_aggregated).
+/// aggregation::warp, equal bins within a lane or across a whole warp add as one (warp_aggregated);
+/// with `copies` > 1 the block keeps that many interleaved replicas (replicated).
 template <aggregation Aggregate, class Sample, class Counter, class Mapper>
-__global__ void __launch_bounds__(tuning::histogram_block_threads, tuning::histogram_min_blocks)
+__global__ void __launch_bounds__(tuning::histogram_block_threads, tuning::histogram_min_blocks<Sample>)
 shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
-                                               Mapper map, std::uint64_t* left_out) {
+                                               Mapper map, std::uint64_t* left_out, int copies) {
   extern __shared__ std::uint32_t shared_copy[];
-  zero_block_copy(shared_copy, map.num_bins());
+  zero_block_copy(shared_copy, map.num_bins() * copies);
   __syncthreads();  // the copy is zero before anyone counts into it
-  warp_add_to(count_vectorized<Aggregate, tuning::histogram_unroll>(samples, num_samples, map, shared_copy), left_out);
+  warp_add_to(count_vectorized<Aggregate, tuning::histogram_unroll<Sample>>(samples, num_samples, map, shared_copy,
+                                                                             copies),
+              left_out);
   __syncthreads();  // every count is in before the copy is read
-  add_block_copy(shared_copy, map.num_bins(), counts);
+  add_block_copy(shared_copy, map.num_bins(), counts, copies);
 }
 
 /// A shared-memory histogram per block, written out whole to the block's slice of
 /// `block_copies`; merge_block_copies_kernel adds the slices up, with no atomics.
 template <class Sample, class Mapper>
-__global__ void __launch_bounds__(tuning::histogram_block_threads, tuning::histogram_min_blocks)
+__global__ void __launch_bounds__(tuning::histogram_block_threads, tuning::histogram_min_blocks<Sample>)
 shared_two_phase_histogram_kernel(const Sample* samples, std::int64_t num_samples,
                                                   std::uint32_t* block_copies, Mapper map,
                                                   std::uint64_t* left_out) {
@@ -69,7 +72,7 @@ shared_two_phase_histogram_kernel(const Sample* samples, std::int64_t num_sample
   const std::int64_t num_bins = map.num_bins();
   zero_block_copy(shared_copy, num_bins);
   __syncthreads();
-  warp_add_to(count_vectorized<aggregation::none, tuning::histogram_unroll>(samples, num_samples, map, shared_copy), left_out);
+  warp_add_to(count_vectorized<aggregation::none, tuning::histogram_unroll<Sample>>(samples, num_samples, map, shared_copy), left_out);
   __syncthreads();
   std::uint32_t* copy = block_copies + static_cast<std::int64_t>(blockIdx.x) * num_bins;
   for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) copy[bin] = shared_copy[bin];
