@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 
@@ -240,7 +241,7 @@ reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_o
   const std::uint64_t bits = ws.read_scalar(stream);
   accumulator_t<T> value;
   static_assert(sizeof(value) <= sizeof(bits));
-  __builtin_memcpy(&value, &bits, sizeof(value));
+  std::memcpy(&value, &bits, sizeof(value));
   return {value, chose};
 }
 

@@ -1,0 +1,126 @@
+"""Tests of `tally bench` and `tally devices`: the built binary (TALLY_BIN), its output, its files
+and its exit codes (0 success, 1 a verification mismatch, 2 a usage error).
+
+Runs on the CPU backend everywhere; with TALLY_TEST_GPU=1 the GPU backend is benchmarked too.
+"""
+
+import csv
+import json
+import os
+import subprocess
+
+import pytest
+
+TALLY = os.environ.get("TALLY_BIN")
+GPU_WANTED = os.environ.get("TALLY_TEST_GPU") == "1"
+CPU_STRATEGIES = ["automatic", "sequential", "critical", "atomic", "privatized", "reduction"]
+DISTRIBUTIONS = ["uniform", "geometric", "single", "sorted", "loguniform"]
+
+
+def run(*args):
+    return subprocess.run([TALLY, *args], capture_output=True, text=True, timeout=600)
+
+
+def small_bench(tmp_path, backend, extra=()):
+    json_path = tmp_path / "bench.json"
+    csv_path = tmp_path / "bench.csv"
+    result = run("bench", "--backend", backend, "--sizes", "2^14,1000", "--bins", "7,256", "--runs", "2",
+                 "--json", str(json_path), "--csv", str(csv_path), *extra)
+    return result, json_path, csv_path
+
+
+def test_cpu_bench_verifies_and_times_every_strategy_on_every_distribution(tmp_path):
+    result, json_path, csv_path = small_bench(tmp_path, "cpu")
+    assert result.returncode == 0, result.stderr
+    assert "backend cpu" in result.stdout
+    assert "read bandwidth" in result.stdout
+    assert "0 verification mismatches" in result.stdout
+    assert "[bench]" in result.stderr  # progress goes to stderr
+
+    doc = json.loads(json_path.read_text())
+    assert doc["backend"] == "cpu"
+    assert doc["read_bytes_per_s"] > 0
+    for field in ("device", "build", "date", "tally_version"):
+        assert doc[field], field
+    rows = doc["rows"]
+    cases = {(r["samples"], r["bins"], r["distribution"], r["strategy"]) for r in rows}
+    for samples in (16384, 1000):
+        for bins in (7, 256):
+            for dist in DISTRIBUTIONS:
+                for strategy in CPU_STRATEGIES:
+                    assert (samples, bins, dist, strategy) in cases
+    for r in rows:
+        assert r["check"] == "exact", r
+        assert r["timed"] and r["runs"] == 2 and r["median_ms"] > 0
+        assert r["bytes_per_s"] == pytest.approx(r["samples"] * 4 / (r["median_ms"] * 1e-3), rel=1e-6)
+        assert r["read_fraction"] == pytest.approx(r["bytes_per_s"] / doc["read_bytes_per_s"], rel=1e-6)
+        if r["strategy"] != "automatic":
+            assert r["used"] == r["strategy"]
+        else:
+            assert r["used"] in CPU_STRATEGIES
+
+    lines = csv_path.read_text().splitlines()
+    assert lines[0].startswith("# tally ") and "device" in lines[0] and "date" in lines[0]
+    table = list(csv.DictReader(lines[1:]))
+    assert len(table) == len(rows)
+    assert {row["strategy"] for row in table} == set(CPU_STRATEGIES)
+
+
+def test_bench_types_and_distributions_can_be_chosen(tmp_path):
+    result, json_path, _ = small_bench(tmp_path, "cpu", ("--types", "uint8,float64", "--dists", "bank32",
+                                                          "--strategies", "privatized"))
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(json_path.read_text())["rows"]
+    assert {r["type"] for r in rows} == {"uint8", "float64"}
+    assert {r["distribution"] for r in rows} == {"bank32"}
+    assert {r["strategy"] for r in rows} == {"privatized"}
+    assert all(r["check"] == "exact" for r in rows)
+
+
+@pytest.mark.parametrize("args, argument", [
+    (("--strategies", "nonsense"), "--strategies"),
+    (("--strategies", "shared_atomic", "--backend", "cpu"), "--strategies"),
+    (("--dists", "zipf"), "--dists"),
+    (("--types", "int16"), "--types"),
+    (("--sizes", "lots"), "--sizes"),
+    (("--bins", "0"), "--bins"),
+    (("--backend", "tpu"), "--backend"),
+])
+def test_bench_usage_errors_exit_2_and_name_the_option(args, argument):
+    full = list(args)
+    if "--backend" not in full:
+        full += ["--backend", "cpu"]
+    result = run("bench", *full)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert argument in result.stderr
+
+
+@pytest.mark.skipif(GPU_WANTED, reason="checks the no-GPU behaviour")
+def test_devices_and_gpu_bench_without_a_gpu():
+    devices = run("devices")
+    assert devices.returncode == 0, devices.stderr
+    assert devices.stdout.startswith("no GPU: CPU backend")
+    bench = run("bench", "--backend", "gpu", "--sizes", "1000")
+    assert bench.returncode == 2
+    assert "--backend" in bench.stderr
+
+
+@pytest.mark.skipif(not GPU_WANTED, reason="GPU benchmarks run only with TALLY_TEST_GPU=1 (a GPU and a CUDA build)")
+def test_gpu_devices_and_bench(tmp_path):
+    devices = run("devices")
+    assert devices.returncode == 0, devices.stderr
+    assert "read bandwidth" in devices.stdout and "multiprocessors" in devices.stdout
+    result, json_path, _ = small_bench(tmp_path, "gpu")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(json_path.read_text())
+    assert doc["backend"] == "gpu"
+    checks = {(r["strategy"], r["check"]) for r in doc["rows"]}
+    assert all(check == "exact" or strategy == "racy" or check.startswith("skipped")
+               for strategy, check in checks), checks
+
+
+def test_top_level_help_lists_the_commands():
+    result = run("--help")
+    assert result.returncode == 0
+    for command in ("devices", "bench", "hist"):
+        assert command in result.stdout
