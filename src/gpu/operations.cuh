@@ -54,10 +54,11 @@ inline int reduce_blocks(std::int64_t num_samples, const device_properties& prop
 }
 
 /**
- * Runs a histogram with any mapper. `cub_call(temp, temp_bytes, stream)` runs CUB's version when
- * the cub strategy is chosen; `prepare(temp)` is called with the reserved storage before any
- * launch and returns the mapper to use (range bins copy their edges there); `extra_bytes` is
- * what prepare needs at the start of the storage.
+ * Runs a histogram with any mapper. `cub_call(temp, temp_bytes, device_edges, stream)` runs CUB's
+ * version when the cub strategy is chosen (CUB's sizing contract: a null `temp` only sets
+ * `temp_bytes`); `prepare(storage)` is called with the reserved storage before any launch, or
+ * with nullptr for sizing, and returns the mapper to use (range bins copy their edges to the
+ * start of the storage); `extra_bytes` is what prepare needs there.
  */
 template <class Sample, class Counter, class Prepare, class CubCall>
 choice run_histogram(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
