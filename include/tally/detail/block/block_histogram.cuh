@@ -16,6 +16,7 @@ namespace tally::detail {
 enum class aggregation {
   none,  ///< one block-scope atomic per sample: the seeds' shared-memory histogram
   warp,  ///< equal neighbours in a lane add as one, and a warp whose samples share a bin adds once
+  vote,  ///< only the warp-wide check: a warp whose samples share a bin adds once, else one per sample
 };
 
 /// Grid-stride walk over the samples: `count(bin)` for each counted sample; returns how many this
@@ -73,7 +74,7 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
       bins[j] = valid ? static_cast<int>(map(v.item[j])) : -1;
       left_out += (valid && bins[j] < 0) ? 1 : 0;
     }
-    if constexpr (Aggregate == aggregation::warp) {
+    if constexpr (Aggregate != aggregation::none) {
       bool uniform = valid && bins[0] >= 0;
 #pragma unroll
       for (int j = 1; j < items; ++j) uniform = uniform && bins[j] == bins[0];
@@ -83,6 +84,8 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
         if (threadIdx.x % 32 == 0) add(warp_bin, 32u * items);
         return;
       }
+    }
+    if constexpr (Aggregate == aggregation::warp) {
       // Runs of one bin within this lane's vector add as one.
       int run_bin = bins[0];
       std::uint32_t run = 1;

@@ -172,10 +172,12 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
     case strategy::shared_atomic:
     case strategy::warp_aggregated:
     case strategy::replicated: {
-      auto kernel = s == strategy::shared_atomic
-                        ? shared_atomic_histogram_kernel<aggregation::none, Sample, Counter, Mapper>
-                        : shared_atomic_histogram_kernel<aggregation::warp, Sample, Counter, Mapper>;
       const int copies = s == strategy::replicated ? replica_count(num_bins) : 1;
+      // With replicas, the warp-wide vote alone is enough (replicas spread what it misses, and the
+      // in-lane run check costs more than it saves; measured on an H100); without, keep both.
+      auto kernel = s == strategy::shared_atomic ? shared_atomic_histogram_kernel<aggregation::none, Sample, Counter, Mapper>
+                    : copies > 1                 ? shared_atomic_histogram_kernel<aggregation::vote, Sample, Counter, Mapper>
+                                                 : shared_atomic_histogram_kernel<aggregation::warp, Sample, Counter, Mapper>;
       const std::size_t bytes = copy_bytes * copies;
       if (cudaError_t e = histogram_grid(kernel, num_samples, bytes, props, 1 << 30, blocks); e != cudaSuccess) {
         return e;
