@@ -31,7 +31,7 @@ enum class strategy : std::uint8_t {
   shared_atomic,      ///< a histogram per block in shared memory, one device atomic per non-zero bin
   shared_two_phase,   ///< per-block shared histograms written out, merged by a second kernel
   warp_aggregated,    ///< shared_atomic, with equal bins in a lane or a whole warp added as one
-  replicated,         ///< warp_aggregated over several interleaved copies per block: hot bins spread out
+  replicated,         ///< interleaved copies per block (hot bins spread out) with the warp-wide vote
   block_reduce_atomic,  ///< a block reduction, then one atomic per block (reductions, counts)
   cub,                ///< NVIDIA CUB behind the same API: the baseline
 };
