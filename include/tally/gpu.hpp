@@ -245,18 +245,6 @@ reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_o
   return {value, chose};
 }
 
-/** @brief The result of count_if. */
-struct count_result {
-  std::uint64_t count = 0;
-  choice chose;
-};
-
-/** @brief The result of find_first_if; `index` is samples.size() when nothing matches. */
-struct find_result {
-  std::int64_t index = 0;
-  choice chose;
-};
-
 /** @brief How many samples satisfy `predicate` on the GPU; waits. */
 template <class T>
 count_result count_if(std::span<const T> samples, compare_to<T> predicate, const reduce_options& options = {},

@@ -36,6 +36,18 @@ struct reduce_result {
   choice chose;
 };
 
+/** @brief The result of count_if (both backends). */
+struct count_result {
+  std::uint64_t count = 0;
+  choice chose;
+};
+
+/** @brief The result of find_first_if (both backends): `index` is the input's size when nothing matches. */
+struct find_result {
+  std::int64_t index = 0;
+  choice chose;
+};
+
 /** @brief Options for reduce, count_if and find_first_if. */
 struct reduce_options {
   strategy algorithm = strategy::automatic;

@@ -17,18 +17,6 @@
 
 namespace tally::cpu {
 
-/** @brief The result of count_if. */
-struct count_result {
-  std::uint64_t count = 0;
-  choice chose;
-};
-
-/** @brief The result of find_first_if: `index` is the size of the input when nothing matches. */
-struct find_result {
-  std::int64_t index = 0;
-  choice chose;
-};
-
 namespace detail {
 
 inline choice choose_reduction(strategy requested, std::uint64_t num_samples) {
