@@ -118,6 +118,33 @@ class integer_step_bin_mapper {
   bool inclusive_ = false;
 };
 
+/// Byte samples when every one of the 256 values falls in a bin of width one: bin = x + shift,
+/// never left out, so kernels skip every range check (`maps_every_sample`).
+class byte_shift_mapper {
+ public:
+  static constexpr bool maps_every_sample = true;
+
+  byte_shift_mapper() = default;
+  byte_shift_mapper(int shift, std::int64_t num_bins) : shift_(shift), num_bins_(num_bins) {}
+
+  /// Whether bins [lower, lower + num_bins) of width one hold every byte value.
+  static bool covers_every_byte(double lower, double upper, std::int64_t num_bins) {
+    return upper - lower == static_cast<double>(num_bins) && lower <= 0.0 && upper >= 256.0 &&
+           lower == static_cast<double>(static_cast<std::int64_t>(lower));
+  }
+
+  TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
+  TALLY_HOST_DEVICE std::int64_t operator()(std::uint8_t x) const { return static_cast<int>(x) + shift_; }
+
+ private:
+  int shift_ = 0;
+  std::int64_t num_bins_ = 0;
+};
+
+/// Whether a mapper declares that it never leaves a sample out.
+template <class Mapper>
+inline constexpr bool maps_every_sample = requires { requires Mapper::maps_every_sample; };
+
 /// Even bins over float samples when every edge lower + i * step is an exact float (a power-of-two
 /// step over a range a float spans exactly). Then x / step is exact (scaling by a power of two)
 /// and so is its floor, so bin = floor(x / step) - lower / step with no fix-up and no double

@@ -31,7 +31,8 @@ enum class strategy : std::uint8_t {
   shared_atomic,      ///< a histogram per block in shared memory, one device atomic per non-zero bin
   shared_two_phase,   ///< per-block shared histograms written out, merged by a second kernel
   warp_aggregated,    ///< shared_atomic, with equal bins in a lane or a whole warp added as one
-  replicated,         ///< interleaved copies per block (hot bins spread out) with the warp-wide vote
+  replicated,         ///< interleaved copies per block, so lanes that hit one bin hit different words
+  packed16,           ///< 16-bit shared counters, two per word, spilling 2^15 to global before they overflow
   block_reduce_atomic,  ///< a block reduction, then one atomic per block (reductions, counts)
   cub,                ///< NVIDIA CUB behind the same API: the baseline
 };
@@ -44,7 +45,7 @@ struct strategy_name {
   strategy value;
   std::string_view name;
 };
-inline constexpr std::array<strategy_name, 15> strategy_names{{
+inline constexpr std::array<strategy_name, 16> strategy_names{{
     {strategy::automatic, "automatic"},
     {strategy::sequential, "sequential"},
     {strategy::critical, "critical"},
@@ -58,6 +59,7 @@ inline constexpr std::array<strategy_name, 15> strategy_names{{
     {strategy::shared_two_phase, "shared_two_phase"},
     {strategy::warp_aggregated, "warp_aggregated"},
     {strategy::replicated, "replicated"},
+    {strategy::packed16, "packed16"},
     {strategy::block_reduce_atomic, "block_reduce_atomic"},
     {strategy::cub, "cub"},
 }};
@@ -66,7 +68,7 @@ inline constexpr std::array cpu_strategies{strategy::sequential, strategy::criti
                                            strategy::privatized, strategy::reduction};
 inline constexpr std::array gpu_histogram_strategies{
     strategy::racy,          strategy::global_atomic,    strategy::global_privatized, strategy::shared_atomic,
-    strategy::shared_two_phase, strategy::warp_aggregated, strategy::replicated, strategy::cub};
+    strategy::shared_two_phase, strategy::warp_aggregated, strategy::replicated, strategy::packed16, strategy::cub};
 inline constexpr std::array gpu_reduce_strategies{strategy::block_reduce_atomic, strategy::cub};
 inline constexpr std::array gpu_find_strategies{strategy::global_atomic};
 }  // namespace detail

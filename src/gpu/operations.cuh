@@ -156,6 +156,11 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
     return run_histogram(function, samples, counts, bins.num_bins, ws, options, stream, 0,
                          [mapper](char*) { return mapper; }, cub_call);
   };
+  if constexpr (std::is_same_v<Sample, std::uint8_t>) {
+    if (tally::detail::byte_shift_mapper::covers_every_byte(bins.lower, bins.upper, bins.num_bins)) {
+      return run_with(tally::detail::byte_shift_mapper(static_cast<int>(-bins.lower), bins.num_bins));
+    }
+  }
   if constexpr (std::is_integral_v<Sample>) {
     if (map.shortcut() == even_shortcut::integer_step) return run_with(map.integer_step_mapper());
   }
@@ -212,6 +217,13 @@ choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts
   };
   histogram_options half_open = options;
   half_open.last_edge = upper_edge::exclusive;  // bincount has no upper edge
+  if constexpr (std::is_same_v<Sample, std::uint8_t>) {
+    if (num_bins >= 256) {
+      const tally::detail::byte_shift_mapper bytes(0, num_bins);
+      return run_histogram(function, samples, counts, num_bins, ws, half_open, stream, 0,
+                           [bytes](char*) { return bytes; }, cub_call);
+    }
+  }
   return run_histogram(function, samples, counts, num_bins, ws, half_open, stream, 0, [&](char*) { return map; },
                        cub_call);
 }

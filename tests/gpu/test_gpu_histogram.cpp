@@ -255,6 +255,56 @@ TEST(GpuHistogramStrategies, SharedStrategiesRefuseBinsThatDoNotFitAndAutomaticF
   EXPECT_EQ(download(counts), expected);
 }
 
+TEST(GpuHistogramStrategies, ByteSamplesInBinsOfWidthOneAreCountedWithoutRangeChecks) {
+  // Bins of width one that hold all 256 byte values take the check-free byte mapper; a length that
+  // is not a multiple of 16 exercises its tail too.
+  for (const even_bins bins : {even_bins{256, 0.0, 256.0}, even_bins{300, -20.0, 280.0}, even_bins{1000, -500.0, 500.0}}) {
+    for (const pattern p : {pattern::uniform, pattern::single, pattern::sorted, pattern::geometric}) {
+      const auto host = make_samples<std::uint8_t>(p, (1u << 20) + 7, 0.0, 255.0, seed + 11);
+      for (const strategy s : exact_gpu_strategies()) {
+        if (s == strategy::cub && bins.lower != 0.0) continue;  // CUB gets the byte range only
+        SCOPED_TRACE(::testing::Message() << "bins=" << bins.num_bins << " lower=" << bins.lower << " "
+                                          << to_string(p) << " " << to_string(s));
+        expect_even_matches<std::uint8_t, std::uint32_t>(host, bins, s, upper_edge::exclusive);
+      }
+    }
+  }
+}
+
+/// packed16's 16-bit counters must hand 2^15 to the global counts, exactly once per crossing,
+/// before they overflow: 2^24 samples (over 100000 per block) pile into three bins, two of them the
+/// low and high halves of one packed word, first in a long run of one bin (counted by the
+/// warp-wide vote, 128 at a time) and then interleaved (one increment each), with left-out samples.
+template <class T>
+void expect_packed16_spills_exactly(std::int64_t num_bins, T low_bin, T high_bin, T other_bin, T outside) {
+  const std::size_t n = std::size_t{1} << 24;
+  std::vector<T> host(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i < n / 2) {
+      host[i] = low_bin;
+    } else {
+      const T pick[4] = {low_bin, high_bin, other_bin, outside};
+      host[i] = pick[i % 4];
+    }
+  }
+  auto samples = to_device(host);
+  const even_bins bins{num_bins, 0.0, static_cast<double>(num_bins)};
+  std::vector<std::uint64_t> expected(static_cast<std::size_t>(num_bins));
+  const auto want = cpu::histogram_even(std::span<const T>(host), std::span<std::uint64_t>(expected), bins,
+                                        {strategy::sequential});
+  ASSERT_GT(expected[static_cast<std::size_t>(low_bin)], std::uint64_t{1} << 23);
+  gpu::device_buffer<std::uint64_t> counts(expected.size());
+  counts.fill_bytes(poison_byte);
+  const auto got = gpu::histogram_even(samples.const_span(), counts.span(), bins, {strategy::packed16});
+  EXPECT_EQ(download(counts), expected);
+  EXPECT_EQ(got.left_out, want.left_out);
+}
+
+TEST(GpuHistogramStrategies, Packed16CountersSpillExactlyBeforeTheyOverflow) {
+  expect_packed16_spills_exactly<std::int32_t>(65536, 5, 5 + 32768, 40000, -7);
+  expect_packed16_spills_exactly<std::uint8_t>(255, 3, 3 + 128, 200, 255);  // odd bin count: 128 words
+}
+
 TEST(GpuHistogramStrategies, RacyLosesUpdatesUnderContentionButCountsWhatItLeavesOut) {
   // Every sample in one bin: unsynchronized read-modify-writes of one counter lose updates.
   std::vector<std::int32_t> host(1 << 22, 3);

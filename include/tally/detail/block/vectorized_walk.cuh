@@ -15,41 +15,83 @@ struct sample_vector {
   Sample item[items];
 };
 
+/// How the samples split into an unaligned head, 16-byte vectors and a short tail.
+template <class Sample>
+struct vector_split {
+  std::int64_t head;        ///< samples before the first 16-byte boundary (fewer than `items`)
+  std::int64_t vectors;     ///< whole vectors after the head
+  std::int64_t tail_begin;  ///< first sample after the last whole vector
+
+  __device__ __forceinline__ vector_split(const Sample* samples, std::int64_t num_samples) {
+    constexpr int items = sample_vector<Sample>::items;
+    const auto address = reinterpret_cast<std::uintptr_t>(samples);
+    head = static_cast<std::int64_t>(((16 - address % 16) % 16) / sizeof(Sample));
+    if (head > num_samples) head = num_samples;
+    vectors = (num_samples - head) / items;
+    tail_begin = head + vectors * items;
+  }
+};
+
+/// The head and tail samples, at most one of each per thread of the grid.
+template <class Sample, class VisitOne>
+__device__ __forceinline__ void visit_head_and_tail(const Sample* samples, std::int64_t num_samples,
+                                                    const vector_split<Sample>& split, VisitOne visit_one) {
+  const std::int64_t thread = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (thread < split.head) visit_one(samples[thread]);
+  if (thread < num_samples - split.tail_begin) visit_one(samples[split.tail_begin + thread]);
+}
+
+/// Loads this warp's `Unroll` x 32 vectors starting at `base` (lane l takes base + u * 32 + l) and
+/// hands each to `visit(vector, valid)`; every lane takes part in every call.
+template <int Unroll, class Sample, class VisitVector>
+__device__ __forceinline__ void visit_warp_chunk(const uint4* body, std::int64_t vectors, std::int64_t base,
+                                                 VisitVector& visit) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  uint4 raw[Unroll];
+#pragma unroll
+  for (int u = 0; u < Unroll; ++u) {
+    const std::int64_t index = base + u * 32 + lane;
+    if (index < vectors) raw[u] = __ldcs(body + index);  // streamed: read once, not kept in cache
+  }
+#pragma unroll
+  for (int u = 0; u < Unroll; ++u) {
+    sample_vector<Sample> v;
+    memcpy(&v, &raw[u], sizeof(v));
+    visit(v, base + u * 32 + lane < vectors);
+  }
+}
+
 /// Calls `visit_one(sample)` for the head and tail samples, and `visit(vector, valid)` for the
-/// 16-byte vectors between them. Needs blockDim.x to be a multiple of 32.
+/// 16-byte vectors between them, each warp striding over the grid on its own. Needs blockDim.x to
+/// be a multiple of 32.
 template <int Unroll, class Sample, class VisitVector, class VisitOne>
 __device__ __forceinline__ void walk_vectorized(const Sample* samples, std::int64_t num_samples, VisitVector visit,
                                                 VisitOne visit_one) {
-  constexpr int items = sample_vector<Sample>::items;
-  const auto address = reinterpret_cast<std::uintptr_t>(samples);
-  std::int64_t head = static_cast<std::int64_t>(((16 - address % 16) % 16) / sizeof(Sample));
-  if (head > num_samples) head = num_samples;
-  const std::int64_t vectors = (num_samples - head) / items;
-  const std::int64_t tail_begin = head + vectors * items;
-  const std::int64_t thread = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::int64_t threads = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  const vector_split<Sample> split(samples, num_samples);
+  visit_head_and_tail(samples, num_samples, split, visit_one);
+  const auto* body = reinterpret_cast<const uint4*>(samples + split.head);
+  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
+  for (std::int64_t base = warp * 32 * Unroll; base < split.vectors; base += warps * 32 * Unroll) {
+    visit_warp_chunk<Unroll, Sample>(body, split.vectors, base, visit);
+  }
+}
 
-  // Head and tail: fewer than `items` samples each, one per thread.
-  if (thread < head) visit_one(samples[thread]);
-  if (thread < num_samples - tail_begin) visit_one(samples[tail_begin + thread]);
-
-  const auto* body = reinterpret_cast<const uint4*>(samples + head);
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  const std::int64_t warp = thread / 32;
-  const std::int64_t warps = threads / 32;
-  for (std::int64_t base = warp * 32 * Unroll; base < vectors; base += warps * 32 * Unroll) {
-    uint4 raw[Unroll];
-#pragma unroll
-    for (int u = 0; u < Unroll; ++u) {
-      const std::int64_t index = base + u * 32 + lane;
-      if (index < vectors) raw[u] = __ldcs(body + index);  // streamed: read once, not kept in cache
-    }
-#pragma unroll
-    for (int u = 0; u < Unroll; ++u) {
-      sample_vector<Sample> v;
-      memcpy(&v, &raw[u], sizeof(v));
-      visit(v, base + u * 32 + lane < vectors);
-    }
+/// As walk_vectorized, but the block moves in step: tiles of blockDim.x x Unroll vectors, the same
+/// number of tiles for every thread of a block, and `end_of_tile()` called by every thread after
+/// each one, so it may hold a __syncthreads. Between two calls a block visits at most
+/// blockDim.x x Unroll vectors (plus, before the first, one head and one tail sample per thread).
+template <int Unroll, class Sample, class VisitVector, class VisitOne, class EndOfTile>
+__device__ __forceinline__ void walk_tiles(const Sample* samples, std::int64_t num_samples, VisitVector visit,
+                                           VisitOne visit_one, EndOfTile end_of_tile) {
+  const vector_split<Sample> split(samples, num_samples);
+  visit_head_and_tail(samples, num_samples, split, visit_one);
+  const auto* body = reinterpret_cast<const uint4*>(samples + split.head);
+  const std::int64_t tile = static_cast<std::int64_t>(blockDim.x) * Unroll;
+  const std::int64_t warp_offset = static_cast<std::int64_t>(threadIdx.x / 32) * 32 * Unroll;
+  for (std::int64_t tile_base = blockIdx.x * tile; tile_base < split.vectors; tile_base += gridDim.x * tile) {
+    visit_warp_chunk<Unroll, Sample>(body, split.vectors, tile_base + warp_offset, visit);
+    end_of_tile();
   }
 }
 

@@ -18,6 +18,7 @@
 namespace tally::detail {
 
 inline std::size_t shared_copy_bytes(std::int64_t num_bins) { return static_cast<std::size_t>(num_bins) * 4; }
+inline std::size_t packed_copy_bytes(std::int64_t num_bins) { return static_cast<std::size_t>(packed_words(num_bins)) * 4; }
 
 /// Replicas of the shared copy for `replicated`: the largest power of two up to
 /// tuning::max_replicas whose copies fit tuning::replicated_shared_budget (at least one).
@@ -36,6 +37,9 @@ inline const char* histogram_strategy_unfit(strategy s, std::int64_t num_bins, c
   if (shared && shared_copy_bytes(num_bins) > props.shared_memory_per_block_optin) {
     return "needs num_bins * 4 bytes of shared memory per block, more than this GPU gives a block";
   }
+  if (s == strategy::packed16 && packed_copy_bytes(num_bins) > props.shared_memory_per_block_optin) {
+    return "needs num_bins * 2 bytes of shared memory per block, more than this GPU gives a block";
+  }
   if ((s == strategy::global_privatized || s == strategy::shared_two_phase) &&
       shared_copy_bytes(num_bins) > tuning::block_copies_budget_bytes) {
     return "needs num_bins * 4 bytes of global memory per block, more than its budget";
@@ -43,16 +47,22 @@ inline const char* histogram_strategy_unfit(strategy s, std::int64_t num_bins, c
   return nullptr;
 }
 
-/// automatic: keep the counting on chip when the bins fit one block's shared memory.
+/// automatic: keep the counting on chip, in 32-bit counters while they fit one block's shared
+/// memory, then in 16-bit ones.
 inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, const device_properties& props) {
   if (requested != strategy::automatic) return {requested, "asked for"};
   if (shared_copy_bytes(num_bins) <= props.shared_memory_per_block_optin) {
-    // Measured on an H100 (results/): the one on-chip strategy whose worst case stays close to
-    // the best on every distribution; plain shared_atomic is faster on spread-out data but falls
-    // to a third of the bandwidth when every sample hits one bin.
-    return {strategy::replicated,
-            "the bins fit in shared memory: interleaved per-block copies spread hot bins, equal bins in a warp "
-            "add once, one global atomic per bin per block"};
+    // Measured on an H100 (results/): with increments the hardware merges per warp, the plain
+    // shared-memory histogram runs at the read bandwidth on every distribution up to 16384 bins;
+    // replicas and software aggregation add work without gaining speed.
+    return {strategy::shared_atomic,
+            "the bins fit in shared memory: one shared-memory increment per sample (the hardware merges a warp's "
+            "increments of one bin), one global atomic per bin per block"};
+  }
+  if (packed_copy_bytes(num_bins) <= props.shared_memory_per_block_optin) {
+    return {strategy::packed16,
+            "the bins fit in shared memory as 16-bit counters: two per word, spilling to global memory before they "
+            "overflow"};
   }
   return {strategy::global_atomic, "too many bins for shared memory: one global atomic per sample"};
 }
@@ -60,7 +70,8 @@ inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, co
 /// A kernel launch shape: enough blocks to fill the GPU, no block with more than 2^31 samples.
 template <class Kernel>
 cudaError_t histogram_grid(Kernel kernel, std::int64_t num_samples, std::size_t shared_bytes,
-                           const device_properties& props, int max_blocks, int& blocks) {
+                           const device_properties& props, int max_blocks, int& blocks,
+                           int threads = tuning::histogram_block_threads) {
   if (shared_bytes > 48 * 1024) {
     if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(shared_bytes));
@@ -69,12 +80,11 @@ cudaError_t histogram_grid(Kernel kernel, std::int64_t num_samples, std::size_t 
     }
   }
   int per_sm = 0;
-  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, tuning::histogram_block_threads,
-                                                                    shared_bytes);
+  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes);
       e != cudaSuccess) {
     return e;
   }
-  const std::int64_t needed = (num_samples + tuning::histogram_block_threads - 1) / tuning::histogram_block_threads;
+  const std::int64_t needed = (num_samples + threads - 1) / threads;
   std::int64_t count = std::min<std::int64_t>(std::max(per_sm, 1) * std::int64_t{props.multiprocessors}, needed);
   count = std::min<std::int64_t>(count, max_blocks);
   count = std::max<std::int64_t>(count, (num_samples + tuning::max_samples_per_block - 1) / tuning::max_samples_per_block);
@@ -173,16 +183,24 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
     case strategy::warp_aggregated:
     case strategy::replicated: {
       const int copies = s == strategy::replicated ? replica_count(num_bins) : 1;
-      // With replicas, the warp-wide vote alone is enough (replicas spread what it misses, and the
-      // in-lane run check costs more than it saves; measured on an H100); without, keep both.
-      auto kernel = s == strategy::shared_atomic ? shared_atomic_histogram_kernel<aggregation::none, Sample, Counter, Mapper>
-                    : copies > 1                 ? shared_atomic_histogram_kernel<aggregation::vote, Sample, Counter, Mapper>
-                                                 : shared_atomic_histogram_kernel<aggregation::warp, Sample, Counter, Mapper>;
+      auto kernel = s == strategy::warp_aggregated
+                        ? shared_atomic_histogram_kernel<aggregation::warp, Sample, Counter, Mapper>
+                        : shared_atomic_histogram_kernel<aggregation::none, Sample, Counter, Mapper>;
       const std::size_t bytes = copy_bytes * copies;
       if (cudaError_t e = histogram_grid(kernel, num_samples, bytes, props, 1 << 30, blocks); e != cudaSuccess) {
         return e;
       }
       kernel<<<blocks, threads, bytes, stream>>>(samples, num_samples, counts, map, left_out, copies);
+      break;
+    }
+    case strategy::packed16: {
+      auto kernel = packed16_histogram_kernel<Sample, Counter, Mapper>;
+      const std::size_t bytes = packed_copy_bytes(num_bins);
+      if (cudaError_t e = histogram_grid(kernel, num_samples, bytes, props, 1 << 30, blocks, tuning::packed_block_threads);
+          e != cudaSuccess) {
+        return e;
+      }
+      kernel<<<blocks, tuning::packed_block_threads, bytes, stream>>>(samples, num_samples, counts, map, left_out);
       break;
     }
     default: return cudaErrorInvalidValue;

@@ -7,6 +7,7 @@
 #include <cuda/atomic>
 
 #include "tally/detail/block/block_histogram.cuh"
+#include "tally/detail/block/packed_histogram.cuh"
 #include "tally/detail/block/warp_sum.cuh"
 #include "tally/detail/tuning/histogram_tuning.cuh"
 
@@ -41,7 +42,9 @@ global_privatized_histogram_kernel(const Sample* samples, std::int64_t num_sampl
                                                    std::uint32_t* block_copies, Mapper map,
                                                    std::uint64_t* left_out) {
   std::uint32_t* copy = block_copies + static_cast<std::int64_t>(blockIdx.x) * map.num_bins();
-  warp_add_to(count_vectorized<aggregation::none, tuning::histogram_unroll<Sample>>(samples, num_samples, map, copy), left_out);
+  warp_add_to(count_vectorized<aggregation::none, tuning::histogram_unroll<Sample>, copy_memory::global>(
+                  samples, num_samples, map, copy),
+              left_out);
 }
 
 /// A shared-memory histogram per block, then one device-scope atomic per non-zero bin. With
@@ -54,8 +57,8 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
   extern __shared__ std::uint32_t shared_copy[];
   zero_block_copy(shared_copy, map.num_bins() * copies);
   __syncthreads();  // the copy is zero before anyone counts into it
-  warp_add_to(count_vectorized<Aggregate, tuning::histogram_unroll<Sample>>(samples, num_samples, map, shared_copy,
-                                                                             copies),
+  warp_add_to(count_vectorized<Aggregate, tuning::histogram_unroll<Sample>, copy_memory::shared>(
+                  samples, num_samples, map, shared_copy, copies),
               left_out);
   __syncthreads();  // every count is in before the copy is read
   add_block_copy(shared_copy, map.num_bins(), counts, copies);
@@ -72,10 +75,29 @@ shared_two_phase_histogram_kernel(const Sample* samples, std::int64_t num_sample
   const std::int64_t num_bins = map.num_bins();
   zero_block_copy(shared_copy, num_bins);
   __syncthreads();
-  warp_add_to(count_vectorized<aggregation::none, tuning::histogram_unroll<Sample>>(samples, num_samples, map, shared_copy), left_out);
+  warp_add_to(count_vectorized<aggregation::none, tuning::histogram_unroll<Sample>, copy_memory::shared>(
+                  samples, num_samples, map, shared_copy),
+              left_out);
   __syncthreads();
   std::uint32_t* copy = block_copies + static_cast<std::int64_t>(blockIdx.x) * num_bins;
   for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) copy[bin] = shared_copy[bin];
+}
+
+/// A packed copy of 16-bit counters per block in shared memory (twice the bins of 32-bit ones),
+/// spilling into `counts` as it goes, then one device-scope atomic per non-zero counter.
+template <class Sample, class Counter, class Mapper>
+__global__ void __launch_bounds__(tuning::packed_block_threads, 1)
+packed16_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts, Mapper map,
+                          std::uint64_t* left_out) {
+  extern __shared__ std::uint32_t packed_copy[];
+  const std::int64_t num_bins = map.num_bins();
+  zero_block_copy(packed_copy, packed_words(num_bins));
+  __syncthreads();
+  warp_add_to(count_packed<tuning::packed_block_threads, tuning::packed_unroll<Sample>>(samples, num_samples, map,
+                                                                                      packed_copy, counts),
+              left_out);
+  __syncthreads();  // every count and spill is in before the copy is read
+  add_packed_copy(packed_copy, num_bins, counts);
 }
 
 /// counts[bin] = the sum of bin over `num_copies` slices; one thread per bin, in a fixed order,
