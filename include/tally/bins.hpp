@@ -127,10 +127,11 @@ class byte_shift_mapper {
   byte_shift_mapper() = default;
   byte_shift_mapper(int shift, std::int64_t num_bins) : shift_(shift), num_bins_(num_bins) {}
 
-  /// Whether bins [lower, lower + num_bins) of width one hold every byte value.
+  /// Whether bins [lower, lower + num_bins) of width one hold every byte value (with a shift an
+  /// int holds).
   static bool covers_every_byte(double lower, double upper, std::int64_t num_bins) {
-    return upper - lower == static_cast<double>(num_bins) && lower <= 0.0 && upper >= 256.0 &&
-           lower == static_cast<double>(static_cast<std::int64_t>(lower));
+    return upper - lower == static_cast<double>(num_bins) && lower <= 0.0 && lower >= -1073741824.0 &&
+           upper >= 256.0 && lower == static_cast<double>(static_cast<std::int64_t>(lower));
   }
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
