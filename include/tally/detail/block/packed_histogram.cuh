@@ -14,10 +14,11 @@
 
 namespace tally::detail {
 
-/// Bin b is the low half of word b when b < half_bins, else the high half of word b - half_bins:
-/// neighbouring bins, often hot together, sit in different words.
+/// What a counter hands to the global counts when it reaches it: 2^15.
 inline constexpr std::uint32_t packed_spill = 0x8000u;
 
+/// Words of a packed copy (half_bins). Bin b is the low half of word b when b < half_bins, else the
+/// high half of word b - half_bins: neighbouring bins, often hot together, sit in different words.
 __host__ __device__ constexpr std::int64_t packed_words(std::int64_t num_bins) { return (num_bins + 1) / 2; }
 
 /// Samples a block may count between two checks of its packed counters: every counter is below
