@@ -32,7 +32,7 @@ enum class strategy : std::uint8_t {
   shared_two_phase,   ///< per-block shared histograms written out, merged by a second kernel
   warp_aggregated,    ///< shared_atomic, with equal bins in a lane or a whole warp added as one
   replicated,         ///< interleaved copies per block, so lanes that hit one bin hit different words
-  packed16,           ///< 16-bit shared counters, two per word, spilling 2^15 to global before they overflow
+  packed16,           ///< 16-bit shared counters, two per word, spilling 2^12 at a time to global before they overflow
   block_reduce_atomic,  ///< a block reduction, then one atomic per block (reductions, counts)
   cub,                ///< NVIDIA CUB behind the same API: the baseline
 };

@@ -65,7 +65,7 @@ choice run_histogram(std::string_view function, std::span<const Sample> samples,
                      std::int64_t num_bins, workspace& ws, const histogram_options& options, stream_t stream,
                      std::size_t extra_bytes, Prepare prepare, CubCall cub_call) {
   const device_properties props = current_properties();
-  const choice chose = tally::detail::choose_gpu_histogram(options.algorithm, num_bins, props);
+  const choice chose = tally::detail::choose_gpu_histogram(options.algorithm, num_bins, sizeof(Sample), props);
   if (const char* why = tally::detail::histogram_strategy_unfit(chose.used, num_bins, props)) {
     throw_unsupported(function, chose.used, std::string(why) + " (" + std::to_string(num_bins) + " bins)");
   }

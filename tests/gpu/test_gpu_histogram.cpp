@@ -271,8 +271,8 @@ TEST(GpuHistogramStrategies, ByteSamplesInBinsOfWidthOneAreCountedWithoutRangeCh
   }
 }
 
-/// packed16's 16-bit counters must hand 2^15 to the global counts, exactly once per crossing,
-/// before they overflow: 2^24 samples (over 100000 per block) pile into three bins, two of them the
+/// packed16's 16-bit counters must hand 2^12 to the global counts, exactly once per crossing of a
+/// multiple of 2^12, before they overflow: 2^24 samples (over 100000 per block) pile into three bins, two of them the
 /// low and high halves of one packed word, first in a long run of one bin (counted by the
 /// warp-wide vote, 128 at a time) and then interleaved (one increment each), with left-out samples.
 template <class T>

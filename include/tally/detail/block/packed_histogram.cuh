@@ -1,8 +1,14 @@
 // The packed16 block histogram: 16-bit counters, two to a 32-bit word of shared memory, so a
-// block holds twice the bins that 32-bit counters allow. A counter gives 2^15 to the global counts
-// before it could overflow: the block moves in tiles with a __syncthreads between periods short
-// enough that no counter can climb from below 2^15 past 2^16 - 1 in one period, and the thread
-// whose increment carries a counter over 2^15 takes 2^15 out of it within that period.
+// block holds twice the bins that 32-bit counters allow. Counters hand 2^12 to the global counts
+// each time they pass a multiple of 2^12, so they can never overflow:
+// - the thread whose addition carries a counter over a multiple of 2^12 (atomicAdd returns the
+//   old value, so exactly one thread sees each crossing) subtracts 2^12 and adds it to the global
+//   counts; one addition is smaller than 2^12, so it crosses at most one multiple;
+// - the block moves in tiles with a __syncthreads between periods of at most 2^16 - 2^12 samples.
+//   At a barrier every spill of the period is done, so every counter is below 2^12; within a
+//   period it climbs by at most the period's samples, so it stays below 2^16.
+// A threshold of 2^12 rather than 2^15 makes periods (and barriers, which drain the loads in
+// flight) twice as rare; the extra spills are one global atomic per 4096 samples of one bin.
 #pragma once
 
 #include <cstdint>
@@ -14,16 +20,16 @@
 
 namespace tally::detail {
 
-/// What a counter hands to the global counts when it reaches it: 2^15.
-inline constexpr std::uint32_t packed_spill = 0x8000u;
+/// What a counter hands to the global counts each time it passes a multiple of it: 2^12.
+inline constexpr std::uint32_t packed_spill = 0x1000u;
 
 /// Words of a packed copy (half_bins). Bin b is the low half of word b when b < half_bins, else the
 /// high half of word b - half_bins: neighbouring bins, often hot together, sit in different words.
 __host__ __device__ constexpr std::int64_t packed_words(std::int64_t num_bins) { return (num_bins + 1) / 2; }
 
-/// Samples a block may count between two checks of its packed counters: every counter is below
-/// 2^15 after a check, so it stays below 2^16 until the next.
-inline constexpr std::int64_t packed_period_samples = packed_spill - 1;
+/// Samples a block may count between two barriers: every counter is below 2^12 at a barrier, so it
+/// stays below 2^16 until the next.
+inline constexpr std::int64_t packed_period_samples = 0x10000 - packed_spill;
 
 /// Tiles of `threads` x `unroll` vectors of `items` samples a block may walk between checks; the
 /// first period also holds one head and one tail sample per thread.
@@ -31,8 +37,8 @@ __host__ __device__ constexpr int packed_tiles_per_period(int threads, int unrol
   return static_cast<int>((packed_period_samples - 2 * items) / (static_cast<std::int64_t>(threads) * unroll * items));
 }
 
-/// Adds `count` (at most one tile's samples) to bin `bin` of the packed copy `words`, moving 2^15
-/// to `counts[bin]` if this addition carried the counter over 2^15.
+/// Adds `count` (fewer than packed_spill) to bin `bin` of the packed copy `words`, moving
+/// packed_spill to `counts[bin]` if this addition carried the counter over a multiple of it.
 template <class Counter>
 __device__ __forceinline__ void add_packed(std::uint32_t* words, std::int64_t half_bins, Counter* counts, int bin,
                                            std::uint32_t count) {
@@ -40,7 +46,7 @@ __device__ __forceinline__ void add_packed(std::uint32_t* words, std::int64_t ha
   const int word = bin - high * static_cast<int>(half_bins);
   const std::uint32_t shift = 16u * static_cast<std::uint32_t>(high);
   const std::uint32_t before = (atomicAdd(words + word, count << shift) >> shift) & 0xffffu;
-  if (before < packed_spill && before + count >= packed_spill) {
+  if (before / packed_spill != (before + count) / packed_spill) {
     atomicSub(words + word, packed_spill << shift);
     cuda::atomic_ref<Counter, cuda::thread_scope_device>(counts[bin]).fetch_add(packed_spill,
                                                                                 cuda::memory_order_relaxed);
@@ -57,6 +63,7 @@ __device__ __forceinline__ std::uint64_t count_packed(const Sample* samples, std
   const std::int64_t half_bins = packed_words(map.num_bins());
   constexpr int tiles_per_period = packed_tiles_per_period(Threads, Unroll, items);
   static_assert(tiles_per_period >= 1, "a tile must fit in one period of the packed counters");
+  static_assert(32 * items < packed_spill, "one addition (at most a warp's vector) crosses at most one multiple");
   std::uint32_t left_out = 0;
   const auto add = [&](int bin, std::uint32_t count) { add_packed(words, half_bins, counts, bin, count); };
   const auto visit_one = [&](Sample x) {
@@ -87,7 +94,7 @@ __device__ __forceinline__ std::uint64_t count_packed(const Sample* samples, std
   return left_out;
 }
 
-/// Adds the packed copy (every counter below 2^15 after the block's last __syncthreads) into the
+/// Adds the packed copy (every counter below 2^12 after the block's last __syncthreads) into the
 /// global counts: one device-scope atomic per non-zero counter.
 template <class Counter>
 __device__ __forceinline__ void add_packed_copy(const std::uint32_t* words, std::int64_t num_bins, Counter* counts) {

@@ -1,8 +1,13 @@
-// The few device attributes the dispatch layer sizes launches by, read once per device.
+// The few device attributes the dispatch layer sizes launches by, read once per device, and each
+// kernel's resident blocks per multiprocessor, computed once per kernel, device, block size and
+// shared memory: the runtime queries cost microseconds of host time on every call otherwise, which
+// a 100-microsecond histogram of bytes notices.
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <mutex>
+#include <tuple>
 
 #include <cuda_runtime.h>
 
@@ -41,6 +46,40 @@ inline cudaError_t current_device_properties(device_properties& out) {
     known[device] = true;
   }
   out = cache[device];
+  return cudaSuccess;
+}
+
+/// Blocks of `kernel` (`threads` threads, `shared_bytes` of dynamic shared memory) that fit one
+/// multiprocessor of the current device. Raises the kernel's dynamic shared-memory limit first when
+/// it needs more than the default 48 KiB (only ever raises it, so earlier launches stay valid).
+template <class Kernel>
+cudaError_t resident_blocks_per_multiprocessor(Kernel kernel, int threads, std::size_t shared_bytes, int& per_sm) {
+  using key = std::tuple<const void*, int, int, std::size_t>;  // kernel, device, threads, shared bytes
+  static std::map<key, int> known_blocks;
+  static std::map<std::tuple<const void*, int>, std::size_t> shared_limit;  // kernel, device
+  static std::mutex guard;
+  int device = 0;
+  if (cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  const auto* id = reinterpret_cast<const void*>(kernel);
+  std::lock_guard<std::mutex> lock(guard);
+  if (const auto found = known_blocks.find(key{id, device, threads, shared_bytes}); found != known_blocks.end()) {
+    per_sm = found->second;
+    return cudaSuccess;
+  }
+  std::size_t& limit = shared_limit[{id, device}];
+  if (shared_bytes > 48 * 1024 && shared_bytes > limit) {
+    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             static_cast<int>(shared_bytes));
+        e != cudaSuccess) {
+      return e;
+    }
+    limit = shared_bytes;
+  }
+  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes);
+      e != cudaSuccess) {
+    return e;
+  }
+  known_blocks[key{id, device, threads, shared_bytes}] = per_sm;
   return cudaSuccess;
 }
 

@@ -48,9 +48,19 @@ inline const char* histogram_strategy_unfit(strategy s, std::int64_t num_bins, c
 }
 
 /// automatic: keep the counting on chip, in 32-bit counters while they fit one block's shared
-/// memory, then in 16-bit ones.
-inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, const device_properties& props) {
+/// memory (one replica per lane for bytes, when that fits), then in 16-bit ones.
+inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, std::size_t sample_bytes,
+                                   const device_properties& props) {
   if (requested != strategy::automatic) return {requested, "asked for"};
+  if (sample_bytes == 1 && replica_count(num_bins) == tuning::max_replicas) {
+    // Measured on an H100 (results/2026-11-22-h100-probes): 16 bytes a load make the shared-memory
+    // atomic unit the limit, and one copy per lane, each lane in its own bank, lifts uniform bytes
+    // from 0.72 to 0.92 of the read bandwidth in a standalone kernel (0.81-0.84 in tally bench);
+    // hot bins lose a little (0.95 to 0.92), as the merged increments no longer share a word.
+    return {strategy::replicated,
+            "byte samples: the shared-memory atomics are the limit, so each lane counts into its own replica, in its "
+            "own bank"};
+  }
   if (shared_copy_bytes(num_bins) <= props.shared_memory_per_block_optin) {
     // Measured on an H100 (results/): with increments the hardware merges per warp, the plain
     // shared-memory histogram runs at the read bandwidth on every distribution up to 16384 bins;
@@ -70,18 +80,9 @@ inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, co
 /// A kernel launch shape: enough blocks to fill the GPU, no block with more than 2^31 samples.
 template <class Kernel>
 cudaError_t histogram_grid(Kernel kernel, std::int64_t num_samples, std::size_t shared_bytes,
-                           const device_properties& props, int max_blocks, int& blocks,
-                           int threads = tuning::histogram_block_threads) {
-  if (shared_bytes > 48 * 1024) {
-    if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             static_cast<int>(shared_bytes));
-        e != cudaSuccess) {
-      return e;
-    }
-  }
+                           const device_properties& props, int max_blocks, int& blocks, int threads) {
   int per_sm = 0;
-  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes);
-      e != cudaSuccess) {
+  if (cudaError_t e = resident_blocks_per_multiprocessor(kernel, threads, shared_bytes, per_sm); e != cudaSuccess) {
     return e;
   }
   const std::int64_t needed = (num_samples + threads - 1) / threads;
@@ -119,13 +120,13 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
   const std::int64_t num_bins = map.num_bins();
   const std::size_t copy_bytes = shared_copy_bytes(num_bins);
   const int max_copies = static_cast<int>(std::max<std::size_t>(1, tuning::block_copies_budget_bytes / copy_bytes));
-  constexpr int threads = tuning::histogram_block_threads;
+  constexpr int threads = tuning::histogram_block_threads<Sample>;
   int blocks = 1;
 
   switch (s) {
     case strategy::global_privatized: {
       auto kernel = global_privatized_histogram_kernel<Sample, Mapper>;
-      if (cudaError_t e = histogram_grid(kernel, num_samples, 0, props, max_copies, blocks); e != cudaSuccess) return e;
+      if (cudaError_t e = histogram_grid(kernel, num_samples, 0, props, max_copies, blocks, threads); e != cudaSuccess) return e;
       if (temp == nullptr) {
         temp_bytes = copy_bytes * blocks;
         return cudaSuccess;
@@ -138,7 +139,7 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
     }
     case strategy::shared_two_phase: {
       auto kernel = shared_two_phase_histogram_kernel<Sample, Mapper>;
-      if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, max_copies, blocks); e != cudaSuccess) {
+      if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, max_copies, blocks, threads); e != cudaSuccess) {
         return e;
       }
       if (temp == nullptr) {
@@ -169,13 +170,13 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
   switch (s) {
     case strategy::racy: {
       auto kernel = racy_histogram_kernel<Sample, Counter, Mapper>;
-      if (cudaError_t e = histogram_grid(kernel, num_samples, 0, props, 1 << 30, blocks); e != cudaSuccess) return e;
+      if (cudaError_t e = histogram_grid(kernel, num_samples, 0, props, 1 << 30, blocks, threads); e != cudaSuccess) return e;
       kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, counts, map, left_out);
       break;
     }
     case strategy::global_atomic: {
       auto kernel = global_atomic_histogram_kernel<Sample, Counter, Mapper>;
-      if (cudaError_t e = histogram_grid(kernel, num_samples, 0, props, 1 << 30, blocks); e != cudaSuccess) return e;
+      if (cudaError_t e = histogram_grid(kernel, num_samples, 0, props, 1 << 30, blocks, threads); e != cudaSuccess) return e;
       kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, counts, map, left_out);
       break;
     }
@@ -187,7 +188,7 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
                         ? shared_atomic_histogram_kernel<aggregation::warp, Sample, Counter, Mapper>
                         : shared_atomic_histogram_kernel<aggregation::none, Sample, Counter, Mapper>;
       const std::size_t bytes = copy_bytes * copies;
-      if (cudaError_t e = histogram_grid(kernel, num_samples, bytes, props, 1 << 30, blocks); e != cudaSuccess) {
+      if (cudaError_t e = histogram_grid(kernel, num_samples, bytes, props, 1 << 30, blocks, threads); e != cudaSuccess) {
         return e;
       }
       kernel<<<blocks, threads, bytes, stream>>>(samples, num_samples, counts, map, left_out, copies);

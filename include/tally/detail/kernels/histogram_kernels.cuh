@@ -37,7 +37,7 @@ __global__ void global_atomic_histogram_kernel(const Sample* samples, std::int64
 /// Each block counts into its own zeroed slice of `block_copies` (num_bins counters) in global
 /// memory with block-scope atomics; merge_block_copies_kernel adds the slices up.
 template <class Sample, class Mapper>
-__global__ void __launch_bounds__(tuning::histogram_block_threads, tuning::histogram_min_blocks<Sample>)
+__global__ void __launch_bounds__(tuning::histogram_block_threads<Sample>, tuning::histogram_min_blocks<Sample>)
 global_privatized_histogram_kernel(const Sample* samples, std::int64_t num_samples,
                                                    std::uint32_t* block_copies, Mapper map,
                                                    std::uint64_t* left_out) {
@@ -51,7 +51,7 @@ global_privatized_histogram_kernel(const Sample* samples, std::int64_t num_sampl
 /// aggregation::warp, equal bins within a lane or across a whole warp add as one (warp_aggregated);
 /// with `copies` > 1 the block keeps that many interleaved replicas (replicated).
 template <aggregation Aggregate, class Sample, class Counter, class Mapper>
-__global__ void __launch_bounds__(tuning::histogram_block_threads, tuning::histogram_min_blocks<Sample>)
+__global__ void __launch_bounds__(tuning::histogram_block_threads<Sample>, tuning::histogram_min_blocks<Sample>)
 shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
                                                Mapper map, std::uint64_t* left_out, int copies) {
   extern __shared__ std::uint32_t shared_copy[];
@@ -67,7 +67,7 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
 /// A shared-memory histogram per block, written out whole to the block's slice of
 /// `block_copies`; merge_block_copies_kernel adds the slices up, with no atomics.
 template <class Sample, class Mapper>
-__global__ void __launch_bounds__(tuning::histogram_block_threads, tuning::histogram_min_blocks<Sample>)
+__global__ void __launch_bounds__(tuning::histogram_block_threads<Sample>, tuning::histogram_min_blocks<Sample>)
 shared_two_phase_histogram_kernel(const Sample* samples, std::int64_t num_samples,
                                                   std::uint32_t* block_copies, Mapper map,
                                                   std::uint64_t* left_out) {

@@ -17,25 +17,37 @@ namespace tally::detail::tuning {
 #ifndef TALLY_HISTOGRAM_UNROLL
 #define TALLY_HISTOGRAM_UNROLL 4
 #endif
-inline constexpr int histogram_block_threads = TALLY_HISTOGRAM_BLOCK_THREADS;
+#ifndef TALLY_HISTOGRAM_BYTE_BLOCK_THREADS
+#define TALLY_HISTOGRAM_BYTE_BLOCK_THREADS 1024
+#endif
+/// Byte samples (16 to a load) keep the shared-memory atomic unit busier than the loads, so their
+/// kernels run fewer, larger blocks: fewer per-block copies to zero and merge. Measured on an H100
+/// in a standalone probe (results/2026-11-22-h100-probes): 32 replicas reach 0.92 of the read
+/// bandwidth on uniform bytes in 1024-thread blocks, 0.87-0.89 in 512-thread ones.
+template <class Sample>
+inline constexpr int histogram_block_threads =
+    sizeof(Sample) == 1 ? TALLY_HISTOGRAM_BYTE_BLOCK_THREADS : TALLY_HISTOGRAM_BLOCK_THREADS;
 /// Blocks per multiprocessor the privatized kernels are compiled to fit, which caps their
-/// registers (64 for two blocks of 512 threads; half of that, one block, for 1- and 8-byte
-/// samples), and the 16-byte loads each thread issues before it counts them: four, one for bytes
-/// (16 samples a load already). Measured on an H100 against 4 blocks x 2 loads, 3 x 2 and
+/// registers (64 for two blocks of 512 threads, or for one of 1024 byte threads; 128 for one block
+/// of 8-byte samples), and the 16-byte loads each thread issues before it counts them: four, two
+/// for bytes (16 samples a load already). Measured on an H100 against 4 blocks x 2 loads, 3 x 2 and
 /// 1024-thread blocks (results/2026-11-22-h100-tuning): 4 x 2 dips to 0.94 of the read bandwidth
 /// at 16384 int32 bins, 3 x 2 and this one hold 0.95-0.97, 1024-thread blocks are slower.
 template <class Sample>
 inline constexpr int histogram_min_blocks = sizeof(Sample) == 4 ? TALLY_HISTOGRAM_MIN_BLOCKS : (TALLY_HISTOGRAM_MIN_BLOCKS + 1) / 2;
 template <class Sample>
-inline constexpr int histogram_unroll = sizeof(Sample) == 1 ? 1 : TALLY_HISTOGRAM_UNROLL;
+inline constexpr int histogram_unroll = sizeof(Sample) == 1 ? 2 : TALLY_HISTOGRAM_UNROLL;
 /// Threads per block of packed16, which runs one large block per multiprocessor (65536 bins
-/// take 128 KiB), and its 16-byte loads per thread per tile (one for bytes, whose 16 samples a
-/// load would otherwise make a tile longer than one period of the packed counters).
+/// take 128 KiB), and its 16-byte loads per thread per tile: four (one for bytes, 16 samples a
+/// load). Measured on an H100 in a standalone probe (results/2026-11-22-h100-probes): four
+/// loads and a 2^12 spill threshold take uniform int32 samples over 65536 bins from 0.86 to 0.89 of
+/// the read bandwidth, where two loads and 2^15 left them.
 inline constexpr int packed_block_threads = 1024;
 template <class Sample>
-inline constexpr int packed_unroll = sizeof(Sample) == 1 ? 1 : 2;
-/// `replicated` keeps up to this many copies of the bins per block...
-inline constexpr int max_replicas = 8;
+inline constexpr int packed_unroll = sizeof(Sample) == 1 ? 1 : 4;
+/// `replicated` keeps up to this many copies of the bins per block: 32, one per lane, puts bin b of
+/// lane l at word b * 32 + l, in bank l, so a warp's increments never share a bank...
+inline constexpr int max_replicas = 32;
 /// ...within this much shared memory, so several blocks still fit one multiprocessor.
 inline constexpr std::size_t replicated_shared_budget = std::size_t{48} << 10;
 /// Threads per block of the merge and helper kernels.
