@@ -72,7 +72,7 @@ constexpr std::uint64_t default_seed = 20261122;
 // eps. In practice rounding errors partly cancel: a host emulation of this exact summation order
 // at the default N was off by about 1e-15.
 // Why it still catches bugs: losing one body changes K by ~1/N relative, losing one pair changes U
-// by ~2/N^2 relative: 3e-8 at N = 8192 (the CTest run), 1.2e-10 at the largest N.
+// by ~2/N^2 relative: 3e-8 at N = 8191 (the CTest run), 1.2e-10 at the largest N.
 constexpr double tolerance = 1e-10;
 
 // ---- the GPU launch shape ---------------------------------------------------------------------
