@@ -4,8 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <cstring>
-#include <type_traits>
 
 #include <cuda/atomic>
 
@@ -95,19 +93,6 @@ __device__ __forceinline__ void add_to_copy(std::uint32_t* counter, std::uint32_
   }
 }
 
-/// Adds the 16 bytes of one vector to a copy with `Copies` interleaved replicas, where byte x
-/// counts at base[x * Copies] (byte_shift_mapper: `base` already holds the shift and the replica).
-/// Bytes come out of the four words with shifts and the stride is a constant: at one
-/// shared-memory atomic per byte, the limit for bytes, the generic path's byte array and run-time
-/// stride cost 10% of the read bandwidth on an H100 (results/2026-11-22-h100-probes).
-template <int Copies>
-__device__ __forceinline__ void add_vector_of_bytes(std::uint32_t* base, const sample_vector<std::uint8_t>& v) {
-  std::uint32_t words[4];
-  memcpy(words, &v, sizeof(words));
-#pragma unroll
-  for (int j = 0; j < 16; ++j) atomicAdd(base + ((words[j / 4] >> (8 * (j % 4))) & 0xffu) * Copies, 1u);
-}
-
 /// Counts this thread's share of the samples (16-byte loads) into a block-private copy of 32-bit
 /// counters; returns how many samples it left out.
 /// With `copies` > 1 (a power of two) the copy is replicated: bin b of replica r is at
@@ -132,18 +117,6 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
     }
   };
   const auto visit = [&](const sample_vector<Sample>& v, bool valid) {
-    if constexpr (std::is_same_v<Mapper, byte_shift_mapper> && Aggregate == aggregation::none &&
-                  Memory == copy_memory::shared) {
-      // The dispatch gives bytes one replica or one per lane (byte_replica_count).
-      if (valid) {
-        if (copies == 32) {
-          add_vector_of_bytes<32>(replica + map.shift() * 32, v);
-        } else {
-          add_vector_of_bytes<1>(replica + map.shift(), v);
-        }
-      }
-      return;
-    }
     int bins[items];
     left_out += map_vector(map, v, valid, bins);
     if constexpr (Aggregate != aggregation::none) {
