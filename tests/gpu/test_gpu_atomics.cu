@@ -343,7 +343,8 @@ std::vector<T> mixed_values(std::size_t n, std::uint64_t seed, bool infinities, 
   using limits = std::numeric_limits<T>;
   const T specials[] = {T(-0.0), T(0.0), limits::denorm_min(), -limits::denorm_min(), limits::max(), limits::lowest()};
   for (std::size_t i = 0; i < n; ++i) {
-    out[i] = static_cast<T>(std::ldexp(unit(rng), exponent(rng)));
+    const double fraction = unit(rng);  // drawn in a fixed order: the same values on every compiler
+    out[i] = static_cast<T>(std::ldexp(fraction, exponent(rng)));
     const std::uint64_t pick = rng() % 1024;
     if (pick < 6) out[i] = specials[pick];
     if (infinities && pick == 6) out[i] = limits::infinity();
@@ -629,7 +630,8 @@ TEST(AtomicAdd, BothFormsOnRandomDoublesLandWithinTheRecursiveSummationBound) {
   long double reference = 0;
   long double magnitude = 0;
   for (auto& v : values) {
-    v = std::ldexp(unit(rng), exponent(rng));
+    const double fraction = unit(rng);
+    v = std::ldexp(fraction, exponent(rng));
     reference += v;
     magnitude += std::fabs(static_cast<long double>(v));
   }
