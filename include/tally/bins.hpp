@@ -135,6 +135,7 @@ class byte_shift_mapper {
   }
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
+  TALLY_HOST_DEVICE int shift() const { return shift_; }
   TALLY_HOST_DEVICE std::int64_t operator()(std::uint8_t x) const { return static_cast<int>(x) + shift_; }
 
  private:

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -28,6 +29,12 @@ inline int replica_count(std::int64_t num_bins) {
     copies *= 2;
   }
   return copies;
+}
+
+/// Replicas for `replicated` over bytes that all map (byte_shift_mapper), whose kernels are built
+/// for one copy or one per lane only: one per lane when they fit, else one.
+inline int byte_replica_count(std::int64_t num_bins) {
+  return replica_count(num_bins) == tuning::max_replicas ? tuning::max_replicas : 1;
 }
 
 /// Why strategy `s` cannot count `num_bins` bins on this device, or nullptr if it can.
@@ -183,7 +190,10 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
     case strategy::shared_atomic:
     case strategy::warp_aggregated:
     case strategy::replicated: {
-      const int copies = s == strategy::replicated ? replica_count(num_bins) : 1;
+      int copies = 1;
+      if (s == strategy::replicated) {
+        copies = std::is_same_v<Mapper, byte_shift_mapper> ? byte_replica_count(num_bins) : replica_count(num_bins);
+      }
       auto kernel = s == strategy::warp_aggregated
                         ? shared_atomic_histogram_kernel<aggregation::warp, Sample, Counter, Mapper>
                         : shared_atomic_histogram_kernel<aggregation::none, Sample, Counter, Mapper>;
