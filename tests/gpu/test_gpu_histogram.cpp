@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <random>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -303,6 +304,30 @@ void expect_packed16_spills_exactly(std::int64_t num_bins, T low_bin, T high_bin
 TEST(GpuHistogramStrategies, Packed16CountersSpillExactlyBeforeTheyOverflow) {
   expect_packed16_spills_exactly<std::int32_t>(65536, 5, 5 + 32768, 40000, -7);
   expect_packed16_spills_exactly<std::uint8_t>(255, 3, 3 + 128, 200, 255);  // odd bin count: 128 words
+}
+
+/// packed16 under data that changes mid-input (the adversarial inputs of large-bin histograms):
+/// bins that turn hot half-way, hot bins in a uniform tail (two of them sharing a packed word, one
+/// the last bin), hot bins that cool down again, with left-out samples. 2^24 samples, over 100000
+/// a block and several periods each, over 65536 bins; both counter widths.
+TEST(GpuHistogramStrategies, Packed16CountsExactlyWhenDataChangesMidInput) {
+  const std::size_t n = std::size_t{1} << 24;
+  const std::int32_t num_bins = 65536;
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::int32_t> any_bin(0, num_bins - 1);
+  // Six hot bins: two share a packed word (b and b + 32768), one is the last bin.
+  const std::int32_t hot[6] = {0, 17, 17 + 32768, 40000, 65535, 31};
+  std::vector<std::int32_t> uniform_then_one(n), hot_in_uniform_tail(n), hot_then_uniform(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    uniform_then_one[i] = i < n / 2 ? any_bin(rng) : 12345;
+    hot_in_uniform_tail[i] = (rng() % 4 != 0) ? hot[rng() % 6] : any_bin(rng);
+    hot_then_uniform[i] = i < n / 3 ? hot[i % 6] : (i % 97 == 0 ? -3 : any_bin(rng));  // with left-out samples
+  }
+  const even_bins bins{num_bins, 0.0, static_cast<double>(num_bins)};
+  for (const auto* host : {&uniform_then_one, &hot_in_uniform_tail, &hot_then_uniform}) {
+    expect_even_matches<std::int32_t, std::uint32_t>(*host, bins, strategy::packed16, upper_edge::exclusive);
+    expect_even_matches<std::int32_t, std::uint64_t>(*host, bins, strategy::packed16, upper_edge::exclusive);
+  }
 }
 
 TEST(GpuHistogramStrategies, RacyLosesUpdatesUnderContentionButCountsWhatItLeavesOut) {
