@@ -13,18 +13,13 @@
 #include <type_traits>
 #include <vector>
 
+#include "common/quick_mode.hpp"
 #include "tally/cpu.hpp"
 #include "tally/gpu.hpp"
 
 namespace tally::test {
 
 inline constexpr std::uint64_t poison_byte = 0xab;
-
-/// TALLY_TEST_QUICK=1 shrinks the inputs, for runs under compute-sanitizer (10-100x slower).
-inline bool quick_mode() {
-  const char* value = std::getenv("TALLY_TEST_QUICK");
-  return value != nullptr && value[0] == '1';
-}
 
 enum class pattern { uniform, single, sorted, bank32, geometric, with_outliers };
 
