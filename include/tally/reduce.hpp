@@ -59,8 +59,9 @@ struct find_result {
  * rounded once at the end. Error: |result - exact| <= ulp(result)/2 + n * 2^-54 * max|x| for
  * float, ulp(result)/2 + n * 2^-119 * max|x| for double (each sample is rounded to the nearest
  * multiple of 2^-53, resp. 2^-118, times the largest power of two in its chunk: 30, resp. 66,
- * bits below the chunk's largest ulp). Any NaN, or both +inf and -inf, gives NaN; infinities of one sign give
- * that infinity; a finite sum beyond the type's range rounds to +-inf; an exact zero is +0.
+ * bits below the chunk's largest ulp). Any NaN, or both +inf and -inf, gives NaN; infinities of
+ * one sign give that infinity; a finite sum beyond the type's range rounds to +-inf; an exact
+ * zero is +0.
  * Strategies: GPU automatic, block_reduce_atomic and two_pass honour it (the same arithmetic,
  * the block results combined with integer atomics or by a second kernel); GPU atomic_per_element,
  * atomic_per_thread and cub, and CPU critical, atomic and reduction, refuse it (errc::not_supported,

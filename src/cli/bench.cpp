@@ -344,7 +344,8 @@ verification check_sum(accumulator_t<T> got, accumulator_t<T> want, std::int64_t
   if constexpr (std::is_floating_point_v<T>) {
     if (!exact) {
       const long double bound =
-          static_cast<long double>(n) * (std::numeric_limits<T>::epsilon() + std::ldexp(1.0L, -63)) * reference.magnitude;
+          static_cast<long double>(n) * (std::numeric_limits<T>::epsilon() + std::ldexp(1.0L, -63)) *
+          reference.magnitude;
       const long double error = std::fabs(static_cast<long double>(got) - reference.sum);
       if (error <= bound) return {"within bound", false};
       return {fmt::format("MISMATCH sum {} off by {:.3g} > bound {:.3g}", got, static_cast<double>(error),
@@ -381,7 +382,9 @@ void run_reduce_type(const bench_case& bc, const std::string& type_name, const s
     if (on_gpu) device = gpu::device_buffer<T>(host);
     const std::span<const T> input = on_gpu ? device.const_span() : host;
     const std::int64_t bytes = size * static_cast<std::int64_t>(sizeof(T));
-    if (!cfg.quiet) std::fprintf(stderr, "[bench] reductions %s n=%lld\n", type_name.c_str(), static_cast<long long>(size));
+    if (!cfg.quiet) {
+      std::fprintf(stderr, "[bench] reductions %s n=%lld\n", type_name.c_str(), static_cast<long long>(size));
+    }
     bench_row base;
     base.sample_type = type_name;
     base.num_samples = size;

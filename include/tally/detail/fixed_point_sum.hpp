@@ -33,6 +33,14 @@
 
 namespace tally::detail::fixed_point {
 
+// round_slots runs once per call on one GPU thread: its loops stay loops there (unrolled, the
+// digit arrays of double would not fit in registers and spill).
+#if defined(__CUDA_ARCH__)
+#define TALLY_LOOP_NO_UNROLL _Pragma("unroll 1")
+#else
+#define TALLY_LOOP_NO_UNROLL
+#endif
+
 template <class T>
 struct traits;
 
@@ -226,6 +234,7 @@ TALLY_HOST_DEVICE T round_slots(const std::int64_t* slots, std::uint32_t flags) 
   constexpr int n = digits<T> + 2;
   std::uint32_t magnitude[n];
   std::int64_t carry = 0;
+  TALLY_LOOP_NO_UNROLL
   for (int j = 0; j < digits<T>; ++j) {
     const std::int64_t v = slots[j] + carry;  // |slots| < 1.5 * 2^62, so no overflow
     magnitude[j] = static_cast<std::uint32_t>(v);
@@ -236,6 +245,7 @@ TALLY_HOST_DEVICE T round_slots(const std::int64_t* slots, std::uint32_t flags) 
   const bool negative = carry < 0;
   if (negative) {  // two's complement over all digits: invert, add one
     std::uint64_t add = 1;
+    TALLY_LOOP_NO_UNROLL
     for (int j = 0; j < n; ++j) {
       const std::uint64_t v = static_cast<std::uint64_t>(~magnitude[j]) + add;
       magnitude[j] = static_cast<std::uint32_t>(v);
@@ -243,6 +253,7 @@ TALLY_HOST_DEVICE T round_slots(const std::int64_t* slots, std::uint32_t flags) 
     }
   }
   int top = -1;  // index of the highest set bit
+  TALLY_LOOP_NO_UNROLL
   for (int j = n - 1; j >= 0 && top < 0; --j) {
     if (magnitude[j] != 0) {
       int b = 31;
@@ -251,18 +262,27 @@ TALLY_HOST_DEVICE T round_slots(const std::int64_t* slots, std::uint32_t flags) 
     }
   }
   if (top < 0) return T(0);
-  const auto bit = [&](int i) -> std::uint64_t { return i < 0 ? 0 : (magnitude[i >> 5] >> (i & 31)) & 1u; };
   // The kept bits: from the top down to the least significant bit T has at this exponent.
   constexpr int min_lsb_exponent = 1 - traits<T>::exponent_bias - traits<T>::mantissa_bits;
   const int top_exponent = top + lowest_unit_exponent<T>;
   int lsb_exponent = top_exponent - traits<T>::mantissa_bits;
   if (lsb_exponent < min_lsb_exponent) lsb_exponent = min_lsb_exponent;  // subnormal result
-  const int lsb = lsb_exponent - lowest_unit_exponent<T>;  // > 0: the slots are finer than T
-  std::uint64_t kept = 0;
-  for (int i = top; i >= lsb; --i) kept = (kept << 1) | bit(i);
-  const bool round_bit = bit(lsb - 1) != 0;
-  bool sticky = false;
-  for (int i = lsb - 2; i >= 0 && !sticky; --i) sticky = bit(i) != 0;
+  const int lsb = lsb_exponent - lowest_unit_exponent<T>;  // >= 30: the slots are finer than T
+  // Word by word (a bit at a time would loop over some 2000 bits for double): the kept bits
+  // (at most mantissa_bits + 1 <= 53, starting at bit lsb & 31 of digit lsb >> 5) lie within
+  // three digits; the round bit is bit lsb - 1; sticky is any bit below it.
+  __extension__ using unsigned_wide = unsigned __int128;
+  const int first = lsb >> 5;
+  unsigned_wide window = 0;
+  for (int k = 2; k >= 0; --k) window = (window << 32) | (first + k < n ? magnitude[first + k] : 0u);
+  const int kept_bits = top - lsb + 1;  // may be <= 0: the value is below T's smallest step
+  std::uint64_t kept = kept_bits <= 0 ? 0 : static_cast<std::uint64_t>(window >> (lsb & 31)) &
+                                                 ((std::uint64_t{1} << kept_bits) - 1);
+  const int round_at = lsb - 1;
+  const bool round_bit = ((magnitude[round_at >> 5] >> (round_at & 31)) & 1u) != 0;
+  bool sticky = (magnitude[round_at >> 5] & ((std::uint32_t{1} << (round_at & 31)) - 1u)) != 0;
+  TALLY_LOOP_NO_UNROLL
+  for (int j = 0; j < (round_at >> 5) && !sticky; ++j) sticky = magnitude[j] != 0;
   if (round_bit && (sticky || (kept & 1u) != 0)) ++kept;  // may reach 2^(mantissa_bits+1): still exact
   // kept < 2^54 is exact in T's significand after rounding; the scaling overflows to inf as it should.
   T value;

@@ -1,6 +1,7 @@
 // What a reduction kernel folds, as one vocabulary for reduce and count_if: a "fold" says how a
 // sample becomes a value (lift), how two values combine, the identity, and the device atomic
-// that combines a value into the one result. Plus the per-thread fold over the vectorized walk.
+// that combines a value into the one result (tally/atomic.cuh for float min/max). Plus the
+// per-thread fold over the vectorized walk.
 #pragma once
 
 #include <cstdint>
@@ -8,7 +9,7 @@
 
 #include <cuda/atomic>
 
-#include "tally/detail/block/atomic_combine.cuh"
+#include "tally/atomic.cuh"
 #include "tally/detail/block/vectorized_walk.cuh"
 #include "tally/reduce.hpp"
 
@@ -41,7 +42,10 @@ struct reduce_fold {
   }
 
   /// `*target = combine(*target, value)` with one device-scope atomic: the hardware's add, min
-  /// or max where it has one, else the compare-and-swap loop (float min/max with the NaN rule).
+  /// or max on integers; for float/double min/max tally::atomic_min/atomic_max (tally/atomic.cuh),
+  /// one integer atomic on the bits ordered by IEEE totalOrder, a NaN argument storing a NaN
+  /// that no later value displaces: NaN propagates as in reduce_combine. (The result's zero may
+  /// be -0.0 where reduce_combine would keep +0.0; they compare equal.)
   __device__ __forceinline__ void atomic(value_type* target, value_type value) const {
     cuda::atomic_ref<value_type, cuda::thread_scope_device> ref(*target);
     if constexpr (Op == reduce_op::sum) {
@@ -52,8 +56,10 @@ struct reduce_fold {
       } else {
         ref.fetch_max(value, cuda::memory_order_relaxed);
       }
+    } else if constexpr (Op == reduce_op::min) {
+      tally::atomic_min<cuda::thread_scope_device>(target, value);
     } else {
-      atomic_combine(target, value, *this);
+      tally::atomic_max<cuda::thread_scope_device>(target, value);
     }
   }
 };

@@ -11,9 +11,11 @@ inline constexpr int reduce_block_threads = 512;
 /// The largest block any reduction kernel is compiled for; it caps registers at 64 per thread.
 inline constexpr int reduce_max_block_threads = 1024;
 /// 16-byte loads each thread has in flight per step of the vectorized walk: four, as the
-/// histograms (measured there: enough to reach the read bandwidth on an H100 at full occupancy).
+/// histograms (measured there: enough to reach the read bandwidth on an H100 at full occupancy);
+/// two for 8-byte samples, whose folds need more registers (four spilled under the 64-register
+/// cap of 1024-thread blocks).
 template <class Sample>
-inline constexpr int reduce_unroll = 4;
+inline constexpr int reduce_unroll = sizeof(Sample) == 8 ? 2 : 4;
 /// Threads per block of the deterministic sum: 8 warps, each summing its own chunks.
 inline constexpr int deterministic_block_threads = 256;
 /// Threads of the one block that combines two_pass's block results (a fixed shape, so the
