@@ -245,6 +245,25 @@ reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_o
   return {value, chose};
 }
 
+/** @brief How many samples satisfy `predicate` on the GPU; never synchronizes: the count lands in `ws.scalar()`. */
+template <class T>
+choice count_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
+                      const reduce_options& options = {}, stream_t stream = nullptr) {
+  static_assert(is_histogram_sample_v<T>, "count_if samples: uint8, int32, uint32, int64, float, double");
+  return detail::count_if_async(samples, predicate, ws, options, stream);
+}
+
+/**
+ * @brief The first index whose sample satisfies `predicate` on the GPU (samples.size() if none);
+ * never synchronizes: the index lands in `ws.scalar()`.
+ */
+template <class T>
+choice find_first_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
+                           const reduce_options& options = {}, stream_t stream = nullptr) {
+  static_assert(is_histogram_sample_v<T>, "find_first_if samples: uint8, int32, uint32, int64, float, double");
+  return detail::find_first_if_async(samples, predicate, ws, options, stream);
+}
+
 /** @brief How many samples satisfy `predicate` on the GPU; waits. */
 template <class T>
 count_result count_if(std::span<const T> samples, compare_to<T> predicate, const reduce_options& options = {},
@@ -255,7 +274,7 @@ count_result count_if(std::span<const T> samples, compare_to<T> predicate, const
   return {ws.read_scalar(stream), chose};
 }
 
-/** @brief The first index whose sample satisfies `predicate` on the GPU (blocks stop early); waits. */
+/** @brief The first index whose sample satisfies `predicate` on the GPU (samples.size() if none); waits. */
 template <class T>
 find_result find_first_if(std::span<const T> samples, compare_to<T> predicate, const reduce_options& options = {},
                           stream_t stream = nullptr) {

@@ -48,10 +48,39 @@ struct find_result {
   choice chose;
 };
 
-/** @brief Options for reduce, count_if and find_first_if. */
+/**
+ * @brief Options for reduce, count_if and find_first_if.
+ *
+ * `deterministic` (float and double sums; a no-op everywhere else, since integer sums and every
+ * min/max are exact in any order): the result's bits depend only on the input values and their
+ * count, not on the run, the launch shape, the strategy asked for or the backend. Each chunk of
+ * 512 floats (256 doubles), cut by index, is summed exactly as fixed-point integers on a grid set
+ * by the chunk's largest exponent, and the chunk sums are added exactly into one wide integer,
+ * rounded once at the end. Error: |result - exact| <= ulp(result)/2 + n * 2^-54 * max|x| for
+ * float, ulp(result)/2 + n * 2^-119 * max|x| for double (each sample is rounded to the nearest
+ * multiple of 2^-53, resp. 2^-118, times the largest power of two in its chunk: 30, resp. 66,
+ * bits below the chunk's largest ulp). Any NaN, or both +inf and -inf, gives NaN; infinities of
+ * one sign give that infinity; a finite sum beyond the type's range rounds to +-inf; an exact
+ * zero is +0.
+ * Strategies: GPU automatic, block_reduce_atomic and two_pass honour it (the same arithmetic,
+ * the block results combined with integer atomics or by a second kernel); GPU atomic_per_element,
+ * atomic_per_thread and cub, and CPU critical, atomic and reduction, refuse it (errc::not_supported,
+ * naming `deterministic`). CPU sequential, privatized and automatic honour it with the same bits.
+ * At most 2^38 samples (the exact accumulator's 64-bit digits could overflow beyond).
+ *
+ * `max_blocks` and `block_threads` bound the launch shape of tally's own GPU kernels (0: sized to
+ * the device; block_threads must be a multiple of 32 up to 1024). They exist for tuning and for
+ * tests that run one computation under several launch shapes; cub and the CPU backend ignore them.
+ */
 struct reduce_options {
   strategy algorithm = strategy::automatic;
+  bool deterministic = false;  ///< float/double sums: bits independent of run, launch and strategy
+  int max_blocks = 0;          ///< GPU: at most this many blocks (0: as many as fill the device)
+  int block_threads = 0;       ///< GPU: threads per block (0: the tuned default)
 };
+
+/** @brief The largest input a deterministic sum accepts (its 64-bit digits cannot overflow below it). */
+inline constexpr std::uint64_t max_deterministic_samples = std::uint64_t{1} << 38;
 
 namespace detail {
 template <class T>

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -35,6 +36,9 @@ enum class strategy : std::uint8_t {
   packed16,           ///< 16-bit shared counters, two per word, spilling 2^12 at a time to global before they overflow
   block_reduce_atomic,  ///< a block reduction, then one atomic per block (reductions, counts)
   cub,                ///< NVIDIA CUB behind the same API: the baseline
+  atomic_per_element,  ///< reductions, counts: one device atomic per sample into the one result (the naive lesson)
+  atomic_per_thread,   ///< reductions, counts: each thread folds its share, then one atomic per thread
+  two_pass,            ///< reductions, counts: block results written out, a second kernel combines them; no atomics
 };
 
 /** @brief What a call computes; strategies are supported per operation. */
@@ -45,7 +49,7 @@ struct strategy_name {
   strategy value;
   std::string_view name;
 };
-inline constexpr std::array<strategy_name, 16> strategy_names{{
+inline constexpr std::array<strategy_name, 19> strategy_names{{
     {strategy::automatic, "automatic"},
     {strategy::sequential, "sequential"},
     {strategy::critical, "critical"},
@@ -62,15 +66,25 @@ inline constexpr std::array<strategy_name, 16> strategy_names{{
     {strategy::packed16, "packed16"},
     {strategy::block_reduce_atomic, "block_reduce_atomic"},
     {strategy::cub, "cub"},
+    {strategy::atomic_per_element, "atomic_per_element"},
+    {strategy::atomic_per_thread, "atomic_per_thread"},
+    {strategy::two_pass, "two_pass"},
 }};
+static_assert(strategy_names.size() == static_cast<std::size_t>(strategy::two_pass) + 1,
+              "every strategy has a name: add new ones to strategy_names (and keep two_pass last or update this)");
 
 inline constexpr std::array cpu_strategies{strategy::sequential, strategy::critical, strategy::atomic,
                                            strategy::privatized, strategy::reduction};
 inline constexpr std::array gpu_histogram_strategies{
     strategy::racy,          strategy::global_atomic,    strategy::global_privatized, strategy::shared_atomic,
     strategy::shared_two_phase, strategy::warp_aggregated, strategy::replicated, strategy::packed16, strategy::cub};
-inline constexpr std::array gpu_reduce_strategies{strategy::block_reduce_atomic, strategy::cub};
-inline constexpr std::array gpu_find_strategies{strategy::global_atomic};
+/// reduce and count_if: the seeds' ladder from one atomic per sample to none at all, then CUB.
+inline constexpr std::array gpu_reduce_strategies{strategy::atomic_per_element, strategy::atomic_per_thread,
+                                                  strategy::block_reduce_atomic, strategy::two_pass, strategy::cub};
+inline constexpr std::array gpu_count_strategies = gpu_reduce_strategies;
+/// find_first_if: the early-exit search (atomic min on the index), and CUB's full pass (a min over
+/// the indices of matching samples; CCCL 13 has no DeviceFind).
+inline constexpr std::array gpu_find_strategies{strategy::global_atomic, strategy::cub};
 }  // namespace detail
 
 /** @brief The name of a strategy, as the CLI and the reports spell it. */
@@ -97,8 +111,8 @@ constexpr std::span<const strategy> strategies_for(backend b, operation op) {
   if (b == backend::cpu) return detail::cpu_strategies;
   switch (op) {
     case operation::histogram: return detail::gpu_histogram_strategies;
-    case operation::reduce:
-    case operation::count_if: return detail::gpu_reduce_strategies;
+    case operation::reduce: return detail::gpu_reduce_strategies;
+    case operation::count_if: return detail::gpu_count_strategies;
     case operation::find_first_if: return detail::gpu_find_strategies;
   }
   return {};

@@ -7,7 +7,11 @@
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
+#include <cstring>
 #include <fstream>
+#include <functional>
+#include <limits>
+#include <map>
 #include <memory>
 #include <numeric>
 #include <span>
@@ -29,6 +33,7 @@ namespace {
 
 struct bench_config {
   std::string backend_name = "auto";
+  std::vector<std::string> ops{"histogram"};
   std::vector<std::string> strategies;
   std::vector<std::string> distributions;
   std::vector<std::string> types{"int32"};
@@ -239,6 +244,281 @@ void run_type(const bench_case& bc, const std::string& type_name) {
   }
 }
 
+// ---- reduce, count_if and find_first_if rows ----------------------------------------------------
+
+/// Reduction inputs: the uniform distribution over 2^21 values, shifted to [-2^20, 2^20) for
+/// signed types (zero mean: sums cancel); floats carry eighths, so every sample is exact.
+template <class T>
+void generate_reduce_samples(std::uint64_t seed, std::span<T> out) {
+  generate_samples<T>(distribution::uniform, std::int64_t{1} << 21, seed, out);
+  if constexpr (std::is_signed_v<T>) {
+    const auto n = static_cast<std::int64_t>(out.size());
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] -= static_cast<T>(1 << 20);
+  }
+}
+
+/// Every sample is below this; find_first_if looks for samples >= it.
+template <class T>
+constexpr T reduce_sample_top() {
+  return std::is_signed_v<T> ? T(1 << 20) : T(1 << 21);
+}
+
+/// Verifies one reduction result: bit-exact where the answer is exact, the stated bound for float
+/// sums (|got - exact| <= (n - 1) eps sum|x|, exact taken in long double). Fills the verdict.
+struct verification {
+  std::string verdict;
+  bool mismatch = false;
+};
+
+/// Times `run_once(stream)` (GPU: enqueues; CPU: runs) after `check()` has verified one run. Slow
+/// strategies (atomic_per_element: seconds at 2^28) get fewer runs, said in the row's note.
+void measure_reduction(bench_row& row, const bench_case& bc, const std::function<verification()>& check,
+                       const std::function<void(gpu::stream_t)>& run_once, std::int64_t bytes_read) {
+  const bench_config& cfg = bc.config;
+  const bool on_gpu = bc.where == backend::gpu;
+  try {
+    const auto start = std::chrono::steady_clock::now();
+    const verification v = check();
+    const double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    row.verdict = v.verdict;
+    row.mismatch = v.mismatch;
+    if (row.mismatch) {
+      bc.rows.push_back(row);
+      return;
+    }
+    int runs = cfg.runs;
+    int warmup = cfg.warmup;
+    constexpr double budget_ms = 3000.0;  // per row, beyond which runs are cut
+    if (first_ms * (runs + warmup) > budget_ms) {
+      runs = std::max(3, static_cast<int>(budget_ms / std::max(first_ms, 1e-3)));
+      runs = std::min(runs, cfg.runs);
+      warmup = 1;
+      row.note = fmt::format("{} runs, not {}: the checked run took {:.0f} ms", runs, cfg.runs, first_ms);
+    }
+    std::vector<double> times;
+    if (on_gpu) {
+      (void)gpu::time_runs(run_once, warmup);
+      for (const float ms : gpu::time_runs(run_once, runs)) times.push_back(ms);
+    } else {
+      for (int run = 0; run < warmup + runs; ++run) {
+        const double ms = host_ms([&] { run_once(nullptr); });
+        if (run >= warmup) times.push_back(ms);
+      }
+    }
+    summarize_times(row, std::move(times), bytes_read, bc.read_bytes_per_s);
+  } catch (const error& e) {
+    if (e.code() != errc::not_supported) throw;
+    row.verdict = std::string("skipped: ") + e.what();
+  }
+  bc.rows.push_back(row);
+}
+
+/// Poisons the workspace's result word, so a call that writes nothing cannot pass as right.
+void poison_scalar(gpu::workspace& ws) {
+  const std::uint64_t poison = 0xababababababababull;
+  gpu::detail::copy_to_device(ws.scalar(), &poison, sizeof(poison));
+}
+
+/// What a float sum is checked against: the long double sum and sum|x| of the samples.
+struct sum_reference {
+  long double sum = 0;
+  long double magnitude = 0;
+};
+
+template <class T>
+sum_reference long_double_sum(std::span<const T> samples) {
+  sum_reference r;
+  for (const T x : samples) {
+    r.sum += static_cast<long double>(x);
+    r.magnitude += std::fabs(static_cast<long double>(x));
+  }
+  return r;
+}
+
+/// Bit-exact where the answer is exact (integers, min/max, deterministic sums against the CPU's
+/// bits); a float sum within (n - 1) eps sum|x| (+ long double's own n 2^-63 sum|x|) of `reference`.
+template <class T>
+verification check_sum(accumulator_t<T> got, accumulator_t<T> want, std::int64_t n, const sum_reference& reference,
+                       bool exact) {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (!exact) {
+      const long double bound =
+          static_cast<long double>(n) * (std::numeric_limits<T>::epsilon() + std::ldexp(1.0L, -63)) *
+          reference.magnitude;
+      const long double error = std::fabs(static_cast<long double>(got) - reference.sum);
+      if (error <= bound) return {"within bound", false};
+      return {fmt::format("MISMATCH sum {} off by {:.3g} > bound {:.3g}", got, static_cast<double>(error),
+                          static_cast<double>(bound)),
+              true};
+    }
+    if (std::memcmp(&got, &want, sizeof(got)) == 0) return {"exact", false};
+    return {fmt::format("MISMATCH {} != {} (bits)", got, want), true};
+  } else {
+    if (got == want) return {"exact", false};
+    return {fmt::format("MISMATCH {} != {}", got, want), true};
+  }
+}
+
+std::vector<strategy> with_automatic(backend where, operation op) {
+  std::vector<strategy> out{strategy::automatic};
+  for (const strategy s : strategies_for(where, op)) out.push_back(s);
+  return out;
+}
+
+template <class T>
+void run_reduce_type(const bench_case& bc, const std::string& type_name, const std::vector<std::string>& ops,
+                     bool with_min_max) {
+  using A = accumulator_t<T>;
+  const bench_config& cfg = bc.config;
+  const bool on_gpu = bc.where == backend::gpu;
+  const auto wants = [&](const char* op) { return std::find(ops.begin(), ops.end(), op) != ops.end(); };
+  gpu::workspace ws;
+  for (const std::int64_t size : bc.sizes) {
+    std::vector<T> samples(static_cast<std::size_t>(size));
+    generate_reduce_samples<T>(cfg.seed, samples);
+    const std::span<const T> host(samples);
+    gpu::device_buffer<T> device;
+    if (on_gpu) device = gpu::device_buffer<T>(host);
+    const std::span<const T> input = on_gpu ? device.const_span() : host;
+    const std::int64_t bytes = size * static_cast<std::int64_t>(sizeof(T));
+    if (!cfg.quiet) {
+      std::fprintf(stderr, "[bench] reductions %s n=%lld\n", type_name.c_str(), static_cast<long long>(size));
+    }
+    bench_row base;
+    base.sample_type = type_name;
+    base.num_samples = size;
+    base.distribution = "uniform";
+
+    if (wants("reduce")) {
+      std::vector<std::pair<reduce_op, bool>> cases{{reduce_op::sum, false}};
+      if (std::is_floating_point_v<T>) cases.emplace_back(reduce_op::sum, true);
+      if (with_min_max) {
+        cases.emplace_back(reduce_op::min, false);
+        cases.emplace_back(reduce_op::max, false);
+      }
+      const sum_reference reference = std::is_floating_point_v<T> ? long_double_sum(host) : sum_reference{};
+      for (const auto& [op, deterministic] : cases) {
+        reduce_options reference_options{on_gpu ? strategy::privatized : strategy::sequential};
+        reference_options.deterministic = deterministic;
+        const A want = cpu::reduce(host, op, reference_options).value;
+        const bool exact = std::is_integral_v<T> || op != reduce_op::sum || deterministic;
+        for (const strategy s : with_automatic(bc.where, operation::reduce)) {
+          bench_row row = base;
+          row.operation = "reduce";
+          row.variant = std::string(op == reduce_op::sum ? "sum" : op == reduce_op::min ? "min" : "max") +
+                        (deterministic ? " deterministic" : "");
+          row.strategy = std::string(to_string(s));
+          reduce_options options{s};
+          options.deterministic = deterministic;
+          const auto check = [&]() -> verification {
+            reduce_result<T> got;
+            if (on_gpu) {
+              poison_scalar(ws);
+              got.chose = gpu::reduce_async(input, op, ws, options);
+              const std::uint64_t result_bits = ws.read_scalar(nullptr);
+              std::memcpy(&got.value, &result_bits, sizeof(got.value));
+            } else {
+              got = cpu::reduce(input, op, options);
+            }
+            row.used = std::string(to_string(got.chose.used));
+            return check_sum<T>(got.value, want, size, reference, exact);
+          };
+          measure_reduction(row, bc, check, [&](gpu::stream_t stream) {
+            if (on_gpu) {
+              (void)gpu::reduce_async(input, op, ws, options, stream);
+            } else {
+              (void)cpu::reduce(input, op, options);
+            }
+          }, bytes);
+        }
+      }
+    }
+
+    const compare_to<T> below_middle{comparison::less, std::is_signed_v<T> ? T(0) : T(1 << 20)};
+    if (wants("count_if")) {
+      const std::uint64_t want = cpu::count_if(host, below_middle, {strategy::privatized}).count;
+      for (const strategy s : with_automatic(bc.where, operation::count_if)) {
+        bench_row row = base;
+        row.operation = "count_if";
+        row.variant = "half match";
+        row.strategy = std::string(to_string(s));
+        const reduce_options options{s};
+        const auto check = [&]() -> verification {
+          count_result got;
+          if (on_gpu) {
+            poison_scalar(ws);
+            got.chose = gpu::count_if_async(input, below_middle, ws, options);
+            got.count = ws.read_scalar(nullptr);
+          } else {
+            got = cpu::count_if(input, below_middle, options);
+          }
+          row.used = std::string(to_string(got.chose.used));
+          if (got.count == want) return {"exact", false};
+          return {fmt::format("MISMATCH {} != {}", got.count, want), true};
+        };
+        measure_reduction(row, bc, check, [&](gpu::stream_t stream) {
+          if (on_gpu) {
+            (void)gpu::count_if_async(input, below_middle, ws, options, stream);
+          } else {
+            (void)cpu::count_if(input, below_middle, options);
+          }
+        }, bytes);
+      }
+    }
+
+    if (wants("find_first_if")) {
+      // The match at 1% of the input, then nowhere (a full pass): the early exit shows in the ratio.
+      const compare_to<T> at_top{comparison::greater_equal, reduce_sample_top<T>()};
+      std::vector<std::pair<std::string, std::int64_t>> placements{{"match at 1%", size / 100}, {"no match", size}};
+      std::map<std::string, double> full_pass_ms;
+      for (const auto& [variant, at] : placements) {
+        if (at < size) samples[static_cast<std::size_t>(at)] = reduce_sample_top<T>();
+        if (on_gpu) device.upload(host);
+        for (const strategy s : with_automatic(bc.where, operation::find_first_if)) {
+          bench_row row = base;
+          row.operation = "find_first_if";
+          row.variant = variant;
+          row.strategy = std::string(to_string(s));
+          const reduce_options options{s};
+          const auto check = [&]() -> verification {
+            find_result got;
+            if (on_gpu) {
+              poison_scalar(ws);
+              got.chose = gpu::find_first_if_async(input, at_top, ws, options);
+              got.index = static_cast<std::int64_t>(ws.read_scalar(nullptr));
+            } else {
+              got = cpu::find_first_if(input, at_top, options);
+            }
+            row.used = std::string(to_string(got.chose.used));
+            if (got.index == at) return {"exact", false};
+            return {fmt::format("MISMATCH index {} != {}", got.index, at), true};
+          };
+          // Bytes: those a sequential search reads, up to and including the match.
+          measure_reduction(row, bc, check, [&](gpu::stream_t stream) {
+            if (on_gpu) {
+              (void)gpu::find_first_if_async(input, at_top, ws, options, stream);
+            } else {
+              (void)cpu::find_first_if(input, at_top, options);
+            }
+          }, std::min(at + 1, size) * static_cast<std::int64_t>(sizeof(T)));
+          const bench_row& done = bc.rows.back();
+          if (done.timed && at == size) full_pass_ms[done.strategy] = done.median_ms;
+        }
+        if (at < size) samples[static_cast<std::size_t>(at)] = T(0);
+      }
+      // The early-exit rows say what fraction of a full pass they took.
+      for (bench_row& row : bc.rows) {
+        if (row.operation == "find_first_if" && row.variant == "match at 1%" && row.sample_type == type_name &&
+            row.num_samples == size && row.timed && full_pass_ms.contains(row.strategy)) {
+          const double share = 100.0 * row.median_ms / full_pass_ms[row.strategy];
+          row.note = (row.note.empty() ? "" : row.note + "; ") + fmt::format("{:.1f}% of the full pass", share);
+        }
+      }
+    }
+  }
+}
+
 int run_bench(const bench_config& cfg) {
   backend where = backend::cpu;
   if (cfg.backend_name == "gpu" || (cfg.backend_name == "auto" && gpu::device_count() > 0)) where = backend::gpu;
@@ -248,6 +528,14 @@ int run_bench(const bench_config& cfg) {
                                        : "tally bench: --backend gpu, but tally was built without CUDA");
   }
   const bool on_gpu = where == backend::gpu;
+
+  static const std::vector<std::string> known_ops{"histogram", "reduce", "count_if", "find_first_if"};
+  for (const std::string& op : cfg.ops) {
+    if (std::find(known_ops.begin(), known_ops.end(), op) == known_ops.end()) {
+      throw_invalid_argument("tally bench", "--ops", "has an unknown operation '" + op + "'");
+    }
+  }
+  const bool histograms = std::find(cfg.ops.begin(), cfg.ops.end(), "histogram") != cfg.ops.end();
 
   std::vector<strategy> strategies;
   if (cfg.strategies.empty()) {
@@ -319,7 +607,7 @@ int run_bench(const bench_config& cfg) {
   std::fflush(stdout);
 
   const bool narrow = *std::max_element(sizes.begin(), sizes.end()) <= std::int64_t{0xffffffff};
-  for (const std::string& type : cfg.types) {
+  for (const std::string& type : histograms ? cfg.types : std::vector<std::string>{}) {
     const auto run_with = [&]<class T>() {
       if (narrow) {
         run_type<T, std::uint32_t>(run, type);
@@ -334,7 +622,22 @@ int run_bench(const bench_config& cfg) {
     if (type == "float32") run_with.template operator()<float>();
     if (type == "float64") run_with.template operator()<double>();
   }
+  // Reductions: every type asked for that reduce takes (uint8 is left out); min and max for the
+  // first of them only, sums and counts for all.
+  bool first_reduce_type = true;
+  for (const std::string& type : cfg.ops.size() > (histograms ? 1u : 0u) ? cfg.types : std::vector<std::string>{}) {
+    const auto run_with = [&]<class T>() {
+      run_reduce_type<T>(run, type, cfg.ops, first_reduce_type);
+      first_reduce_type = false;
+    };
+    if (type == "int32") run_with.template operator()<std::int32_t>();
+    if (type == "uint32") run_with.template operator()<std::uint32_t>();
+    if (type == "int64") run_with.template operator()<std::int64_t>();
+    if (type == "float32") run_with.template operator()<float>();
+    if (type == "float64") run_with.template operator()<double>();
+  }
   print_table(stdout, rows);
+  print_reduce_table(stdout, rows);
   print_summary(stdout, env, rows);
   if (!cfg.csv.empty()) write_csv(cfg.csv, env, rows);
   if (!cfg.json.empty()) write_json(cfg.json, env, rows);
@@ -351,7 +654,13 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   sub->add_option("--backend", cfg->backend_name, "auto (the GPU when there is one), gpu or cpu")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();
-  sub->add_option("--strategies", cfg->strategies, "Strategies to run (default: automatic and every named one)")
+  sub->add_option("--ops", cfg->ops,
+                  "Operations: histogram (default), reduce, count_if, find_first_if; reductions run on the types of "
+                  "--types that reduce takes (not uint8), every strategy, on uniform data")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--strategies", cfg->strategies,
+                  "Histogram strategies to run (default: automatic and every named one; reductions run all theirs)")
       ->delimiter(',');
   sub->add_option("--dists", cfg->distributions,
                   "Distributions: uniform, geometric, single, sorted, loguniform (default), bank32")

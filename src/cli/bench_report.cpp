@@ -43,6 +43,7 @@ void print_table(std::FILE* out, const std::vector<bench_row>& rows) {
   fmt::print(out, "{:<7} {:>11} {:<10} {:>8}  {:<34} {:<16} {:>10} {:>6} {:>10} {:>9} {:>6}\n", "type", "samples",
              "dist", "bins", "strategy", "check", "median ms", "noise", "Gsample/s", "GB/s", "read");
   for (const bench_row& row : rows) {
+    if (row.operation != "histogram") continue;
     if (!row.timed) {
       fmt::print(out, "{:<7} {:>11} {:<10} {:>8}  {:<34} {}\n", row.sample_type, row.num_samples, row.distribution,
                  row.num_bins, strategy_label(row), row.verdict);
@@ -53,6 +54,66 @@ void print_table(std::FILE* out, const std::vector<bench_row>& rows) {
                row.median_ms, row.noise_percent, row.samples_per_s * 1e-9, row.bytes_per_s * 1e-9, row.read_fraction);
   }
 }
+
+void print_reduce_table(std::FILE* out, const std::vector<bench_row>& rows) {
+  if (std::none_of(rows.begin(), rows.end(), [](const bench_row& r) { return r.operation != "histogram"; })) return;
+  fmt::print(out, "\n{:<7} {:>11} {:<14} {:<18}  {:<34} {:<16} {:>10} {:>6} {:>10} {:>9} {:>6}  {}\n", "type",
+             "samples", "operation", "variant", "strategy", "check", "median ms", "noise", "Gsample/s", "GB/s", "read",
+             "note");
+  for (const bench_row& row : rows) {
+    if (row.operation == "histogram") continue;
+    if (!row.timed) {
+      fmt::print(out, "{:<7} {:>11} {:<14} {:<18}  {:<34} {}\n", row.sample_type, row.num_samples, row.operation,
+                 row.variant, strategy_label(row), row.verdict);
+      continue;
+    }
+    fmt::print(out, "{:<7} {:>11} {:<14} {:<18}  {:<34} {:<16} {:>10.3f} {:>5.1f}% {:>10.2f} {:>9.1f} {:>6.3f}  {}\n",
+               row.sample_type, row.num_samples, row.operation, row.variant, strategy_label(row), row.verdict,
+               row.median_ms, row.noise_percent, row.samples_per_s * 1e-9, row.bytes_per_s * 1e-9, row.read_fraction,
+               row.note);
+  }
+}
+
+namespace {
+/// Reductions side by side, one line per (operation, variant, type, size): the seeds' comparison.
+void print_reduce_summary(std::FILE* out, const std::vector<bench_row>& rows) {
+  using key = std::tuple<std::string, std::string, std::string, std::int64_t>;
+  std::map<key, std::map<std::string, const bench_row*>> cells;
+  std::vector<key> order;
+  for (const bench_row& row : rows) {
+    if (row.operation == "histogram") continue;
+    const key k{row.operation, row.variant, row.sample_type, row.num_samples};
+    if (!cells.contains(k)) order.push_back(k);
+    if (row.timed && !row.mismatch) cells[k][row.strategy] = &row;
+  }
+  if (order.empty()) return;
+  const std::vector<std::string> columns{"atomic_per_element", "atomic_per_thread", "block_reduce_atomic", "two_pass",
+                                         "global_atomic", "cub", "sequential", "critical", "atomic", "privatized",
+                                         "reduction", "automatic"};
+  std::vector<std::string> shown;
+  for (const std::string& c : columns) {
+    for (const auto& [k, cell] : cells) {
+      if (cell.contains(c)) {
+        shown.push_back(c);
+        break;
+      }
+    }
+  }
+  fmt::print(out, "\nsummary of reductions (fraction of the read bandwidth; verified rows only)\n");
+  fmt::print(out, "{:<14} {:<18} {:<7} {:>11}", "operation", "variant", "type", "samples");
+  for (const std::string& c : shown) fmt::print(out, " {:>19}", c);
+  fmt::print(out, "\n");
+  for (const key& k : order) {
+    fmt::print(out, "{:<14} {:<18} {:<7} {:>11}", std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k));
+    const auto& cell = cells[k];
+    for (const std::string& c : shown) {
+      const auto it = cell.find(c);
+      fmt::print(out, " {:>19}", it == cell.end() ? std::string("-") : fmt::format("{:.3f}", it->second->read_fraction));
+    }
+    fmt::print(out, "\n");
+  }
+}
+}  // namespace
 
 void print_summary(std::FILE* out, const bench_environment& env, const std::vector<bench_row>& rows) {
   using key = std::tuple<std::string, std::int64_t, std::int64_t, std::string>;
@@ -66,6 +127,7 @@ void print_summary(std::FILE* out, const bench_environment& env, const std::vect
   int mismatches = 0;
   for (const bench_row& row : rows) {
     if (row.mismatch) ++mismatches;
+    if (row.operation != "histogram") continue;
     const key k{row.sample_type, row.num_samples, row.num_bins, row.distribution};
     if (!cells.contains(k)) order.push_back(k);
     cell& c = cells[k];
@@ -74,17 +136,20 @@ void print_summary(std::FILE* out, const bench_environment& env, const std::vect
     if (row.strategy == "cub") c.cub = &row;
     if (row.strategy != "automatic" && (c.best == nullptr || row.read_fraction > c.best->read_fraction)) c.best = &row;
   }
-  fmt::print(out, "\nsummary ({} backend, fraction of the {:.0f} GB/s read bandwidth; exact results only)\n",
-             env.backend, env.read_bytes_per_s * 1e-9);
-  fmt::print(out, "{:<7} {:>11} {:>8} {:<10}  {:<20} {:>6}  {:<28} {:>6}  {:>6}\n", "type", "samples", "bins", "dist",
-             "best", "read", "automatic", "read", "cub");
-  for (const key& k : order) {
-    const cell& c = cells[k];
-    const auto fraction = [](const bench_row* r) { return r ? fmt::format("{:.3f}", r->read_fraction) : std::string("-"); };
-    fmt::print(out, "{:<7} {:>11} {:>8} {:<10}  {:<20} {:>6}  {:<28} {:>6}  {:>6}\n", std::get<0>(k), std::get<1>(k),
-               std::get<2>(k), std::get<3>(k), c.best ? c.best->strategy : "-", fraction(c.best),
-               c.automatic ? "automatic->" + c.automatic->used : "-", fraction(c.automatic), fraction(c.cub));
+  if (!order.empty()) {
+    fmt::print(out, "\nsummary ({} backend, fraction of the {:.0f} GB/s read bandwidth; exact results only)\n",
+               env.backend, env.read_bytes_per_s * 1e-9);
+    fmt::print(out, "{:<7} {:>11} {:>8} {:<10}  {:<20} {:>6}  {:<28} {:>6}  {:>6}\n", "type", "samples", "bins", "dist",
+               "best", "read", "automatic", "read", "cub");
+    for (const key& k : order) {
+      const cell& c = cells[k];
+      const auto fraction = [](const bench_row* r) { return r ? fmt::format("{:.3f}", r->read_fraction) : std::string("-"); };
+      fmt::print(out, "{:<7} {:>11} {:>8} {:<10}  {:<20} {:>6}  {:<28} {:>6}  {:>6}\n", std::get<0>(k), std::get<1>(k),
+                 std::get<2>(k), std::get<3>(k), c.best ? c.best->strategy : "-", fraction(c.best),
+                 c.automatic ? "automatic->" + c.automatic->used : "-", fraction(c.automatic), fraction(c.cub));
+    }
   }
+  print_reduce_summary(out, rows);
   fmt::print(out, "{} rows, {} verification mismatches\n", rows.size(), mismatches);
 }
 
@@ -95,11 +160,12 @@ void write_csv(const std::string& path, const bench_environment& env, const std:
        << ", build " << env.build << ", date " << env.date << ", read_bytes_per_s " << fmt::format("{:.6e}", env.read_bytes_per_s)
        << " (" << env.read_method << ")\n";
   file << "type,samples,distribution,bins,strategy,used,check,runs,median_ms,min_ms,noise_percent,samples_per_s,"
-          "bytes_per_s,read_fraction\n";
+          "bytes_per_s,read_fraction,operation,variant,note\n";
   for (const bench_row& r : rows) {
-    file << fmt::format("{},{},{},{},{},{},\"{}\",{},{:.6f},{:.6f},{:.2f},{:.6e},{:.6e},{:.4f}\n", r.sample_type,
-                        r.num_samples, r.distribution, r.num_bins, r.strategy, r.used, r.verdict, r.runs, r.median_ms,
-                        r.min_ms, r.noise_percent, r.samples_per_s, r.bytes_per_s, r.read_fraction);
+    file << fmt::format("{},{},{},{},{},{},\"{}\",{},{:.6f},{:.6f},{:.2f},{:.6e},{:.6e},{:.4f},{},{},\"{}\"\n",
+                        r.sample_type, r.num_samples, r.distribution, r.num_bins, r.strategy, r.used, r.verdict, r.runs,
+                        r.median_ms, r.min_ms, r.noise_percent, r.samples_per_s, r.bytes_per_s, r.read_fraction,
+                        r.operation, r.variant, r.note);
   }
 }
 
@@ -129,7 +195,10 @@ void write_json(const std::string& path, const bench_environment& env, const std
                         {"noise_percent", r.noise_percent},
                         {"samples_per_s", r.samples_per_s},
                         {"bytes_per_s", r.bytes_per_s},
-                        {"read_fraction", r.read_fraction}});
+                        {"read_fraction", r.read_fraction},
+                        {"operation", r.operation},
+                        {"variant", r.variant},
+                        {"note", r.note}});
   }
   std::ofstream file(path);
   if (!file) throw error(errc::io_error, "--json", "cannot write '" + path + "'");

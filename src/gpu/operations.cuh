@@ -1,6 +1,6 @@
 // The owning layer of the GPU backend: validates arguments (the same checks as the CPU backend),
-// asks the dispatch layer for temporary storage, reserves it in the workspace and launches.
-// Included by one instantiation file per sample type (instantiate_*.cu).
+// asks the dispatch layer (the only code that launches kernels) for temporary storage, reserves it
+// in the workspace and runs. Included by one instantiation file per sample type (instantiate_*.cu).
 #pragma once
 
 #include <cmath>
@@ -13,13 +13,11 @@
 #include <utility>
 
 #include <cub/device/device_histogram.cuh>
-#include <cub/device/device_reduce.cuh>
-#include <cuda/std/functional>
 
 #include "cuda_check.hpp"
 #include "instantiation_list.hpp"
 #include "tally/detail/dispatch/histogram_dispatch.cuh"
-#include "tally/detail/kernels/reduce_kernels.cuh"
+#include "tally/detail/dispatch/reduce_dispatch.cuh"
 #include "tally/detail/validate.hpp"
 #include "tally/gpu.hpp"
 
@@ -45,12 +43,6 @@ inline device_properties current_properties() {
 [[noreturn]] inline void throw_unsupported(std::string_view function, strategy s, std::string_view why) {
   throw error(errc::not_supported, "strategy",
               std::string(function) + ": strategy '" + std::string(to_string(s)) + "' " + std::string(why));
-}
-
-inline int reduce_blocks(std::int64_t num_samples, const device_properties& props) {
-  const std::int64_t needed = (num_samples + tally::detail::tuning::reduce_block_threads - 1) /
-                              tally::detail::tuning::reduce_block_threads;
-  return static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(needed, props.multiprocessors * 4LL)));
 }
 
 /**
@@ -228,31 +220,39 @@ choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts
                        cub_call);
 }
 
+/// Sizes the temporary storage with `dispatch(nullptr, bytes)`, reserves it in the workspace and
+/// runs `dispatch(storage, bytes)`: CUB's contract, as the reduce dispatch follows it.
+template <class Dispatch>
+void run_with_storage(std::string_view function, workspace& ws, stream_t stream, Dispatch dispatch) {
+  std::size_t bytes = 0;
+  check_cuda(dispatch(nullptr, bytes), std::string(function) + " (sizing)");
+  void* temp = ws.reserve(bytes, stream);
+  check_cuda(dispatch(temp, bytes), function);
+}
+
 template <class T, class Predicate>
-void launch_find_first(std::span<const T> samples, Predicate predicate, workspace& ws, stream_t stream) {
-  const device_properties props = current_properties();
-  const auto n = static_cast<std::int64_t>(samples.size());
-  tally::detail::set_value_kernel<<<1, 1, 0, stream>>>(ws.scalar(), static_cast<std::uint64_t>(n));
-  if (n > 0) {
-    const int tile = tally::detail::tuning::find_tile_items;
-    const std::int64_t tiles = (n + tile - 1) / tile;
-    const int blocks = static_cast<int>(std::min<std::int64_t>(tiles, props.multiprocessors * 8LL));
-    tally::detail::find_first_kernel<<<blocks, 256, 0, stream>>>(samples.data(), n, predicate, tile, ws.scalar());
-  }
-  check_cuda(cudaGetLastError(), "find_first_if launch");
+void find_first(std::string_view function, strategy s, std::span<const T> samples, Predicate predicate,
+                workspace& ws, const reduce_options& options, stream_t stream) {
+  const tally::detail::reduce_launch launch{options.max_blocks, options.block_threads};
+  run_with_storage(function, ws, stream, [&](void* temp, std::size_t& bytes) {
+    return tally::detail::dispatch_find_first(temp, bytes, s, samples.data(), static_cast<std::int64_t>(samples.size()),
+                                              predicate, ws.scalar(), launch, stream);
+  });
 }
 
 template <class Sample>
 void check_bincount_samples(std::span<const Sample> samples, workspace& ws, stream_t stream) {
   if constexpr (std::is_signed_v<Sample>) {
-    tally::detail::check_not_null("tally::gpu::bincount", "samples", samples);
-    launch_find_first(samples, compare_to<Sample>{comparison::less, Sample{0}}, ws, stream);
+    constexpr std::string_view function = "tally::gpu::bincount";
+    tally::detail::check_not_null(function, "samples", samples);
+    find_first(function, strategy::global_atomic, samples, compare_to<Sample>{comparison::less, Sample{0}}, ws, {},
+               stream);
     const std::uint64_t first = ws.read_scalar(stream);
     if (first < samples.size()) {
       Sample value{};
       check_cuda(cudaMemcpy(&value, samples.data() + first, sizeof(Sample), cudaMemcpyDeviceToHost),
                  "reading the negative sample");
-      tally::detail::throw_negative_sample("tally::gpu::bincount", first, static_cast<long long>(value));
+      tally::detail::throw_negative_sample(function, first, static_cast<long long>(value));
     }
   }
 }
@@ -263,38 +263,47 @@ choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, con
   constexpr std::string_view function = "tally::gpu::reduce";
   tally::detail::check_not_null(function, "samples", samples);
   tally::detail::check_strategy(function, backend::gpu, operation::reduce, options.algorithm);
+  tally::detail::check_launch_options(function, options);
+  // Integer sums and min/max are exact in any order: `deterministic` changes nothing for them.
+  const bool deterministic = std::is_floating_point_v<T> && options.deterministic && op == reduce_op::sum;
+  if (deterministic) {
+    if (const char* why = tally::detail::deterministic_strategy_unfit(options.algorithm)) {
+      throw error(errc::not_supported, "deterministic",
+                  std::string(function) + ": option 'deterministic' is set, which strategy '" +
+                      std::string(to_string(options.algorithm)) + "' cannot honour: it " + why);
+    }
+    if (samples.size() > max_deterministic_samples) {
+      throw_invalid_argument(function, "samples",
+                             "has " + std::to_string(samples.size()) +
+                                 " samples; a deterministic sum takes at most 2^38 (set deterministic = false)");
+    }
+  }
+  const choice chose = tally::detail::choose_gpu_reduce<T>(options.algorithm, op, deterministic);
   using A = accumulator_t<T>;
-  const choice chose = options.algorithm == strategy::automatic
-                           ? choice{strategy::cub, "CUB's two-pass reduction: no atomics, deterministic per launch shape"}
-                           : choice{options.algorithm, "asked for"};
   auto* result = reinterpret_cast<A*>(ws.scalar());
   const auto n = static_cast<std::int64_t>(samples.size());
-  const tally::detail::reduce_combine_fn<T> combine{op};
-  const A identity = tally::detail::reduce_identity<T>(op);
-  if (chose.used == strategy::cub) {
-    std::size_t bytes = 0;
-    check_cuda(cub::DeviceReduce::Reduce(nullptr, bytes, samples.data(), result, n, combine, identity, stream),
-               "cub::DeviceReduce::Reduce (sizing)");
-    void* temp = ws.reserve(bytes, stream);
-    check_cuda(cub::DeviceReduce::Reduce(temp, bytes, samples.data(), result, n, combine, identity, stream),
-               "cub::DeviceReduce::Reduce");
-    return chose;
+  const tally::detail::reduce_launch launch{options.max_blocks, options.block_threads};
+  if constexpr (std::is_floating_point_v<T>) {
+    if (deterministic) {
+      run_with_storage(function, ws, stream, [&](void* temp, std::size_t& bytes) {
+        return tally::detail::dispatch_deterministic_sum(temp, bytes, chose.used, samples.data(), n, result, launch,
+                                                         stream);
+      });
+      return chose;
+    }
   }
-  const device_properties props = current_properties();
-  tally::detail::set_value_kernel<<<1, 1, 0, stream>>>(result, identity);
-  if (n > 0) {
-    tally::detail::block_reduce_atomic_kernel<<<reduce_blocks(n, props), tally::detail::tuning::reduce_block_threads,
-                                                0, stream>>>(samples.data(), n, op, result);
+  const auto run = [&](auto fold) {
+    run_with_storage(function, ws, stream, [&](void* temp, std::size_t& bytes) {
+      return tally::detail::dispatch_fold(temp, bytes, chose.used, samples.data(), n, fold, result, launch, stream);
+    });
+  };
+  switch (op) {
+    case reduce_op::sum: run(tally::detail::reduce_fold<T, reduce_op::sum>{}); break;
+    case reduce_op::min: run(tally::detail::reduce_fold<T, reduce_op::min>{}); break;
+    case reduce_op::max: run(tally::detail::reduce_fold<T, reduce_op::max>{}); break;
   }
-  check_cuda(cudaGetLastError(), function);
   return chose;
 }
-
-template <class T>
-struct predicate_to_count {
-  compare_to<T> predicate;
-  __host__ __device__ std::uint64_t operator()(T x) const { return predicate(x) ? 1 : 0; }
-};
 
 template <class T>
 choice count_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
@@ -302,30 +311,14 @@ choice count_if_async(std::span<const T> samples, compare_to<T> predicate, works
   constexpr std::string_view function = "tally::gpu::count_if";
   tally::detail::check_not_null(function, "samples", samples);
   tally::detail::check_strategy(function, backend::gpu, operation::count_if, options.algorithm);
-  const choice chose = options.algorithm == strategy::automatic
-                           ? choice{strategy::block_reduce_atomic, "one atomic per block: counts are exact in any order"}
-                           : choice{options.algorithm, "asked for"};
-  const auto n = static_cast<std::int64_t>(samples.size());
-  std::uint64_t* count = ws.scalar();
-  if (chose.used == strategy::cub) {
-    std::size_t bytes = 0;
-    const predicate_to_count<T> transform{predicate};
-    check_cuda(cub::DeviceReduce::TransformReduce(nullptr, bytes, samples.data(), count, n, cuda::std::plus<>{},
-                                                  transform, std::uint64_t{0}, stream),
-               "cub::DeviceReduce::TransformReduce (sizing)");
-    void* temp = ws.reserve(bytes, stream);
-    check_cuda(cub::DeviceReduce::TransformReduce(temp, bytes, samples.data(), count, n, cuda::std::plus<>{},
-                                                  transform, std::uint64_t{0}, stream),
-               "cub::DeviceReduce::TransformReduce");
-    return chose;
-  }
-  check_cuda(cudaMemsetAsync(count, 0, sizeof(std::uint64_t), stream), "cudaMemsetAsync");
-  if (n > 0) {
-    const device_properties props = current_properties();
-    tally::detail::block_count_atomic_kernel<<<reduce_blocks(n, props), tally::detail::tuning::reduce_block_threads,
-                                               0, stream>>>(samples.data(), n, predicate, count);
-  }
-  check_cuda(cudaGetLastError(), function);
+  tally::detail::check_launch_options(function, options);
+  const choice chose = tally::detail::choose_gpu_count(options.algorithm);
+  const tally::detail::reduce_launch launch{options.max_blocks, options.block_threads};
+  const tally::detail::count_fold<T, compare_to<T>> fold{predicate};
+  run_with_storage(function, ws, stream, [&](void* temp, std::size_t& bytes) {
+    return tally::detail::dispatch_fold(temp, bytes, chose.used, samples.data(),
+                                        static_cast<std::int64_t>(samples.size()), fold, ws.scalar(), launch, stream);
+  });
   return chose;
 }
 
@@ -335,10 +328,9 @@ choice find_first_if_async(std::span<const T> samples, compare_to<T> predicate, 
   constexpr std::string_view function = "tally::gpu::find_first_if";
   tally::detail::check_not_null(function, "samples", samples);
   tally::detail::check_strategy(function, backend::gpu, operation::find_first_if, options.algorithm);
-  const choice chose = options.algorithm == strategy::automatic
-                           ? choice{strategy::global_atomic, "atomic min on the index, blocks stop past a match"}
-                           : choice{options.algorithm, "asked for"};
-  launch_find_first(samples, predicate, ws, stream);
+  tally::detail::check_launch_options(function, options);
+  const choice chose = tally::detail::choose_gpu_find(options.algorithm);
+  find_first(function, chose.used, samples, predicate, ws, options, stream);
   return chose;
 }
 

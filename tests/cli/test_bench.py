@@ -77,7 +77,39 @@ def test_bench_types_and_distributions_can_be_chosen(tmp_path):
     assert all(r["check"] == "exact" for r in rows)
 
 
+def test_cpu_bench_reductions_verify_every_strategy_and_keep_histograms_out(tmp_path):
+    json_path = tmp_path / "bench.json"
+    csv_path = tmp_path / "bench.csv"
+    result = run("bench", "--backend", "cpu", "--ops", "reduce,count_if,find_first_if", "--types", "int32,float32,uint8",
+                 "--sizes", "3000", "--runs", "2", "--json", str(json_path), "--csv", str(csv_path))
+    assert result.returncode == 0, result.stderr
+    assert "summary of reductions" in result.stdout
+    assert result.stdout.rstrip().endswith("0 verification mismatches")
+    rows = json.loads(json_path.read_text())["rows"]
+    assert {r["operation"] for r in rows} == {"reduce", "count_if", "find_first_if"}
+    assert {r["type"] for r in rows} == {"int32", "float32"}  # uint8 is no reduce type
+    cases = {(r["operation"], r["variant"], r["type"], r["strategy"]) for r in rows}
+    for strategy in CPU_STRATEGIES:
+        for sample_type in ("int32", "float32"):
+            assert ("reduce", "sum", sample_type, strategy) in cases
+            assert ("count_if", "half match", sample_type, strategy) in cases
+            assert ("find_first_if", "match at 1%", sample_type, strategy) in cases
+            assert ("find_first_if", "no match", sample_type, strategy) in cases
+        assert ("reduce", "min", "int32", strategy) in cases  # min/max for the first type only
+        assert ("reduce", "sum deterministic", "float32", strategy) in cases
+    for r in rows:
+        if r["variant"] == "sum deterministic" and r["strategy"] in ("critical", "atomic", "reduction"):
+            assert r["check"].startswith("skipped:") and "deterministic" in r["check"], r
+        elif r["variant"] == "sum" and r["type"] == "float32":
+            assert r["check"] == "within bound", r
+        else:
+            assert r["check"] == "exact", r
+    table = list(csv.DictReader(csv_path.read_text().splitlines()[1:]))
+    assert {row["operation"] for row in table} == {"reduce", "count_if", "find_first_if"}
+
+
 @pytest.mark.parametrize("args, argument", [
+    (("--ops", "sort"), "--ops"),
     (("--strategies", "nonsense"), "--strategies"),
     (("--strategies", "shared_atomic", "--backend", "cpu"), "--strategies"),
     (("--dists", "zipf"), "--dists"),
@@ -117,6 +149,12 @@ def test_gpu_devices_and_bench(tmp_path):
     checks = {(r["strategy"], r["check"]) for r in doc["rows"]}
     assert all(check == "exact" or strategy == "racy" or check.startswith("skipped")
                for strategy, check in checks), checks
+    reductions, json_path2, _ = small_bench(tmp_path, "gpu", ("--ops", "reduce,count_if,find_first_if",
+                                                             "--types", "int32,float32"))
+    assert reductions.returncode == 0, reductions.stderr
+    rows = json.loads(json_path2.read_text())["rows"]
+    assert {r["strategy"] for r in rows} >= {"atomic_per_element", "block_reduce_atomic", "two_pass", "cub"}
+    assert not any(r["check"].startswith("MISMATCH") for r in rows)
 
 
 def test_top_level_help_lists_the_commands():

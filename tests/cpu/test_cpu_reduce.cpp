@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdint>
 #include <limits>
 #include <random>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "tally/cpu/reduce.hpp"
+#include "tally/cpu/parallel.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -424,6 +426,169 @@ TEST(FindFirstIf, EveryStrategyReturnsTheFirstOfSeveralMatches) {
     std::uniform_int_distribution<std::size_t> at(0, n - 1);
     for (int k = 0; k < 3; ++k) values[at(rng)] = 1;
     expect_find_first_matches_std(values, 1, "random matches, round " + std::to_string(round));
+  }
+}
+
+
+// ---- deterministic sums (reduce_options::deterministic) -----------------------------------
+
+template <class T>
+std::uint64_t bits_of(T x) {
+  std::uint64_t b = 0;
+  std::memcpy(&b, &x, sizeof(T));
+  return b;
+}
+
+template <class T>
+tally::reduce_result<T> deterministic_sum(std::span<const T> values, strategy s) {
+  tally::reduce_options options{s};
+  options.deterministic = true;
+  return tally::cpu::reduce<T>(values, reduce_op::sum, options);
+}
+
+const std::vector<strategy> deterministic_strategies{strategy::sequential, strategy::privatized, strategy::automatic};
+
+template <class T>
+constexpr std::size_t chunk_of = static_cast<std::size_t>(tally::detail::fixed_point::chunk_size<T>);
+
+TYPED_TEST(ReduceFloating, DeterministicSumOfIntegerValuesIsTheCorrectlyRoundedExactSum) {
+  // Whole numbers up to 2^23 in magnitude are exact on every chunk grid, so the only rounding is
+  // the last: the result must be the exact (int64) sum rounded once to T.
+  using T = TypeParam;
+  const std::uint64_t seed = tally_test::test_seed();
+  SCOPED_TRACE(tally_test::seed_trace(seed));
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<std::int64_t> value(-(1 << 23), 1 << 23);
+  for (const std::size_t n : test_sizes(rng)) {
+    std::vector<T> values(n);
+    std::int64_t exact = 0;
+    for (T& x : values) {
+      const std::int64_t v = value(rng);
+      x = static_cast<T>(v);
+      exact += v;
+    }
+    for (const strategy s : deterministic_strategies) {
+      SCOPED_TRACE(trace(s, n));
+      EXPECT_EQ(bits_of(deterministic_sum<T>(values, s).value), bits_of(static_cast<T>(exact)));
+    }
+  }
+}
+
+TYPED_TEST(ReduceFloating, DeterministicSumIsWithinItsStatedBound) {
+  // |result - exact| <= ulp(result)/2 + n 2^-54 max|x| (float), n 2^-119 max|x| (double);
+  // long double's own summation error, n 2^-63 sum|x|, is added to the allowance.
+  using T = TypeParam;
+  const std::uint64_t seed = tally_test::test_seed();
+  SCOPED_TRACE(tally_test::seed_trace(seed));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  for (const int spread : {1, 20, 60, 200}) {
+    const std::size_t n = 300001;
+    std::vector<T> values(n);
+    for (T& x : values) x = static_cast<T>(std::ldexp(unit(rng), static_cast<int>(rng() % spread) - spread / 2));
+    long double exact = 0, magnitude = 0, largest = 0;
+    for (const T x : values) {
+      exact += x;
+      magnitude += std::fabs(static_cast<long double>(x));
+      largest = std::max(largest, std::fabs(static_cast<long double>(x)));
+    }
+    const T got = deterministic_sum<T>(values, strategy::sequential).value;
+    const long double half_ulp = (static_cast<long double>(std::nextafter(std::fabs(got), std::numeric_limits<T>::infinity())) - std::fabs(got)) / 2;
+    const int grid_bits = sizeof(T) == 4 ? 54 : 119;
+    const long double bound = half_ulp + static_cast<long double>(n) * std::ldexp(largest, -grid_bits) +
+                              static_cast<long double>(n) * std::ldexp(magnitude, -63);
+    EXPECT_LE(std::fabs(static_cast<long double>(got) - exact), bound) << "spread 2^" << spread;
+  }
+}
+
+TYPED_TEST(ReduceFloating, DeterministicSumBitsDoNotDependOnStrategyThreadsOrAlignment) {
+  using T = TypeParam;
+  const std::uint64_t seed = tally_test::test_seed();
+  SCOPED_TRACE(tally_test::seed_trace(seed));
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  const std::size_t n = 200003;
+  std::vector<T> padded(n + 1);
+  for (T& x : padded) x = static_cast<T>(std::ldexp(unit(rng), static_cast<int>(rng() % 90) - 45));
+  const std::span<const T> values = std::span<const T>(padded).first(n);
+  const std::uint64_t want = bits_of(deterministic_sum<T>(values, strategy::sequential).value);
+  // The same values one element further into a buffer: other addresses, the same chunks.
+  std::vector<T> shifted(n + 1);
+  std::copy(values.begin(), values.end(), shifted.begin() + 1);
+  const int threads_before = tally::cpu::detail::max_threads();
+  for (const int threads : {1, 2, 3, 7}) {
+    omp_set_num_threads(threads);
+    for (const strategy s : deterministic_strategies) {
+      SCOPED_TRACE(trace(s, n) + ", " + std::to_string(threads) + " threads");
+      EXPECT_EQ(bits_of(deterministic_sum<T>(values, s).value), want);
+      EXPECT_EQ(bits_of(deterministic_sum<T>(std::span<const T>(shifted).subspan(1), s).value), want);
+    }
+  }
+  omp_set_num_threads(threads_before);
+}
+
+TYPED_TEST(ReduceFloating, DeterministicSumFollowsTheNaNAndInfinityRules) {
+  using T = TypeParam;
+  constexpr T inf = std::numeric_limits<T>::infinity();
+  constexpr T nan = std::numeric_limits<T>::quiet_NaN();
+  const std::size_t n = 5000;
+  const auto sum_with = [&](std::initializer_list<std::pair<std::size_t, T>> specials) {
+    std::vector<T> values(n, T(1));
+    for (const auto& [at, value] : specials) values[at] = value;
+    const T first = deterministic_sum<T>(values, strategy::sequential).value;
+    EXPECT_EQ(bits_of(deterministic_sum<T>(values, strategy::privatized).value), bits_of(first));
+    return first;
+  };
+  EXPECT_EQ(sum_with({}), T(n));
+  EXPECT_TRUE(std::isnan(sum_with({{7, nan}})));
+  EXPECT_TRUE(std::isnan(sum_with({{7, inf}, {4000, -inf}})));
+  EXPECT_TRUE(std::isnan(sum_with({{7, inf}, {8, nan}})));
+  EXPECT_EQ(sum_with({{7, inf}, {4000, inf}}), inf);
+  EXPECT_EQ(sum_with({{n - 1, -inf}}), -inf);
+  const T big = std::numeric_limits<T>::max();
+  EXPECT_EQ(sum_with({{7, big}, {4000, big}}), inf);    // a finite sum past the range rounds to inf
+  EXPECT_EQ(sum_with({{7, -big}, {4000, -big}}), -inf);
+  // Samples far below the largest of their chunk round away (the stated bound): the chunk of
+  // +-max loses its ones, the other chunks keep theirs.
+  EXPECT_EQ(sum_with({{7, big}, {8, -big}}), T(n - chunk_of<T>));
+  // An exact zero is +0, even from negative zeros; the empty sum is +0.
+  const std::vector<T> negative_zeros(1000, T(-0.0));
+  EXPECT_EQ(bits_of(deterministic_sum<T>(negative_zeros, strategy::sequential).value), 0u);
+  EXPECT_EQ(bits_of(deterministic_sum<T>(std::span<const T>(), strategy::sequential).value), 0u);
+}
+
+TYPED_TEST(ReduceFloating, DeterministicSumOfSubnormalsIsExact) {
+  using T = TypeParam;
+  const T tiny = std::numeric_limits<T>::denorm_min();
+  std::vector<T> values(3 * chunk_of<T> + 5);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = tiny * static_cast<T>(i % 7) * (i % 3 == 0 ? -1 : 1);
+  std::int64_t units = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) units += static_cast<std::int64_t>(i % 7) * (i % 3 == 0 ? -1 : 1);
+  EXPECT_EQ(deterministic_sum<T>(values, strategy::sequential).value, tiny * static_cast<T>(units));
+}
+
+TYPED_TEST(ReduceFloating, DeterministicSumIsRefusedByStrategiesThatCannotHonourIt) {
+  using T = TypeParam;
+  const std::vector<T> values(100, T(1));
+  for (const strategy s : {strategy::critical, strategy::atomic, strategy::reduction}) {
+    SCOPED_TRACE(trace(s, values.size()));
+    tally_test::expect_tally_error([&] { (void)deterministic_sum<T>(values, s); }, tally::errc::not_supported,
+                                   "deterministic", {"deterministic", tally::to_string(s)});
+    // min and max are exact in any order: deterministic is accepted and changes nothing.
+    tally::reduce_options options{s};
+    options.deterministic = true;
+    EXPECT_EQ(tally::cpu::reduce<T>(std::span<const T>(values), reduce_op::max, options).value, T(1));
+  }
+}
+
+TEST(ReduceInteger32, DeterministicIsANoOpForIntegerSums) {
+  const std::vector<std::int32_t> values(100000, -7);
+  for (const strategy s : tally_test::cpu_strategies_and_automatic(tally::operation::reduce)) {
+    tally::reduce_options options{s};
+    options.deterministic = true;
+    EXPECT_EQ(tally::cpu::reduce<std::int32_t>(std::span<const std::int32_t>(values), reduce_op::sum, options).value,
+              -700000)
+        << tally::to_string(s);
   }
 }
 

@@ -1,9 +1,14 @@
-// GPU reduce, count_if and find_first_if against the CPU reference: integers and min/max exact,
-// floating sums within a stated bound of a long double sum, every strategy, edge sizes.
+// GPU reduce, count_if and find_first_if against the CPU reference, every strategy: integer
+// results and min/max bit-exact, floating sums within a stated bound of a long double sum, edge
+// sizes, misaligned spans, all-equal inputs (every thread on one address), the NaN rules; the
+// deterministic sum bit-identical to the CPU's across runs, launch shapes and strategies.
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -14,13 +19,40 @@ namespace tally::test {
 namespace {
 
 constexpr std::uint64_t seed = 77;
-const std::vector<std::size_t> sizes =
-    quick_mode() ? std::vector<std::size_t>{0, 1, 33, 4097} : std::vector<std::size_t>{0, 1, 2, 33, 4097, (1u << 20) + 5};
+const std::vector<std::size_t> sizes = quick_mode() ? std::vector<std::size_t>{0, 1, 33, 4097}
+                                                    : std::vector<std::size_t>{0, 1, 2, 7, 33, 4097, (1u << 20) + 5};
 
-std::vector<strategy> gpu_reduce_strategies() {
+std::vector<strategy> with_automatic(operation op) {
   std::vector<strategy> out{strategy::automatic};
-  for (strategy s : strategies_for(backend::gpu, operation::reduce)) out.push_back(s);
+  for (strategy s : strategies_for(backend::gpu, op)) out.push_back(s);
   return out;
+}
+
+const char* op_name(reduce_op op) { return op == reduce_op::sum ? "sum" : op == reduce_op::min ? "min" : "max"; }
+
+/// A call ran what was asked, or (automatic) a GPU strategy of the operation, with a reason.
+void expect_chose(const choice& chose, strategy asked, operation op) {
+  if (asked != strategy::automatic) {
+    EXPECT_EQ(to_string(chose.used), to_string(asked));
+  } else {
+    EXPECT_TRUE(supports(backend::gpu, op, chose.used) && chose.used != strategy::automatic) << to_string(chose.used);
+    EXPECT_FALSE(chose.reason.empty());
+  }
+}
+
+/// Any order of float additions is within (n - 1) eps sum|x| of the exact sum; long double's own
+/// error (64-bit significand) is added to the allowance.
+template <class T>
+void expect_sum_within_bound(T got, std::span<const T> host) {
+  long double exact = 0;
+  long double magnitude = 0;
+  for (T x : host) {
+    exact += x;
+    magnitude += std::fabs(static_cast<long double>(x));
+  }
+  const auto n = static_cast<long double>(host.size());
+  const long double bound = n * (std::numeric_limits<T>::epsilon() + std::ldexp(1.0L, -63)) * magnitude;
+  EXPECT_LE(std::fabs(static_cast<long double>(got) - exact), bound) << "n=" << host.size();
 }
 
 template <class T>
@@ -28,91 +60,388 @@ class GpuReduce : public ::testing::Test {};
 using ReduceTypes = ::testing::Types<std::int32_t, std::uint32_t, std::int64_t, float, double>;
 TYPED_TEST_SUITE(GpuReduce, ReduceTypes);
 
-TYPED_TEST(GpuReduce, EveryStrategyMatchesTheCpuReference) {
+template <class T>
+std::vector<T> wide_samples(std::size_t n, std::uint64_t s) {
+  // Large magnitudes: int32 sums overflow 32 bits, so the 64-bit accumulator is exercised.
+  const double top = std::is_floating_point_v<T> ? 1000.0 : std::min(2.0e9, static_cast<double>(std::numeric_limits<T>::max()));
+  const double bottom = std::is_signed_v<T> ? -top : 0.0;
+  return make_samples<T>(pattern::uniform, n, bottom, top, s);
+}
+
+TYPED_TEST(GpuReduce, EveryStrategyMatchesTheCpuReferenceOnAlignedAndMisalignedSpans) {
   using T = TypeParam;
   using A = accumulator_t<T>;
   for (const std::size_t n : sizes) {
-    // Large magnitudes: int32 sums overflow 32 bits, so the 64-bit accumulator is exercised.
-    const double top = std::is_floating_point_v<T> ? 1000.0 : 2.0e9;
-    const double bottom = std::is_signed_v<T> ? -top : 0.0;
-    const auto host = make_samples<T>(pattern::uniform, n, bottom, std::min(top, static_cast<double>(std::numeric_limits<T>::max())), seed + n);
-    auto samples = to_device(host);
-    for (const reduce_op op : {reduce_op::sum, reduce_op::min, reduce_op::max}) {
-      const A want = cpu::reduce(std::span<const T>(host), op, {strategy::sequential}).value;
-      for (const strategy s : gpu_reduce_strategies()) {
-        SCOPED_TRACE(::testing::Message() << type_name<T>() << " n=" << n << " op=" << static_cast<int>(op) << " "
-                                          << to_string(s));
-        const reduce_result<T> got = gpu::reduce(samples.const_span(), op, {s});
-        if (std::is_integral_v<T> || op != reduce_op::sum) {
-          EXPECT_EQ(got.value, want);
-        } else {
-          // Any summation order is within n * eps * sum|x| of the exact sum.
-          long double exact = 0;
-          long double magnitude = 0;
-          for (T x : host) {
-            exact += x;
-            magnitude += std::fabs(static_cast<long double>(x));
+    // One extra sample in front: the span at +1 element starts 4 or 8 bytes past a 16-byte boundary.
+    const auto all = wide_samples<T>(n + 1, seed + n);
+    auto device = to_device(all);
+    for (const std::size_t offset : {std::size_t{0}, std::size_t{1}}) {
+      const std::span<const T> host = std::span<const T>(all).subspan(offset, n);
+      const std::span<const T> samples = device.const_span().subspan(offset, n);
+      for (const reduce_op op : {reduce_op::sum, reduce_op::min, reduce_op::max}) {
+        const A want = cpu::reduce(host, op, {strategy::sequential}).value;
+        for (const strategy s : with_automatic(operation::reduce)) {
+          SCOPED_TRACE(::testing::Message() << type_name<T>() << " n=" << n << " offset=" << offset << " "
+                                            << op_name(op) << " " << to_string(s));
+          const reduce_result<T> got = gpu::reduce(samples, op, {s});
+          expect_chose(got.chose, s, operation::reduce);
+          if (std::is_integral_v<T> || op != reduce_op::sum) {
+            EXPECT_EQ(got.value, want);  // integers and min/max: bit-exact
+          } else {
+            expect_sum_within_bound<T>(got.value, host);
           }
-          const long double bound = static_cast<long double>(n) * std::numeric_limits<T>::epsilon() * magnitude;
-          EXPECT_LE(std::fabs(static_cast<long double>(got.value) - exact), bound);
         }
       }
     }
   }
 }
 
-TEST(GpuReduceSemantics, MinAndMaxPropagateNaN) {
-  std::vector<float> host(100000, 1.5f);
-  host[4242] = std::numeric_limits<float>::quiet_NaN();
+TYPED_TEST(GpuReduce, AllEqualSamplesPutEveryThreadOnOneAddress) {
+  // Every atomic of atomic_per_element hits the one result; the sums are exact in any order
+  // (small integers, or halves whose partial sums all fit a float's significand).
+  using T = TypeParam;
+  using A = accumulator_t<T>;
+  const std::size_t n = quick_mode() ? 4099 : (1u << 20) + 3;
+  const T value = std::is_floating_point_v<T> ? T(0.5) : T(3);
+  const std::vector<T> host(n, value);
   auto samples = to_device(host);
-  for (const strategy s : gpu_reduce_strategies()) {
-    EXPECT_TRUE(std::isnan(gpu::reduce(samples.const_span(), reduce_op::min, {s}).value)) << to_string(s);
-    EXPECT_TRUE(std::isnan(gpu::reduce(samples.const_span(), reduce_op::max, {s}).value)) << to_string(s);
+  for (const strategy s : with_automatic(operation::reduce)) {
+    SCOPED_TRACE(to_string(s));
+    EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::sum, {s}).value, static_cast<A>(value) * static_cast<A>(n));
+    EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::min, {s}).value, static_cast<A>(value));
+    EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::max, {s}).value, static_cast<A>(value));
   }
 }
 
-TEST(GpuReduceSemantics, EmptyInputGivesTheIdentity) {
-  gpu::device_buffer<double> samples;
-  for (const strategy s : gpu_reduce_strategies()) {
-    EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::sum, {s}).value, 0.0);
-    EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::min, {s}).value, std::numeric_limits<double>::infinity());
-    EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::max, {s}).value, -std::numeric_limits<double>::infinity());
+TYPED_TEST(GpuReduce, EmptyInputGivesTheIdentity) {
+  using T = TypeParam;
+  using A = accumulator_t<T>;
+  gpu::device_buffer<T> samples;
+  for (const strategy s : with_automatic(operation::reduce)) {
+    SCOPED_TRACE(to_string(s));
+    EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::sum, {s}).value, A{0});
+    EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::min, {s}).value, tally::detail::reduce_identity<T>(reduce_op::min));
+    EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::max, {s}).value, tally::detail::reduce_identity<T>(reduce_op::max));
   }
 }
 
-TEST(GpuCounting, CountIfMatchesTheCpuReference) {
-  for (const std::size_t n : sizes) {
-    const auto host = make_samples<std::int32_t>(pattern::uniform, n, -1000.0, 1000.0, seed + n);
-    auto samples = to_device(host);
-    for (const comparison c : {comparison::less, comparison::equal, comparison::greater_equal, comparison::not_equal}) {
-      const compare_to<std::int32_t> predicate{c, 17};
-      const auto want = static_cast<std::uint64_t>(std::count_if(host.begin(), host.end(), predicate));
-      for (const strategy s : gpu_reduce_strategies()) {
-        EXPECT_EQ(gpu::count_if(samples.const_span(), predicate, {s}).count, want)
-            << "n=" << n << " " << to_string(s) << " comparison " << static_cast<int>(c);
+template <class T>
+void expect_min_max_propagate_nan() {
+  std::vector<T> host(100003, T(1.5));
+  host[4242] = std::numeric_limits<T>::quiet_NaN();
+  host[5] = T(-7);  // a smaller value before the NaN: the NaN must still win
+  auto samples = to_device(host);
+  for (const strategy s : with_automatic(operation::reduce)) {
+    SCOPED_TRACE(type_name<T>() + " " + std::string(to_string(s)));
+    EXPECT_TRUE(std::isnan(gpu::reduce(samples.const_span(), reduce_op::min, {s}).value));
+    EXPECT_TRUE(std::isnan(gpu::reduce(samples.const_span(), reduce_op::max, {s}).value));
+  }
+  // Infinities are ordinary values for min/max.
+  host[4242] = std::numeric_limits<T>::infinity();
+  samples.upload(host);
+  for (const strategy s : with_automatic(operation::reduce)) {
+    EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::max, {s}).value, std::numeric_limits<T>::infinity());
+    EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::min, {s}).value, T(-7));
+  }
+}
+
+TEST(GpuReduceSemantics, MinAndMaxPropagateNaN) {
+  expect_min_max_propagate_nan<float>();
+  expect_min_max_propagate_nan<double>();
+}
+
+TEST(GpuReduceSemantics, LaunchShapesGiveExactIntegerResults) {
+  const auto host = wide_samples<std::int32_t>((1u << 18) + 3, seed);
+  auto samples = to_device(host);
+  const std::int64_t want = cpu::reduce(std::span<const std::int32_t>(host), reduce_op::sum, {strategy::sequential}).value;
+  for (const strategy s : strategies_for(backend::gpu, operation::reduce)) {
+    for (const auto& [blocks, threads] : {std::pair{1, 32}, std::pair{3, 96}, std::pair{0, 1024}}) {
+      reduce_options options{s};
+      options.max_blocks = blocks;
+      options.block_threads = threads;
+      EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::sum, options).value, want)
+          << to_string(s) << " blocks " << blocks << " threads " << threads;
+    }
+  }
+}
+
+TEST(GpuReduceSemantics, BadLaunchOptionsAreRefusedNamingThem) {
+  gpu::device_buffer<float> samples(16);
+  samples.fill_bytes(0);
+  for (const int threads : {-32, 16, 48, 2048}) {
+    reduce_options options;
+    options.block_threads = threads;
+    try {
+      (void)gpu::reduce(samples.const_span(), reduce_op::sum, options);
+      ADD_FAILURE() << "block_threads " << threads << " accepted";
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::invalid_argument);
+      EXPECT_EQ(e.argument(), "block_threads");
+    }
+  }
+  reduce_options options;
+  options.max_blocks = -1;
+  try {
+    (void)gpu::count_if(samples.const_span(), compare_to<float>{comparison::equal, 0.0f}, options);
+    ADD_FAILURE() << "max_blocks -1 accepted";
+  } catch (const error& e) {
+    EXPECT_EQ(e.argument(), "max_blocks");
+  }
+}
+
+// ---- deterministic sums -----------------------------------------------------------------------
+
+template <class T>
+std::uint64_t bits_of(T x) {
+  if constexpr (sizeof(T) == 4) {
+    return std::bit_cast<std::uint32_t>(x);
+  } else {
+    return std::bit_cast<std::uint64_t>(x);
+  }
+}
+
+/// Samples spread over many binades and both signs, so chunk grids differ and rounding happens.
+template <class T>
+std::vector<T> spread_samples(std::size_t n, std::uint64_t s) {
+  std::mt19937_64 rng(s);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::vector<T> out(n);
+  for (T& x : out) x = static_cast<T>(std::ldexp(unit(rng), static_cast<int>(rng() % 80) - 40));
+  return out;
+}
+
+template <class T>
+class GpuDeterministic : public ::testing::Test {};
+using FloatingTypes = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(GpuDeterministic, FloatingTypes);
+
+TYPED_TEST(GpuDeterministic, BitsMatchTheCpuAndDoNotDependOnRunLaunchStrategyOrAlignment) {
+  using T = TypeParam;
+  const std::size_t n = quick_mode() ? 100003 : (1u << 20) + 7;
+  const auto all = spread_samples<T>(n + 1, seed);
+  auto device = to_device(all);
+  const std::span<const T> host = std::span<const T>(all).first(n);
+  reduce_options cpu_options{strategy::sequential};
+  cpu_options.deterministic = true;
+  const T want = cpu::reduce(host, reduce_op::sum, cpu_options).value;
+  // The error bound of reduce_options::deterministic, against long double (whose own error,
+  // n 2^-64 sum|x|, is added).
+  long double exact = 0;
+  long double magnitude = 0;
+  long double largest = 0;
+  for (T x : host) {
+    exact += x;
+    magnitude += std::fabs(static_cast<long double>(x));
+    largest = std::max(largest, std::fabs(static_cast<long double>(x)));
+  }
+  const int grid_bits = sizeof(T) == 4 ? 54 : 119;
+  const long double bound = std::ldexp(static_cast<long double>(std::nextafter(std::fabs(want), T(INFINITY)) - std::fabs(want)), -1) +
+                            static_cast<long double>(n) * std::ldexp(largest, -grid_bits) +
+                            static_cast<long double>(n) * std::ldexp(magnitude, -63);
+  EXPECT_LE(std::fabs(static_cast<long double>(want) - exact), bound);
+
+  // The same values at an address 4 or 8 bytes further: other vector splits, the same chunks.
+  gpu::device_buffer<T> shifted(n + 1);
+  std::vector<T> shifted_host(n + 1, T(0));
+  std::copy(host.begin(), host.end(), shifted_host.begin() + 1);
+  shifted.upload(shifted_host);
+
+  const std::vector<std::pair<int, int>> shapes = {{0, 0}, {1, 32}, {7, 96}, {0, 1024}};
+  for (const strategy s : {strategy::automatic, strategy::block_reduce_atomic, strategy::two_pass}) {
+    for (const auto& [blocks, threads] : shapes) {
+      reduce_options options{s};
+      options.deterministic = true;
+      options.max_blocks = blocks;
+      options.block_threads = threads;
+      SCOPED_TRACE(::testing::Message() << type_name<T>() << " " << to_string(s) << " blocks " << blocks << " threads "
+                                        << threads);
+      for (int run = 0; run < 20; ++run) {
+        const auto got = gpu::reduce(device.const_span().first(n), reduce_op::sum, options);
+        ASSERT_EQ(bits_of(got.value), bits_of(want)) << "run " << run << ": " << got.value << " vs " << want;
+        expect_chose(got.chose, s, operation::reduce);
+      }
+      EXPECT_EQ(bits_of(gpu::reduce(shifted.const_span().subspan(1), reduce_op::sum, options).value), bits_of(want));
+    }
+  }
+}
+
+TYPED_TEST(GpuDeterministic, EdgeSizesMatchTheCpu) {
+  using T = TypeParam;
+  constexpr auto chunk = static_cast<std::size_t>(tally::detail::fixed_point::chunk_size<T>);
+  const auto all = spread_samples<T>(3 * chunk + 40, seed + 1);
+  auto device = to_device(all);
+  reduce_options options;
+  options.deterministic = true;
+  for (const std::size_t offset : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) {
+    for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{5}, chunk - 1, chunk,
+                                chunk + 1, 2 * chunk + 3, 3 * chunk + 1}) {
+      const auto host = std::span<const T>(all).subspan(offset, n);
+      const T want = cpu::reduce(host, reduce_op::sum, options).value;
+      for (const strategy s : {strategy::block_reduce_atomic, strategy::two_pass}) {
+        options.algorithm = s;
+        EXPECT_EQ(bits_of(gpu::reduce(device.const_span().subspan(offset, n), reduce_op::sum, options).value),
+                  bits_of(want))
+            << "n=" << n << " offset=" << offset << " " << to_string(s);
       }
     }
   }
 }
 
-TEST(GpuCounting, FindFirstIfReturnsTheFirstMatchOrTheSize) {
+TYPED_TEST(GpuDeterministic, NaNAndInfinitiesFollowTheRule) {
+  using T = TypeParam;
+  constexpr T inf = std::numeric_limits<T>::infinity();
+  const std::size_t n = 70001;
+  reduce_options options;
+  options.deterministic = true;
+  const auto sum_with = [&](std::vector<std::pair<std::size_t, T>> specials) {
+    std::vector<T> host(n, T(1));
+    for (const auto& [at, value] : specials) host[at] = value;
+    auto samples = to_device(host);
+    const T block = gpu::reduce(samples.const_span(), reduce_op::sum, options).value;
+    EXPECT_EQ(bits_of(block), bits_of(cpu::reduce(std::span<const T>(host), reduce_op::sum, options).value));
+    options.algorithm = strategy::two_pass;
+    EXPECT_EQ(bits_of(gpu::reduce(samples.const_span(), reduce_op::sum, options).value), bits_of(block));
+    options.algorithm = strategy::automatic;
+    return block;
+  };
+  EXPECT_EQ(sum_with({}), T(n));
+  EXPECT_TRUE(std::isnan(sum_with({{9, std::numeric_limits<T>::quiet_NaN()}})));
+  EXPECT_TRUE(std::isnan(sum_with({{9, inf}, {60000, -inf}})));
+  EXPECT_EQ(sum_with({{9, inf}, {60000, inf}}), inf);
+  EXPECT_EQ(sum_with({{n - 1, -inf}}), -inf);
+  EXPECT_TRUE(std::isnan(sum_with({{0, -inf}, {1, std::numeric_limits<T>::quiet_NaN()}})));
+  // A finite sum beyond the range rounds to infinity; the exact sum of the finite values is used.
+  const T big = std::numeric_limits<T>::max();
+  EXPECT_EQ(sum_with({{3, big}, {40000, big}}), inf);
+  // Samples far below the largest of their chunk round away (the stated bound): the chunk of
+  // +-max loses its ones, the other chunks keep theirs.
+  constexpr auto chunk = static_cast<std::size_t>(tally::detail::fixed_point::chunk_size<T>);
+  EXPECT_EQ(sum_with({{3, big}, {4, -big}}), T(n - chunk));
+}
+
+TEST(GpuDeterministicOptions, StrategiesThatCannotHonourItAreRefusedNamingTheOption) {
+  const std::vector<float> host(1000, 0.25f);
+  auto samples = to_device(host);
+  for (const strategy s : {strategy::atomic_per_element, strategy::atomic_per_thread, strategy::cub}) {
+    reduce_options options{s};
+    options.deterministic = true;
+    try {
+      (void)gpu::reduce(samples.const_span(), reduce_op::sum, options);
+      ADD_FAILURE() << to_string(s) << " accepted deterministic";
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::not_supported) << e.what();
+      EXPECT_EQ(e.argument(), "deterministic") << e.what();
+      EXPECT_NE(std::string(e.what()).find(to_string(s)), std::string::npos) << e.what();
+    }
+    // min/max are exact already: deterministic changes nothing there and is accepted.
+    EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::max, options).value, 0.25f);
+  }
+  // Integer sums: a no-op.
+  const std::vector<std::int32_t> ints(5000, -3);
+  auto int_samples = to_device(ints);
+  reduce_options options{strategy::cub};
+  options.deterministic = true;
+  EXPECT_EQ(gpu::reduce(int_samples.const_span(), reduce_op::sum, options).value, -15000);
+}
+
+// ---- count_if and find_first_if ---------------------------------------------------------------
+
+TEST(GpuCounting, CountIfMatchesTheCpuReferenceForEveryStrategy) {
+  for (const std::size_t n : sizes) {
+    const auto all = make_samples<std::int32_t>(pattern::uniform, n + 1, -1000.0, 1000.0, seed + n);
+    auto device = to_device(all);
+    for (const std::size_t offset : {std::size_t{0}, std::size_t{1}}) {
+      const auto host = std::span<const std::int32_t>(all).subspan(offset, n);
+      for (const comparison c :
+           {comparison::less, comparison::equal, comparison::greater_equal, comparison::not_equal}) {
+        const compare_to<std::int32_t> predicate{c, 17};
+        const auto want = static_cast<std::uint64_t>(std::count_if(host.begin(), host.end(), predicate));
+        for (const strategy s : with_automatic(operation::count_if)) {
+          const auto got = gpu::count_if(device.const_span().subspan(offset, n), predicate, {s});
+          EXPECT_EQ(got.count, want) << "n=" << n << " offset=" << offset << " " << to_string(s) << " comparison "
+                                     << static_cast<int>(c);
+          expect_chose(got.chose, s, operation::count_if);
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuCounting, CountIfOnBytesAndFloatsWithNaN) {
+  const std::size_t n = quick_mode() ? 5003 : (1u << 20) + 9;
+  const auto bytes = make_samples<std::uint8_t>(pattern::uniform, n, 0.0, 256.0, seed);
+  auto device_bytes = to_device(bytes);
+  auto floats = make_samples<float>(pattern::with_outliers, n, 0.0, 1.0, seed);
+  auto device_floats = to_device(floats);
+  const compare_to<std::uint8_t> is_small{comparison::less, 100};
+  const compare_to<float> not_half{comparison::not_equal, 0.5f};  // NaN != 0.5 is true
+  const auto want_bytes = static_cast<std::uint64_t>(std::count_if(bytes.begin(), bytes.end(), is_small));
+  const auto want_floats = static_cast<std::uint64_t>(std::count_if(floats.begin(), floats.end(), not_half));
+  for (const strategy s : with_automatic(operation::count_if)) {
+    EXPECT_EQ(gpu::count_if(device_bytes.const_span().subspan(1), is_small, {s}).count,
+              want_bytes - (is_small(bytes[0]) ? 1 : 0))
+        << to_string(s);
+    EXPECT_EQ(gpu::count_if(device_floats.const_span(), not_half, {s}).count, want_floats) << to_string(s);
+  }
+}
+
+TEST(GpuCounting, CountIfCountsEverySampleWhenAllMatch) {
+  const std::size_t n = quick_mode() ? 4099 : (1u << 20) + 1;
+  const std::vector<double> host(n, 2.0);
+  auto samples = to_device(host);
+  for (const strategy s : with_automatic(operation::count_if)) {
+    EXPECT_EQ(gpu::count_if(samples.const_span(), compare_to<double>{comparison::equal, 2.0}, {s}).count, n)
+        << to_string(s);
+    EXPECT_EQ(gpu::count_if(samples.const_span(), compare_to<double>{comparison::less, 2.0}, {s}).count, 0u)
+        << to_string(s);
+  }
+}
+
+TEST(GpuCounting, FindFirstIfReturnsTheFirstMatchOrTheSizeForEveryStrategy) {
   const std::size_t n = quick_mode() ? (1u << 16) + 11 : (1u << 22) + 11;
   std::vector<float> host(n, 0.0f);
   gpu::device_buffer<float> samples(n);
   const compare_to<float> predicate{comparison::greater, 0.5f};
-  for (const std::size_t first : {std::size_t{0}, std::size_t{1}, std::size_t{8191}, std::size_t{8192}, n / 100,
-                                  n / 2, n - 1, n}) {
+  for (const std::size_t first : {std::size_t{0}, std::size_t{1}, std::size_t{4095}, std::size_t{4096},
+                                  std::size_t{8192}, n / 100, n / 2, n - 1, n}) {
     std::fill(host.begin(), host.end(), 0.0f);
     if (first < n) {
       host[first] = 1.0f;
       for (std::size_t later = first + 1; later < n; later += 9973) host[later] = 2.0f;  // later matches lose
     }
     samples.upload(host);
-    const auto got = gpu::find_first_if(samples.const_span(), predicate);
-    EXPECT_EQ(got.index, static_cast<std::int64_t>(first)) << "first match at " << first;
+    for (const strategy s : with_automatic(operation::find_first_if)) {
+      const auto got = gpu::find_first_if(samples.const_span(), predicate, {s});
+      EXPECT_EQ(got.index, static_cast<std::int64_t>(first)) << "first match at " << first << " " << to_string(s);
+      expect_chose(got.chose, s, operation::find_first_if);
+      // At +1 element: indices shift down by one, a match at 0 drops out.
+      const auto expected_shifted = first == 0 ? static_cast<std::int64_t>(std::find_if(host.begin() + 1, host.end(), predicate) - host.begin() - 1)
+                                               : static_cast<std::int64_t>(first) - 1;
+      EXPECT_EQ(gpu::find_first_if(samples.const_span().subspan(1), predicate, {s}).index, expected_shifted)
+          << "misaligned, first match at " << first << " " << to_string(s);
+    }
   }
   gpu::device_buffer<float> empty;
-  EXPECT_EQ(gpu::find_first_if(empty.const_span(), predicate).index, 0);
+  for (const strategy s : with_automatic(operation::find_first_if)) {
+    EXPECT_EQ(gpu::find_first_if(empty.const_span(), predicate, {s}).index, 0) << to_string(s);
+  }
+}
+
+TEST(GpuCounting, FindFirstIfFindsTheFirstOfManyMatchesUnderAnyLaunchShape) {
+  const std::size_t n = quick_mode() ? 100000 : (1u << 21) + 5;
+  std::vector<std::int64_t> host(n, 0);
+  for (std::size_t i = 30011; i < n; i += 7) host[i] = 5;  // many matches, the first at 30011
+  auto samples = to_device(host);
+  const compare_to<std::int64_t> predicate{comparison::equal, 5};
+  for (const strategy s : strategies_for(backend::gpu, operation::find_first_if)) {
+    for (const auto& [blocks, threads] : {std::pair{1, 32}, std::pair{5, 160}, std::pair{0, 0}}) {
+      reduce_options options{s};
+      options.max_blocks = blocks;
+      options.block_threads = threads;
+      EXPECT_EQ(gpu::find_first_if(samples.const_span(), predicate, options).index, 30011)
+          << to_string(s) << " blocks " << blocks << " threads " << threads;
+    }
+  }
 }
 
 }  // namespace

@@ -8,10 +8,13 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
 #include "tally/cpu/parallel.hpp"
+#include "tally/detail/fixed_point_sum.hpp"
 #include "tally/detail/validate.hpp"
 #include "tally/reduce.hpp"
 
@@ -115,11 +118,64 @@ A fold(strategy s, reduce_op kind, std::int64_t n, A identity, Element element, 
   return result;
 }
 
+/// The deterministic float/double sum (reduce_options::deterministic; the arithmetic is in
+/// tally/detail/fixed_point_sum.hpp): chunks by index, each summed exactly, added exactly into
+/// one wide integer; threads take whole chunks and merge their wide integers at the end, which
+/// integer addition makes independent of the thread count and order.
+template <class T>
+T deterministic_sum(std::span<const T> samples, bool parallel) {
+  namespace fp = tally::detail::fixed_point;
+  constexpr int digits = fp::digits<T>;
+  const auto n = static_cast<std::int64_t>(samples.size());
+  const std::int64_t chunks = (n + fp::chunk_size<T> - 1) / fp::chunk_size<T>;
+  std::int64_t slots[digits] = {};
+  std::uint32_t flags = 0;
+  const auto add_chunk = [&](std::int64_t k, std::int64_t* into, std::uint32_t& into_flags) {
+    const std::int64_t begin = k * fp::chunk_size<T>;
+    fp::add_chunk_of(samples.data() + begin, std::min(fp::chunk_size<T>, n - begin), into, into_flags);
+  };
+  if (!parallel) {
+    for (std::int64_t k = 0; k < chunks; ++k) add_chunk(k, slots, flags);
+  } else {
+#pragma omp parallel
+    {
+      std::int64_t mine[digits] = {};
+      std::uint32_t my_flags = 0;
+#pragma omp for schedule(static)
+      for (std::int64_t k = 0; k < chunks; ++k) add_chunk(k, mine, my_flags);
+#pragma omp critical(tally_deterministic_merge)
+      {
+        for (int j = 0; j < digits; ++j) slots[j] += mine[j];
+        flags |= my_flags;
+      }
+    }
+  }
+  return fp::round_slots<T>(slots, flags);
+}
+
+/// Checks reduce_options::deterministic against the strategy: honoured by sequential and
+/// privatized (and automatic, which picks one of them), refused by the others.
+inline void check_deterministic(std::string_view function, strategy s, std::uint64_t num_samples) {
+  if (s == strategy::critical || s == strategy::atomic || s == strategy::reduction) {
+    throw error(errc::not_supported, "deterministic",
+                std::string(function) + ": option 'deterministic' is set, which strategy '" +
+                    std::string(to_string(s)) +
+                    "' cannot honour (its float additions happen in thread order); use sequential, privatized or "
+                    "automatic");
+  }
+  if (num_samples > max_deterministic_samples) {
+    throw_invalid_argument(function, "samples",
+                           "has " + std::to_string(num_samples) +
+                               " samples; a deterministic sum takes at most 2^38 (set deterministic = false)");
+  }
+}
+
 }  // namespace detail
 
 /**
  * @brief Sum, min or max of `samples`. Integer results are exact; min/max return NaN if any
- * sample is NaN; float sums depend on the order the strategy adds in.
+ * sample is NaN; float sums depend on the order the strategy adds in, unless
+ * `options.deterministic` is set (see reduce_options): then the bits are those of the GPU.
  */
 template <class T>
 reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_options& options = {}) {
@@ -128,6 +184,16 @@ reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_o
   tally::detail::check_not_null(function, "samples", samples);
   tally::detail::check_strategy(function, backend::cpu, operation::reduce, options.algorithm);
   using A = accumulator_t<T>;
+  if constexpr (std::is_floating_point_v<T>) {
+    if (options.deterministic && op == reduce_op::sum) {
+      detail::check_deterministic(function, options.algorithm, samples.size());
+      choice chose = detail::choose_reduction(options.algorithm, samples.size());
+      if (chose.used == strategy::reduction) {
+        chose = {strategy::privatized, "deterministic: whole chunks per thread, exact integer partials merged"};
+      }
+      return {detail::deterministic_sum(samples, chose.used == strategy::privatized), chose};
+    }
+  }
   const choice chose = detail::choose_reduction(options.algorithm, samples.size());
   const auto combine = [op](A a, A b) { return tally::detail::reduce_combine<T>(op, a, b); };
   const A value = detail::fold<A>(chose.used, op, static_cast<std::int64_t>(samples.size()),

@@ -99,6 +99,23 @@ inline void check_strategy(std::string_view function, backend b, operation op, s
   }
 }
 
+/// The GPU launch hooks of reduce_options: block_threads 0 or a multiple of 32 up to 1024,
+/// max_blocks >= 0.
+template <class Options>
+void check_launch_options(std::string_view function, const Options& options) {
+  if (options.block_threads != 0 &&
+      (options.block_threads < 32 || options.block_threads > 1024 || options.block_threads % 32 != 0)) {
+    throw_invalid_argument(function, "block_threads",
+                           "must be 0 (the tuned default) or a multiple of 32 from 32 to 1024 (got " +
+                               std::to_string(options.block_threads) + ")");
+  }
+  if (options.max_blocks < 0) {
+    throw_invalid_argument(function, "max_blocks",
+                           "must be >= 0 (0: as many as fill the device; got " + std::to_string(options.max_blocks) +
+                               ")");
+  }
+}
+
 [[noreturn]] inline void throw_negative_sample(std::string_view function, std::uint64_t index, long long value) {
   throw_invalid_argument(function, "samples",
                          "must be non-negative for bincount; sample " + std::to_string(index) + " is " +

@@ -9,6 +9,7 @@
 #include "tally/detail/block/block_histogram.cuh"
 #include "tally/detail/block/packed_histogram.cuh"
 #include "tally/detail/block/warp_sum.cuh"
+#include "tally/detail/kernels/common_kernels.cuh"
 #include "tally/detail/tuning/histogram_tuning.cuh"
 
 namespace tally::detail {
@@ -112,12 +113,6 @@ __global__ void merge_block_copies_kernel(const std::uint32_t* block_copies, int
     for (int copy = 0; copy < num_copies; ++copy) total += block_copies[copy * num_bins + bin];
     counts[bin] = static_cast<Counter>(total);
   }
-}
-
-/// `*target = value`: a one-thread kernel, so async calls need no host-to-device copy.
-template <class T>
-__global__ void set_value_kernel(T* target, T value) {
-  *target = value;
 }
 
 /// Subtracts the sum of `counts` from `*left_out` (which holds the number of samples): for

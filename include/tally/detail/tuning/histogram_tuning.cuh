@@ -56,9 +56,5 @@ inline constexpr int merge_block_threads = 256;
 inline constexpr std::size_t block_copies_budget_bytes = std::size_t{512} << 20;
 /// A block counts at most this many samples, so its 32-bit private counters cannot overflow.
 inline constexpr std::int64_t max_samples_per_block = std::int64_t{1} << 31;
-/// Threads per block of the reduction kernels.
-inline constexpr int reduce_block_threads = 512;
-/// Elements of one find_first_if tile: blocks check for an earlier match between tiles.
-inline constexpr int find_tile_items = 8192;
 
 }  // namespace tally::detail::tuning

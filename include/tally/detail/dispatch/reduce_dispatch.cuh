@@ -1,0 +1,289 @@
+// The dispatch of reduce, count_if and find_first_if: the only code that sizes their launches
+// and launches their kernels (CUB's included). CUB's temporary-storage contract: called with
+// `temp == nullptr` a function only sets `temp_bytes` (never 0); called again with that much
+// storage it runs. Functions return cudaError_t and never throw; the owning layer (src/gpu)
+// validates arguments, picks the strategy and turns errors into exceptions.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <type_traits>
+
+#include <cub/device/device_reduce.cuh>
+#include <cub/iterator/arg_index_input_iterator.cuh>
+#include <cuda_runtime.h>
+
+#include "tally/detail/dispatch/device_properties.cuh"
+#include "tally/detail/fixed_point_sum.hpp"
+#include "tally/detail/kernels/reduce_kernels.cuh"
+#include "tally/detail/tuning/reduce_tuning.cuh"
+#include "tally/reduce.hpp"
+#include "tally/strategy.hpp"
+
+namespace tally::detail {
+
+/// Launch bounds asked of tally's own reduction kernels (reduce_options::max_blocks and
+/// block_threads; 0 means "sized to the device" and "the tuned default").
+struct reduce_launch {
+  int max_blocks = 0;
+  int block_threads = 0;
+};
+
+/// automatic for reduce: the fixed-point sum when asked to be deterministic; for other float sums
+/// two passes with no atomics (the same bits on every run on one GPU); else one atomic per block,
+/// exact whatever the order.
+template <class T>
+choice choose_gpu_reduce(strategy requested, reduce_op op, bool deterministic) {
+  if (requested != strategy::automatic) return {requested, "asked for"};
+  if (deterministic) {
+    return {strategy::block_reduce_atomic,
+            "deterministic float sum: exact fixed-point chunk sums, block results added with integer atomics (the "
+            "same bits for any launch, run or strategy)"};
+  }
+  if (std::is_floating_point_v<T> && op == reduce_op::sum) {
+    return {strategy::two_pass,
+            "floating-point sum: block results combined in a fixed order with no atomics, so every run on this GPU "
+            "gives the same bits, at the read bandwidth"};
+  }
+  return {strategy::block_reduce_atomic,
+          "exact in any order (integer sums, min, max): a block reduction, then one atomic per block"};
+}
+
+inline choice choose_gpu_count(strategy requested) {
+  if (requested != strategy::automatic) return {requested, "asked for"};
+  return {strategy::block_reduce_atomic, "counts are exact in any order: a block reduction, then one atomic per block"};
+}
+
+inline choice choose_gpu_find(strategy requested) {
+  if (requested != strategy::automatic) return {requested, "asked for"};
+  return {strategy::global_atomic, "stops early: atomic min on the index, blocks skip tiles past a match"};
+}
+
+/// Why strategy `s` cannot give a deterministic sum, or nullptr if it can.
+inline const char* deterministic_strategy_unfit(strategy s) {
+  switch (s) {
+    case strategy::automatic:
+    case strategy::block_reduce_atomic:
+    case strategy::two_pass: return nullptr;
+    case strategy::cub: return "is CUB's own float reduction, whose bits follow its launch shape";
+    default: return "adds floats with atomics in arrival order (use automatic, block_reduce_atomic or two_pass)";
+  }
+}
+
+/// Blocks for `kernel`: as many as are resident on the device at once, no more than the work
+/// needs (`items_per_block` samples per block and step), no more than asked; at least one.
+template <class Kernel>
+cudaError_t reduce_grid(Kernel kernel, std::int64_t num_samples, std::int64_t items_per_block, int threads,
+                        std::size_t shared_bytes, const reduce_launch& launch, int& blocks) {
+  device_properties props;
+  if (cudaError_t e = current_device_properties(props); e != cudaSuccess) return e;
+  int per_sm = 0;
+  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes);
+      e != cudaSuccess) {
+    return e;
+  }
+  std::int64_t count = std::int64_t{std::max(per_sm, 1)} * props.multiprocessors;
+  count = std::min<std::int64_t>(count, (num_samples + items_per_block - 1) / items_per_block);
+  if (launch.max_blocks > 0) count = std::min<std::int64_t>(count, launch.max_blocks);
+  blocks = static_cast<int>(std::max<std::int64_t>(count, 1));
+  return cudaSuccess;
+}
+
+inline int block_threads_or(const reduce_launch& launch, int tuned) {
+  return launch.block_threads > 0 ? launch.block_threads : tuned;
+}
+
+/// CUB's reduction for each fold: DeviceReduce::Reduce straight over the samples for reduce (its
+/// vectorized path), TransformReduce with the predicate for count_if.
+template <class T, reduce_op Op>
+cudaError_t cub_fold(void* temp, std::size_t& temp_bytes, const T* samples, std::int64_t num_samples,
+                     const reduce_fold<T, Op>& fold, accumulator_t<T>* result, cudaStream_t stream) {
+  return cub::DeviceReduce::Reduce(temp, temp_bytes, samples, result, num_samples, fold, fold.identity(), stream);
+}
+
+template <class T, class Predicate>
+struct count_transform {
+  Predicate predicate;
+  __host__ __device__ std::uint64_t operator()(T x) const { return predicate(x) ? 1 : 0; }
+};
+
+template <class T, class Predicate>
+cudaError_t cub_fold(void* temp, std::size_t& temp_bytes, const T* samples, std::int64_t num_samples,
+                     const count_fold<T, Predicate>& fold, std::uint64_t* result, cudaStream_t stream) {
+  return cub::DeviceReduce::TransformReduce(temp, temp_bytes, samples, result, num_samples, fold,
+                                            count_transform<T, Predicate>{fold.predicate}, std::uint64_t{0}, stream);
+}
+
+/**
+ * Runs strategy `s` (atomic_per_element, atomic_per_thread, block_reduce_atomic, two_pass or cub)
+ * of `fold` over `samples` into `*result` (device memory), which the call initializes.
+ */
+template <class Fold>
+cudaError_t dispatch_fold(void* temp, std::size_t& temp_bytes, strategy s,
+                          const typename Fold::input_type* samples, std::int64_t num_samples, const Fold& fold,
+                          typename Fold::value_type* result, const reduce_launch& launch, cudaStream_t stream) {
+  using T = typename Fold::input_type;
+  using V = typename Fold::value_type;
+  constexpr int unroll = tuning::reduce_unroll<T>;
+  const int threads = block_threads_or(launch, tuning::reduce_block_threads);
+  const std::int64_t per_block_step = std::int64_t{threads} * unroll * sample_vector<T>::items;
+  int blocks = 1;
+
+  switch (s) {
+    case strategy::cub: return cub_fold(temp, temp_bytes, samples, num_samples, fold, result, stream);
+    case strategy::two_pass: {
+      auto kernel = block_results_kernel<unroll, Fold>;
+      if (cudaError_t e = reduce_grid(kernel, num_samples, per_block_step, threads, 0, launch, blocks); e != cudaSuccess) {
+        return e;
+      }
+      if (temp == nullptr) {
+        temp_bytes = sizeof(V) * static_cast<std::size_t>(blocks);
+        return cudaSuccess;
+      }
+      auto* block_results = static_cast<V*>(temp);
+      kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, fold, block_results);
+      if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+      combine_block_results_kernel<Fold><<<1, tuning::combine_block_threads, 0, stream>>>(block_results, blocks, fold,
+                                                                                        result);
+      return cudaGetLastError();
+    }
+    default: break;
+  }
+
+  // The atomic strategies combine into `*result`, set to the identity first. They need no
+  // storage but ask for one byte, so that the run call gets a non-null `temp` (CUB's contract).
+  if (temp == nullptr) {
+    temp_bytes = 1;
+    return cudaSuccess;
+  }
+  set_value_kernel<<<1, 1, 0, stream>>>(result, fold.identity());
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || num_samples == 0) return e;
+  switch (s) {
+    case strategy::atomic_per_element: {
+      auto kernel = atomic_per_element_kernel<Fold>;
+      if (cudaError_t e = reduce_grid(kernel, num_samples, threads, threads, 0, launch, blocks); e != cudaSuccess) {
+        return e;
+      }
+      kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, fold, result);
+      break;
+    }
+    case strategy::atomic_per_thread: {
+      auto kernel = atomic_per_thread_kernel<unroll, Fold>;
+      if (cudaError_t e = reduce_grid(kernel, num_samples, per_block_step, threads, 0, launch, blocks); e != cudaSuccess) {
+        return e;
+      }
+      kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, fold, result);
+      break;
+    }
+    case strategy::block_reduce_atomic: {
+      auto kernel = block_reduce_atomic_kernel<unroll, Fold>;
+      if (cudaError_t e = reduce_grid(kernel, num_samples, per_block_step, threads, 0, launch, blocks); e != cudaSuccess) {
+        return e;
+      }
+      kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, fold, result);
+      break;
+    }
+    default: return cudaErrorInvalidValue;
+  }
+  return cudaGetLastError();
+}
+
+/**
+ * The deterministic float/double sum into `*result`: strategy block_reduce_atomic (block slots
+ * added with integer atomics) or two_pass (block slots written out, added by the finishing
+ * kernel). Both give the same bits, whatever the launch shape.
+ */
+template <class T>
+cudaError_t dispatch_deterministic_sum(void* temp, std::size_t& temp_bytes, strategy s, const T* samples,
+                                       std::int64_t num_samples, T* result, const reduce_launch& launch,
+                                       cudaStream_t stream) {
+  constexpr int digits = fixed_point::digits<T>;
+  const bool block_results = s == strategy::two_pass;
+  if (!block_results && s != strategy::block_reduce_atomic) return cudaErrorInvalidValue;
+  const int threads = block_threads_or(launch, tuning::deterministic_block_threads);
+  const int warps = threads / 32;
+  const std::size_t shared_bytes = static_cast<std::size_t>(warps) * (digits * sizeof(std::int64_t) + sizeof(std::uint32_t));
+  auto kernel = block_results ? deterministic_sum_kernel<true, T> : deterministic_sum_kernel<false, T>;
+  int blocks = 1;
+  if (cudaError_t e = reduce_grid(kernel, num_samples, chunk_shape<T>::size * warps, threads, shared_bytes, launch, blocks);
+      e != cudaSuccess) {
+    return e;
+  }
+  // Storage: the slots and flags word (block_reduce_atomic), or each block's slots and flags
+  // (two_pass), slot-major so the finishing block reads each slot's block results contiguously.
+  const std::size_t slot_bytes = digits * sizeof(std::int64_t) + sizeof(std::int64_t);
+  const std::size_t block_bytes = static_cast<std::size_t>(blocks) * (digits * sizeof(std::int64_t) + sizeof(std::uint32_t));
+  if (temp == nullptr) {
+    temp_bytes = block_results ? block_bytes : slot_bytes;
+    return cudaSuccess;
+  }
+  if (block_results) {
+    auto* block_slots = static_cast<std::int64_t*>(temp);
+    auto* block_flags = reinterpret_cast<std::uint32_t*>(block_slots + static_cast<std::size_t>(digits) * blocks);
+    kernel<<<blocks, threads, shared_bytes, stream>>>(samples, num_samples, nullptr, nullptr, block_slots, block_flags);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    deterministic_finish_kernel<T><<<1, tuning::combine_block_threads, 0, stream>>>(nullptr, nullptr, block_slots,
+                                                                                   block_flags, blocks, result);
+    return cudaGetLastError();
+  }
+  auto* slots = static_cast<std::int64_t*>(temp);
+  auto* flags = reinterpret_cast<std::uint32_t*>(slots + digits);
+  if (cudaError_t e = cudaMemsetAsync(temp, 0, slot_bytes, stream); e != cudaSuccess) return e;
+  if (num_samples > 0) {
+    kernel<<<blocks, threads, shared_bytes, stream>>>(samples, num_samples, slots, flags, nullptr, nullptr);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  deterministic_finish_kernel<T><<<1, 32, 0, stream>>>(slots, flags, nullptr, nullptr, 0, result);
+  return cudaGetLastError();
+}
+
+/// find_first_if's CUB pass: the minimum over all samples of (match ? index : num_samples).
+template <class T, class Predicate>
+struct index_if_match {
+  Predicate predicate;
+  std::int64_t none;
+  __host__ __device__ std::int64_t operator()(const cub::KeyValuePair<std::int64_t, T>& indexed) const {
+    return predicate(indexed.value) ? indexed.key : none;
+  }
+};
+
+struct min_index {
+  __host__ __device__ std::int64_t operator()(std::int64_t a, std::int64_t b) const { return b < a ? b : a; }
+};
+
+/**
+ * find_first_if into `*first` (num_samples when nothing matches): strategy global_atomic (the
+ * early-exit search) or cub (a full pass: DeviceReduce over the indexed samples).
+ */
+template <class T, class Predicate>
+cudaError_t dispatch_find_first(void* temp, std::size_t& temp_bytes, strategy s, const T* samples,
+                                std::int64_t num_samples, Predicate predicate, std::uint64_t* first,
+                                const reduce_launch& launch, cudaStream_t stream) {
+  if (s == strategy::cub) {
+    const cub::ArgIndexInputIterator<const T*, std::int64_t> indexed(samples);
+    return cub::DeviceReduce::TransformReduce(temp, temp_bytes, indexed, reinterpret_cast<std::int64_t*>(first),
+                                              num_samples, min_index{},
+                                              index_if_match<T, Predicate>{predicate, num_samples}, num_samples,
+                                              stream);
+  }
+  if (s != strategy::global_atomic) return cudaErrorInvalidValue;
+  if (temp == nullptr) {
+    temp_bytes = 1;
+    return cudaSuccess;
+  }
+  set_value_kernel<<<1, 1, 0, stream>>>(first, static_cast<std::uint64_t>(num_samples));
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || num_samples == 0) return e;
+  constexpr int items = tuning::find_items_per_thread;
+  const int threads = block_threads_or(launch, tuning::find_block_threads);
+  auto kernel = find_first_kernel<items, T, Predicate>;
+  int blocks = 1;
+  if (cudaError_t e = reduce_grid(kernel, num_samples, std::int64_t{threads} * items, threads, 0, launch, blocks);
+      e != cudaSuccess) {
+    return e;
+  }
+  kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, predicate, first);
+  return cudaGetLastError();
+}
+
+}  // namespace tally::detail
