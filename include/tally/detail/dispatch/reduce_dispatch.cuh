@@ -79,8 +79,7 @@ cudaError_t reduce_grid(Kernel kernel, std::int64_t num_samples, std::int64_t it
   device_properties props;
   if (cudaError_t e = current_device_properties(props); e != cudaSuccess) return e;
   int per_sm = 0;
-  if (cudaError_t e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_bytes);
-      e != cudaSuccess) {
+  if (cudaError_t e = resident_blocks_per_multiprocessor(kernel, threads, shared_bytes, per_sm); e != cudaSuccess) {
     return e;
   }
   std::int64_t count = std::int64_t{std::max(per_sm, 1)} * props.multiprocessors;
@@ -272,8 +271,7 @@ cudaError_t dispatch_find_first(void* temp, std::size_t& temp_bytes, strategy s,
     temp_bytes = 1;
     return cudaSuccess;
   }
-  set_value_kernel<<<1, 1, 0, stream>>>(first, static_cast<std::uint64_t>(num_samples));
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || num_samples == 0) return e;
+  // The launch shape first, so the two launches below follow each other with no host work between.
   constexpr int items = tuning::find_items_per_thread;
   const int threads = block_threads_or(launch, tuning::find_block_threads);
   auto kernel = find_first_kernel<items, T, Predicate>;
@@ -282,6 +280,8 @@ cudaError_t dispatch_find_first(void* temp, std::size_t& temp_bytes, strategy s,
       e != cudaSuccess) {
     return e;
   }
+  set_value_kernel<<<1, 1, 0, stream>>>(first, static_cast<std::uint64_t>(num_samples));
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || num_samples == 0) return e;
   kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, predicate, first);
   return cudaGetLastError();
 }
