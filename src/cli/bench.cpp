@@ -294,7 +294,8 @@ void measure_reduction(bench_row& row, const bench_case& bc, const std::function
       runs = std::max(3, static_cast<int>(budget_ms / std::max(first_ms, 1e-3)));
       runs = std::min(runs, cfg.runs);
       warmup = 1;
-      row.note = fmt::format("{} runs, not {}: the checked run took {:.0f} ms", runs, cfg.runs, first_ms);
+      row.note = runs < cfg.runs ? fmt::format("{} runs, not {}: the checked run took {:.0f} ms", runs, cfg.runs, first_ms)
+                                 : fmt::format("1 warm-up run, not {}: the checked run took {:.0f} ms", cfg.warmup, first_ms);
     }
     std::vector<double> times;
     if (on_gpu) {
