@@ -99,8 +99,9 @@ __device__ __forceinline__ void add_to_copy(std::uint32_t* counter, std::uint32_
 /// Adds the 16 bytes of one vector to a copy with `Copies` interleaved replicas, where byte x
 /// counts at base[x * Copies] (byte_shift_mapper: `base` already holds the shift and the replica).
 /// Bytes come out of the four words with shifts and the stride is a constant: at one
-/// shared-memory atomic per byte, the limit for bytes, the generic path's byte array and run-time
-/// stride cost 10% of the read bandwidth on an H100 (results/2026-11-22-h100-probes).
+/// shared-memory atomic per byte, the limit for bytes, every instruction per byte shows. On an
+/// H100 the generic path (a byte array, a run-time stride) took 0.107 ms for 2^28 uniform bytes,
+/// this one 0.100 (results/2026-11-22-h100-probes/README.md).
 template <int Copies>
 __device__ __forceinline__ void add_vector_of_bytes(std::uint32_t* base, const sample_vector<std::uint8_t>& v) {
   std::uint32_t words[4];
