@@ -276,7 +276,13 @@ cudaError_t dispatch_find_first(void* temp, std::size_t& temp_bytes, strategy s,
   const int threads = block_threads_or(launch, tuning::find_block_threads);
   auto kernel = find_first_kernel<items, T, Predicate>;
   int blocks = 1;
-  if (cudaError_t e = reduce_grid(kernel, num_samples, std::int64_t{threads} * items, threads, 0, launch, blocks);
+  reduce_launch capped = launch;
+  if (capped.max_blocks == 0) {
+    device_properties props;
+    if (cudaError_t e = current_device_properties(props); e != cudaSuccess) return e;
+    capped.max_blocks = tuning::find_blocks_per_multiprocessor * props.multiprocessors;
+  }
+  if (cudaError_t e = reduce_grid(kernel, num_samples, std::int64_t{threads} * items, threads, 0, capped, blocks);
       e != cudaSuccess) {
     return e;
   }
