@@ -36,6 +36,9 @@ enum class upper_edge : std::uint8_t {
 struct histogram_options {
   strategy algorithm = strategy::automatic;
   upper_edge last_edge = upper_edge::exclusive;
+  /// Weighted histograms only: sum the weights as fixed-point integers, so that the sums' bits do
+  /// not depend on the order, the strategy, the launch or the backend (see detail/fixed_point_weight.hpp).
+  bool deterministic = false;
 };
 
 /** @brief What a histogram call did: the strategy it ran and how many samples were left out. */
@@ -53,6 +56,14 @@ inline constexpr bool is_histogram_sample_v =
 /** @brief The sample types bincount accepts: the integer histogram samples. */
 template <class T>
 inline constexpr bool is_bincount_sample_v = is_histogram_sample_v<T> && std::is_integral_v<T>;
+
+/** @brief The weight types of weighted histograms. */
+template <class T>
+inline constexpr bool is_weight_v = std::is_same_v<T, float> || std::is_same_v<T, double>;
+
+/** @brief The sum types of weighted histograms. */
+template <class T>
+inline constexpr bool is_weight_sum_v = std::is_same_v<T, double>;
 
 /** @brief The counter types: 32-bit (the caller vouches for < 2^32 samples) or 64-bit. */
 template <class T>

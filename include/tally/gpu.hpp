@@ -135,6 +135,14 @@ namespace detail {
 template <class Sample, class Counter>
 choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> counts, const even_bins& bins,
                             workspace& ws, const histogram_options& options, stream_t stream);
+template <class Sample, class Weight, class Sum>
+choice histogram_even_weighted_async(std::span<const Sample> samples, std::span<const Weight> weights,
+                                     std::span<Sum> sums, const even_bins& bins, workspace& ws,
+                                     const histogram_options& options, stream_t stream);
+template <class Sample, class Weight, class Sum>
+histogram_result histogram_even_weighted(std::span<const Sample> samples, std::span<const Weight> weights,
+                                         std::span<Sum> sums, const even_bins& bins, const histogram_options& options,
+                                         stream_t stream);
 template <class Sample, class Counter>
 choice histogram_range_async(std::span<const Sample> samples, std::span<Counter> counts,
                              std::span<const double> edges, workspace& ws, const histogram_options& options,
@@ -174,6 +182,37 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<Count
   workspace ws;
   const choice chose = histogram_even_async(samples, counts, bins, ws, options, stream);
   return {chose, ws.read_scalar(stream)};
+}
+
+/**
+ * @brief Weighted even-bin histogram on the GPU; never synchronizes. Same semantics as
+ * tally::cpu::histogram_even with weights (and, with `deterministic`, the same bits). Strategies:
+ * global_atomic, shared_atomic (while the bins fit a block's shared memory), automatic. The
+ * left-out count lands in `ws.scalar()[0]`; with `deterministic`, `ws.scalar()[1]` becomes 1 when
+ * a counted sample's finite weight has |w| >= 2^31 (the bins it fell in then hold NaN), else 0.
+ */
+template <class Sample, class Weight, class Sum>
+choice histogram_even_async(std::span<const Sample> samples, std::span<const Weight> weights, std::span<Sum> sums,
+                            const even_bins& bins, workspace& ws, const histogram_options& options = {},
+                            stream_t stream = nullptr) {
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: uint8, int32, uint32, int64, float, double");
+  static_assert(is_weight_v<Weight>, "weights: float or double");
+  static_assert(is_weight_sum_v<Sum>, "weighted sums: double");
+  return detail::histogram_even_weighted_async(samples, weights, sums, bins, ws, options, stream);
+}
+
+/**
+ * @brief Weighted even-bin histogram on the GPU; waits for `stream`. Throws naming `weights`
+ * (after the sums are written) when `deterministic` met a weight beyond its range, as the CPU does.
+ */
+template <class Sample, class Weight, class Sum>
+histogram_result histogram_even(std::span<const Sample> samples, std::span<const Weight> weights, std::span<Sum> sums,
+                                const even_bins& bins, const histogram_options& options = {},
+                                stream_t stream = nullptr) {
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: uint8, int32, uint32, int64, float, double");
+  static_assert(is_weight_v<Weight>, "weights: float or double");
+  static_assert(is_weight_sum_v<Sum>, "weighted sums: double");
+  return detail::histogram_even_weighted(samples, weights, sums, bins, options, stream);
 }
 
 /**

@@ -42,7 +42,7 @@ enum class strategy : std::uint8_t {
 };
 
 /** @brief What a call computes; strategies are supported per operation. */
-enum class operation : std::uint8_t { histogram, reduce, count_if, find_first_if };
+enum class operation : std::uint8_t { histogram, weighted_histogram, reduce, count_if, find_first_if };
 
 namespace detail {
 struct strategy_name {
@@ -78,6 +78,10 @@ inline constexpr std::array cpu_strategies{strategy::sequential, strategy::criti
 inline constexpr std::array gpu_histogram_strategies{
     strategy::racy,          strategy::global_atomic,    strategy::global_privatized, strategy::shared_atomic,
     strategy::shared_two_phase, strategy::warp_aggregated, strategy::replicated, strategy::packed16, strategy::cub};
+/// Weighted histograms: per-thread sums merged in thread order (CPU), one atomic per sample or a
+/// shared-memory copy per block (GPU).
+inline constexpr std::array cpu_weighted_strategies{strategy::sequential, strategy::privatized};
+inline constexpr std::array gpu_weighted_strategies{strategy::global_atomic, strategy::shared_atomic};
 /// reduce and count_if: the seeds' ladder from one atomic per sample to none at all, then CUB.
 inline constexpr std::array gpu_reduce_strategies{strategy::atomic_per_element, strategy::atomic_per_thread,
                                                   strategy::block_reduce_atomic, strategy::two_pass, strategy::cub};
@@ -108,9 +112,13 @@ constexpr std::optional<strategy> parse_strategy(std::string_view name) {
 
 /** @brief The named strategies (automatic excluded) a backend implements for an operation. */
 constexpr std::span<const strategy> strategies_for(backend b, operation op) {
-  if (b == backend::cpu) return detail::cpu_strategies;
+  if (b == backend::cpu) {
+    if (op == operation::weighted_histogram) return detail::cpu_weighted_strategies;
+    return detail::cpu_strategies;
+  }
   switch (op) {
     case operation::histogram: return detail::gpu_histogram_strategies;
+    case operation::weighted_histogram: return detail::gpu_weighted_strategies;
     case operation::reduce: return detail::gpu_reduce_strategies;
     case operation::count_if: return detail::gpu_count_strategies;
     case operation::find_first_if: return detail::gpu_find_strategies;

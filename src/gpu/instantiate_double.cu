@@ -4,5 +4,6 @@
 
 namespace tally::gpu::detail {
 TALLY_INSTANTIATE_HISTOGRAMS(double)
+TALLY_INSTANTIATE_WEIGHTED(double)
 TALLY_INSTANTIATE_REDUCE(double)
 }  // namespace tally::gpu::detail

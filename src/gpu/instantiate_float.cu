@@ -4,5 +4,6 @@
 
 namespace tally::gpu::detail {
 TALLY_INSTANTIATE_HISTOGRAMS(float)
+TALLY_INSTANTIATE_WEIGHTED(float)
 TALLY_INSTANTIATE_REDUCE(float)
 }  // namespace tally::gpu::detail

@@ -4,6 +4,7 @@
 
 namespace tally::gpu::detail {
 TALLY_INSTANTIATE_HISTOGRAMS(std::int32_t)
+TALLY_INSTANTIATE_WEIGHTED(std::int32_t)
 TALLY_INSTANTIATE_BINCOUNT(std::int32_t)
 TALLY_INSTANTIATE_REDUCE(std::int32_t)
 }  // namespace tally::gpu::detail

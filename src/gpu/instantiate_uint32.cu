@@ -4,6 +4,7 @@
 
 namespace tally::gpu::detail {
 TALLY_INSTANTIATE_HISTOGRAMS(std::uint32_t)
+TALLY_INSTANTIATE_WEIGHTED(std::uint32_t)
 TALLY_INSTANTIATE_BINCOUNT(std::uint32_t)
 TALLY_INSTANTIATE_REDUCE(std::uint32_t)
 }  // namespace tally::gpu::detail

@@ -4,5 +4,6 @@
 
 namespace tally::gpu::detail {
 TALLY_INSTANTIATE_HISTOGRAMS(std::uint8_t)
+TALLY_INSTANTIATE_WEIGHTED(std::uint8_t)
 TALLY_INSTANTIATE_BINCOUNT(std::uint8_t)
 }  // namespace tally::gpu::detail

@@ -31,3 +31,14 @@
 
 #define TALLY_INSTANTIATE_REDUCE(Sample) \
   template choice reduce_async<Sample>(std::span<const Sample>, reduce_op, workspace&, const reduce_options&, stream_t);
+
+/// Weighted histograms: float and double weights, double sums (the async and the waiting form).
+#define TALLY_INSTANTIATE_WEIGHTED_ONE(Sample, Weight)                                                      \
+  template choice histogram_even_weighted_async<Sample, Weight, double>(                                   \
+      std::span<const Sample>, std::span<const Weight>, std::span<double>, const even_bins&, workspace&,   \
+      const histogram_options&, stream_t);                                                                 \
+  template histogram_result histogram_even_weighted<Sample, Weight, double>(                               \
+      std::span<const Sample>, std::span<const Weight>, std::span<double>, const even_bins&,               \
+      const histogram_options&, stream_t);
+#define TALLY_INSTANTIATE_WEIGHTED(Sample) \
+  TALLY_INSTANTIATE_WEIGHTED_ONE(Sample, float) TALLY_INSTANTIATE_WEIGHTED_ONE(Sample, double)

@@ -43,6 +43,16 @@ choice histogram_even_async(std::span<const Sample>, std::span<Counter>, const e
                             const histogram_options&, stream_t) {
   no_cuda();
 }
+template <class Sample, class Weight, class Sum>
+choice histogram_even_weighted_async(std::span<const Sample>, std::span<const Weight>, std::span<Sum>, const even_bins&,
+                                     workspace&, const histogram_options&, stream_t) {
+  no_cuda();
+}
+template <class Sample, class Weight, class Sum>
+histogram_result histogram_even_weighted(std::span<const Sample>, std::span<const Weight>, std::span<Sum>,
+                                         const even_bins&, const histogram_options&, stream_t) {
+  no_cuda();
+}
 template <class Sample, class Counter>
 choice histogram_range_async(std::span<const Sample>, std::span<Counter>, std::span<const double>, workspace&,
                              const histogram_options&, stream_t) {
@@ -69,6 +79,12 @@ choice find_first_if_async(std::span<const T>, compare_to<T>, workspace&, const 
   no_cuda();
 }
 
+TALLY_INSTANTIATE_WEIGHTED(std::uint8_t)
+TALLY_INSTANTIATE_WEIGHTED(std::int32_t)
+TALLY_INSTANTIATE_WEIGHTED(std::uint32_t)
+TALLY_INSTANTIATE_WEIGHTED(std::int64_t)
+TALLY_INSTANTIATE_WEIGHTED(float)
+TALLY_INSTANTIATE_WEIGHTED(double)
 TALLY_INSTANTIATE_HISTOGRAMS(std::uint8_t)
 TALLY_INSTANTIATE_HISTOGRAMS(std::int32_t)
 TALLY_INSTANTIATE_HISTOGRAMS(std::uint32_t)

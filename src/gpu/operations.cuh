@@ -18,12 +18,15 @@
 #include "instantiation_list.hpp"
 #include "tally/detail/dispatch/histogram_dispatch.cuh"
 #include "tally/detail/dispatch/reduce_dispatch.cuh"
+#include "tally/detail/dispatch/weighted_histogram_dispatch.cuh"
 #include "tally/detail/validate.hpp"
 #include "tally/gpu.hpp"
 
 namespace tally::gpu::detail {
 
 using tally::detail::device_properties;
+
+inline constexpr std::string_view function_name_weighted = "tally::gpu::histogram_even";
 
 /// CUB's atomics know `unsigned long long`, not `std::uint64_t` (`unsigned long` on Linux).
 template <class Counter>
@@ -228,6 +231,48 @@ void run_with_storage(std::string_view function, workspace& ws, stream_t stream,
   check_cuda(dispatch(nullptr, bytes), std::string(function) + " (sizing)");
   void* temp = ws.reserve(bytes, stream);
   check_cuda(dispatch(temp, bytes), function);
+}
+
+/// The weighted histogram: one mapper (even_bin_mapper applies its exact shortcuts itself), so
+/// each sample type adds only a few kernels. ws.scalar()[0] gets the left-out count,
+/// ws.scalar()[1] the out-of-range flag of `deterministic` (0 otherwise).
+template <class Sample, class Weight, class Sum>
+choice histogram_even_weighted_async(std::span<const Sample> samples, std::span<const Weight> weights,
+                                     std::span<Sum> sums, const even_bins& bins, workspace& ws,
+                                     const histogram_options& options, stream_t stream) {
+  constexpr std::string_view function = "tally::gpu::histogram_even";
+  tally::detail::check_even_bins(function, bins);
+  tally::detail::check_weighted_buffers(function, samples, weights, sums, bins.num_bins, options.deterministic);
+  tally::detail::check_strategy(function, backend::gpu, operation::weighted_histogram, options.algorithm);
+  const device_properties props = current_properties();
+  const choice chose = tally::detail::choose_gpu_weighted(options.algorithm, bins.num_bins, options.deterministic, props);
+  if (const char* why = tally::detail::weighted_strategy_unfit(chose.used, bins.num_bins, options.deterministic, props)) {
+    throw_unsupported(function, chose.used, std::string(why) + " (" + std::to_string(bins.num_bins) + " bins)");
+  }
+  const even_bin_mapper<Sample> map(bins, options.last_edge);
+  std::uint64_t* scalars = ws.scalar();
+  check_cuda(cudaMemsetAsync(scalars, 0, 2 * sizeof(std::uint64_t), stream), "cudaMemsetAsync");
+  const auto n = static_cast<std::int64_t>(samples.size());
+  run_with_storage(function, ws, stream, [&](void* temp, std::size_t& bytes) {
+    return tally::detail::dispatch_weighted_histogram(temp, bytes, chose.used, options.deterministic, samples.data(),
+                                                      weights.data(), n, sums.data(), map, scalars, scalars + 1,
+                                                      stream);
+  });
+  return chose;
+}
+
+template <class Sample, class Weight, class Sum>
+histogram_result histogram_even_weighted(std::span<const Sample> samples, std::span<const Weight> weights,
+                                         std::span<Sum> sums, const even_bins& bins, const histogram_options& options,
+                                         stream_t stream) {
+  workspace ws;
+  const choice chose = histogram_even_weighted_async(samples, weights, sums, bins, ws, options, stream);
+  const std::uint64_t left_out = ws.read_scalar(stream);  // waits for the stream
+  std::uint64_t out_of_range = 0;
+  check_cuda(cudaMemcpy(&out_of_range, ws.scalar() + 1, sizeof(out_of_range), cudaMemcpyDeviceToHost),
+             "reading the out-of-range flag");
+  if (out_of_range != 0) tally::detail::throw_weight_out_of_range(function_name_weighted);
+  return {chose, left_out};
 }
 
 template <class T, class Predicate>

@@ -1,6 +1,8 @@
 // The CPU backend's histograms: the OpenMP analogy of the seeds made into strategies.
 // `sequential` is the reference every other result, CPU or GPU, is checked against; `critical`,
 // `atomic`, `privatized` and `reduction` are the four ways OpenMP resolves conflicting updates.
+// Weighted histograms (sums of a weight per sample) offer `sequential` and `privatized`, in
+// floating point or, with `deterministic`, in fixed-point integers (detail/fixed_point_weight.hpp).
 // Host-only: no CUDA header is included here.
 #pragma once
 
@@ -13,6 +15,7 @@
 
 #include "tally/bins.hpp"
 #include "tally/cpu/parallel.hpp"
+#include "tally/detail/fixed_point_weight.hpp"
 #include "tally/detail/validate.hpp"
 #include "tally/strategy.hpp"
 
@@ -161,6 +164,132 @@ histogram_result run_histogram(std::span<const Sample> samples, std::span<Counte
   return {chose, left_out};
 }
 
+/// A bin of a deterministic weighted histogram: the fixed-point words and flags of
+/// detail/fixed_point_weight.hpp.
+struct fixed_point_bin {
+  std::uint64_t low = 0;
+  std::uint64_t high = 0;
+  std::uint32_t flags = 0;
+};
+
+/// Adds a weight to a bin: in double (order-dependent), or on the fixed-point grid (exact).
+struct add_in_double {
+  using bin_type = double;
+  template <class Weight>
+  void operator()(double& bin, Weight w) const { bin += static_cast<double>(w); }
+  void merge(double& into, double from) const { into += from; }
+};
+struct add_in_fixed_point {
+  using bin_type = fixed_point_bin;
+  template <class Weight>
+  void operator()(fixed_point_bin& bin, Weight w) const {
+    const auto f = tally::detail::fixed_point_weight::to_fixed(static_cast<double>(w));
+    bin.low += f.low;
+    bin.high += f.high;
+    bin.flags |= f.flags;
+  }
+  void merge(fixed_point_bin& into, const fixed_point_bin& from) const {
+    into.low += from.low;
+    into.high += from.high;
+    into.flags |= from.flags;
+  }
+};
+
+inline choice choose_weighted(strategy requested, std::uint64_t num_samples, std::int64_t num_bins,
+                              std::size_t bin_bytes) {
+  if (requested != strategy::automatic) return {requested, "asked for"};
+  const auto threads = static_cast<std::uint64_t>(max_threads());
+  if (threads == 1 || num_samples < parallel_threshold) {
+    return {strategy::sequential, "one thread or a small input: threads would cost more than they save"};
+  }
+  const std::uint64_t copies_bytes = threads * static_cast<std::uint64_t>(num_bins) * bin_bytes;
+  if (copies_bytes <= private_copies_budget && static_cast<std::uint64_t>(num_bins) * 4 <= num_samples) {
+    return {strategy::privatized, "a private copy of the sums per thread fits in memory and costs less than the input"};
+  }
+  return {strategy::sequential, "too many bins for private copies of the sums"};
+}
+
+template <class Sample, class Weight, class Mapper, class Add>
+std::uint64_t weigh_sequential(std::span<const Sample> samples, const Weight* weights,
+                               typename Add::bin_type* bins, const Mapper& map, const Add& add) {
+  std::uint64_t left_out = 0;
+  for (std::size_t i = 0; i < samples.size(); ++i) {
+    const std::int64_t bin = map(samples[i]);
+    if (bin < 0) {
+      ++left_out;
+    } else {
+      add(bins[bin], weights[i]);
+    }
+  }
+  return left_out;
+}
+
+/// Per-thread copies of the bins (each thread a contiguous share of the samples), merged bin by
+/// bin in thread order.
+template <class Sample, class Weight, class Mapper, class Add>
+std::uint64_t weigh_privatized(std::span<const Sample> samples, const Weight* weights,
+                               typename Add::bin_type* bins, std::int64_t num_bins, const Mapper& map,
+                               const Add& add) {
+  using bin_type = typename Add::bin_type;
+  const auto n = static_cast<std::int64_t>(samples.size());
+  const auto threads = static_cast<std::size_t>(max_threads());
+  const auto stride = static_cast<std::size_t>(num_bins);
+  std::vector<bin_type> copies(threads * stride, bin_type{});
+  std::uint64_t left_out = 0;
+#pragma omp parallel reduction(+ : left_out)
+  {
+    bin_type* mine = copies.data() + static_cast<std::size_t>(thread_num()) * stride;
+#pragma omp for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t bin = map(samples[i]);
+      if (bin < 0) {
+        ++left_out;
+      } else {
+        add(mine[bin], weights[i]);
+      }
+    }
+  }
+#pragma omp parallel for schedule(static)
+  for (std::int64_t bin = 0; bin < num_bins; ++bin) {
+    bin_type total = copies[static_cast<std::size_t>(bin)];
+    for (std::size_t t = 1; t < threads; ++t) add.merge(total, copies[t * stride + static_cast<std::size_t>(bin)]);
+    bins[bin] = total;
+  }
+  return left_out;
+}
+
+template <class Sample, class Weight, class Mapper, class Add>
+std::uint64_t weigh(strategy s, std::span<const Sample> samples, const Weight* weights, typename Add::bin_type* bins,
+                    std::int64_t num_bins, const Mapper& map, const Add& add) {
+  if (s == strategy::privatized) return weigh_privatized(samples, weights, bins, num_bins, map, add);
+  return weigh_sequential(samples, weights, bins, map, add);
+}
+
+/// Runs a weighted histogram with any mapper; throws naming `weights` after writing the sums when
+/// a deterministic one met a weight out of range.
+template <class Sample, class Weight, class Mapper>
+histogram_result run_weighted(std::string_view function, std::span<const Sample> samples,
+                              std::span<const Weight> weights, std::span<double> sums, const Mapper& map,
+                              const histogram_options& options) {
+  const std::int64_t num_bins = map.num_bins();
+  if (!options.deterministic) {
+    const choice chose = choose_weighted(options.algorithm, samples.size(), num_bins, sizeof(double));
+    std::fill(sums.begin(), sums.end(), 0.0);
+    const std::uint64_t left_out = weigh(chose.used, samples, weights.data(), sums.data(), num_bins, map, add_in_double{});
+    return {chose, left_out};
+  }
+  const choice chose = choose_weighted(options.algorithm, samples.size(), num_bins, sizeof(fixed_point_bin));
+  std::vector<fixed_point_bin> bins(static_cast<std::size_t>(num_bins));
+  const std::uint64_t left_out = weigh(chose.used, samples, weights.data(), bins.data(), num_bins, map, add_in_fixed_point{});
+  bool out_of_range = false;
+  for (std::size_t bin = 0; bin < bins.size(); ++bin) {
+    sums[bin] = tally::detail::fixed_point_weight::to_double(bins[bin].low, bins[bin].high, bins[bin].flags);
+    out_of_range = out_of_range || (bins[bin].flags & tally::detail::fixed_point_weight::saw_out_of_range) != 0;
+  }
+  if (out_of_range) tally::detail::throw_weight_out_of_range(function);
+  return {chose, left_out};
+}
+
 template <class Sample>
 void check_no_negative(std::string_view function, std::span<const Sample> samples) {
   if constexpr (std::is_signed_v<Sample>) {
@@ -201,6 +330,36 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<Count
     }
   }
   return detail::run_histogram(samples, counts, map, options.algorithm);
+}
+
+/**
+ * @brief Sums `weights[i]` of each counted sample `samples[i]` into `bins.num_bins` equal-width
+ * bins over [lower, upper) (the bins of the unweighted histogram_even).
+ * @param weights one weight (float or double) per sample; the weights of left-out samples are
+ *   ignored. A NaN weight makes its bin's sum NaN, an infinite one makes it that infinity (NaN
+ *   with both signs), as numpy does.
+ * @param sums exactly `bins.num_bins` doubles, overwritten.
+ * @param options strategy `sequential`, `privatized` or `automatic`; `deterministic` sums the
+ *   weights as fixed-point integers: the same bits whatever the strategy, thread count or backend,
+ *   and |sum - exact| <= count * 2^-33 + ulp(sum) / 2 for a bin of `count` weights, given weights
+ *   below 2^31 in magnitude and fewer than 2^32 samples.
+ * @return the strategy used and the number of samples left out (NaN, infinite, out of range).
+ * @throws tally::error naming the argument, before anything is written, on bad input; and naming
+ *   `weights`, after the sums are written (NaN in the bins concerned), when `deterministic` met a
+ *   finite weight of a counted sample with |w| >= 2^31.
+ */
+template <class Sample, class Weight, class Sum>
+histogram_result histogram_even(std::span<const Sample> samples, std::span<const Weight> weights, std::span<Sum> sums,
+                                const even_bins& bins, const histogram_options& options = {}) {
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: uint8, int32, uint32, int64, float, double");
+  static_assert(is_weight_v<Weight>, "weights: float or double");
+  static_assert(is_weight_sum_v<Sum>, "weighted sums: double");
+  constexpr std::string_view function = "tally::cpu::histogram_even";
+  tally::detail::check_even_bins(function, bins);
+  tally::detail::check_weighted_buffers(function, samples, weights, sums, bins.num_bins, options.deterministic);
+  tally::detail::check_strategy(function, backend::cpu, operation::weighted_histogram, options.algorithm);
+  return detail::run_weighted(function, samples, weights, std::span<double>(sums), even_bin_mapper<Sample>(bins, options.last_edge),
+                              options);
 }
 
 /**

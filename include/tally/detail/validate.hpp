@@ -46,6 +46,39 @@ void check_histogram_buffers(std::string_view function, std::span<const Sample> 
   check_counter_capacity<Counter>(function, samples.size());
 }
 
+/// Weighted histograms: weights as many as samples, one sum per bin, and at most 2^32 - 1
+/// samples when `deterministic` (the fixed-point words of a bin could overflow beyond).
+template <class Sample, class Weight, class Sum>
+void check_weighted_buffers(std::string_view function, std::span<const Sample> samples,
+                            std::span<const Weight> weights, std::span<Sum> sums, std::int64_t num_bins,
+                            bool deterministic) {
+  check_not_null(function, "samples", samples);
+  check_not_null(function, "weights", weights);
+  check_not_null(function, "sums", sums);
+  if (weights.size() != samples.size()) {
+    throw_invalid_argument(function, "weights",
+                           "has " + std::to_string(weights.size()) + " elements but there are " +
+                               std::to_string(samples.size()) + " samples (one weight per sample)");
+  }
+  if (static_cast<std::int64_t>(sums.size()) != num_bins) {
+    throw_invalid_argument(function, "sums",
+                           "has " + std::to_string(sums.size()) + " elements but there are " +
+                               std::to_string(num_bins) + " bins");
+  }
+  if (deterministic && samples.size() >= (std::uint64_t{1} << 32)) {
+    throw_invalid_argument(function, "samples",
+                           "has " + std::to_string(samples.size()) +
+                               " samples; a deterministic weighted histogram takes fewer than 2^32");
+  }
+}
+
+/// The error of a deterministic weighted histogram that met a weight it cannot represent.
+[[noreturn]] inline void throw_weight_out_of_range(std::string_view function) {
+  throw_invalid_argument(function, "weights",
+                         "holds a finite weight of a counted sample with |w| >= 2^31, beyond the range of "
+                         "deterministic sums (the sums of the bins it fell in are NaN; set deterministic = false)");
+}
+
 inline void check_num_bins(std::string_view function, std::int64_t num_bins) {
   if (num_bins <= 0) throw_invalid_argument(function, "num_bins", "must be > 0 (got " + std::to_string(num_bins) + ")");
 }

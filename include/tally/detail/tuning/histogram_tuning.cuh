@@ -50,6 +50,8 @@ inline constexpr int packed_unroll = sizeof(Sample) == 1 ? 1 : 4;
 inline constexpr int max_replicas = 32;
 /// ...within this much shared memory, so several blocks still fit one multiprocessor.
 inline constexpr std::size_t replicated_shared_budget = std::size_t{48} << 10;
+/// Threads per block of the weighted histogram kernels (a first choice, not yet measured).
+inline constexpr int weighted_block_threads = 256;
 /// Threads per block of the merge and helper kernels.
 inline constexpr int merge_block_threads = 256;
 /// Global-memory budget for per-block histogram copies (global_privatized, shared_two_phase).

@@ -1,0 +1,102 @@
+// The weighted histogram dispatch: the only code that chooses a weighted strategy's launch shape
+// and launches its kernels. CUB's temporary-storage contract, as histogram_dispatch.cuh: called
+// with `temp == nullptr` it only sets `temp_bytes`. It returns cudaError_t and never throws.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+
+#include <cuda_runtime.h>
+
+#include "tally/detail/dispatch/device_properties.cuh"
+#include "tally/detail/dispatch/histogram_dispatch.cuh"
+#include "tally/detail/kernels/weighted_histogram_kernels.cuh"
+#include "tally/detail/tuning/histogram_tuning.cuh"
+#include "tally/strategy.hpp"
+
+namespace tally::detail {
+
+/// Shared memory a block's copy of the bins takes: a double per bin, or the fixed-point words.
+inline std::size_t weighted_copy_bytes(std::int64_t num_bins, bool deterministic) {
+  return deterministic ? fixed_point_bins::bytes(num_bins) : static_cast<std::size_t>(num_bins) * sizeof(double);
+}
+
+/// Why strategy `s` cannot sum `num_bins` bins on this device, or nullptr if it can.
+inline const char* weighted_strategy_unfit(strategy s, std::int64_t num_bins, bool deterministic,
+                                           const device_properties& props) {
+  if (s == strategy::shared_atomic && weighted_copy_bytes(num_bins, deterministic) > props.shared_memory_per_block_optin) {
+    return deterministic ? "needs num_bins * 20 bytes of shared memory per block (deterministic), more than this GPU "
+                           "gives a block"
+                         : "needs num_bins * 8 bytes of shared memory per block, more than this GPU gives a block";
+  }
+  return nullptr;
+}
+
+/// automatic: a shared-memory copy per block while the bins fit, else one global atomic per sample.
+inline choice choose_gpu_weighted(strategy requested, std::int64_t num_bins, bool deterministic,
+                                  const device_properties& props) {
+  if (requested != strategy::automatic) return {requested, "asked for"};
+  if (weighted_copy_bytes(num_bins, deterministic) <= props.shared_memory_per_block_optin) {
+    return {strategy::shared_atomic,
+            "the sums fit in shared memory: one shared-memory atomic per sample, one global atomic per bin per block"};
+  }
+  return {strategy::global_atomic, "too many bins for shared memory: one global atomic per sample"};
+}
+
+/**
+ * Runs weighted strategy `s` (global_atomic or shared_atomic) over `samples` and `weights` into
+ * `sums`, and adds the samples it leaves out to `*left_out`, which the caller zeroes. With
+ * `deterministic` the weights are summed as fixed-point words in `temp`, converted into `sums` at
+ * the end, and `*out_of_range` (zeroed by the caller) is set to 1 if a weight was beyond range.
+ */
+template <class Sample, class Weight, class Mapper>
+cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, strategy s, bool deterministic,
+                                        const Sample* samples, const Weight* weights, std::int64_t num_samples,
+                                        double* sums, const Mapper& map, std::uint64_t* left_out,
+                                        std::uint64_t* out_of_range, cudaStream_t stream) {
+  const std::int64_t num_bins = map.num_bins();
+  if (temp == nullptr) {
+    // One byte when nothing is needed: a null `temp` is how callers ask for the size.
+    temp_bytes = deterministic ? fixed_point_bins::bytes(num_bins) : 1;
+    return cudaSuccess;
+  }
+  device_properties props;
+  if (cudaError_t e = current_device_properties(props); e != cudaSuccess) return e;
+  constexpr int threads = tuning::weighted_block_threads;
+  const std::size_t copy_bytes = s == strategy::shared_atomic ? weighted_copy_bytes(num_bins, deterministic) : 0;
+  int blocks = 1;
+
+  if (!deterministic) {
+    if (cudaError_t e = cudaMemsetAsync(sums, 0, sizeof(double) * num_bins, stream); e != cudaSuccess) return e;
+    if (num_samples == 0) return cudaSuccess;
+    auto kernel = s == strategy::shared_atomic ? weighted_shared_atomic_kernel<Sample, Weight, Mapper>
+                                               : weighted_global_atomic_kernel<Sample, Weight, Mapper>;
+    if (s != strategy::shared_atomic && s != strategy::global_atomic) return cudaErrorInvalidValue;
+    if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, 1 << 30, blocks, threads); e != cudaSuccess) {
+      return e;
+    }
+    kernel<<<blocks, threads, copy_bytes, stream>>>(samples, weights, num_samples, sums, map, left_out);
+    return cudaGetLastError();
+  }
+
+  const fixed_point_bins bins = fixed_point_bins::at(static_cast<std::uint64_t*>(temp), num_bins);
+  if (cudaError_t e = cudaMemsetAsync(temp, 0, fixed_point_bins::bytes(num_bins), stream); e != cudaSuccess) return e;
+  if (num_samples > 0) {
+    auto kernel = s == strategy::shared_atomic ? fixed_shared_atomic_kernel<Sample, Weight, Mapper>
+                                               : fixed_global_atomic_kernel<Sample, Weight, Mapper>;
+    if (s != strategy::shared_atomic && s != strategy::global_atomic) return cudaErrorInvalidValue;
+    if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, 1 << 30, blocks, threads); e != cudaSuccess) {
+      return e;
+    }
+    kernel<<<blocks, threads, copy_bytes, stream>>>(samples, weights, num_samples, bins, map, left_out);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  const std::int64_t needed = (num_bins + tuning::merge_block_threads - 1) / tuning::merge_block_threads;
+  const int finish_blocks = static_cast<int>(std::min<std::int64_t>(needed, std::int64_t{props.multiprocessors} * 8));
+  fixed_to_sum_kernel<double><<<finish_blocks, tuning::merge_block_threads, 0, stream>>>(bins, num_bins, sums,
+                                                                                          out_of_range);
+  return cudaGetLastError();
+}
+
+}  // namespace tally::detail

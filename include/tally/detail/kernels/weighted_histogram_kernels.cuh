@@ -1,0 +1,93 @@
+// The weighted histogram kernels: one per strategy (global_atomic, shared_atomic) and per
+// arithmetic (double sums, or the exact fixed-point words of `deterministic`), plus the kernel
+// that turns fixed-point bins into doubles. Every accumulating kernel adds the samples it leaves
+// out to `left_out` (one atomic per warp).
+#pragma once
+
+#include <cstdint>
+
+#include <cuda/atomic>
+
+#include "tally/detail/block/weighted_bins.cuh"
+#include "tally/detail/block/warp_sum.cuh"
+
+namespace tally::detail {
+
+/// One device-scope double atomicAdd per counted sample, into `sums` (zeroed by the caller).
+template <class Sample, class Weight, class Mapper>
+__global__ void weighted_global_atomic_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
+                                              double* sums, Mapper map, std::uint64_t* left_out) {
+  const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [sums](int bin, double w) {
+    atomicAdd(sums + bin, w);
+  });
+  warp_add_to(mine, left_out);
+}
+
+/// A shared-memory copy of the double sums per block, then one global atomic per non-zero bin.
+template <class Sample, class Weight, class Mapper>
+__global__ void weighted_shared_atomic_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
+                                              double* sums, Mapper map, std::uint64_t* left_out) {
+  extern __shared__ double shared_sums[];
+  const std::int64_t num_bins = map.num_bins();
+  for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) shared_sums[bin] = 0.0;
+  __syncthreads();  // the copy is zero before anyone adds to it
+  double* const copy = shared_sums;
+  const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [copy](int bin, double w) {
+    atomicAdd(copy + bin, w);
+  });
+  warp_add_to(mine, left_out);
+  __syncthreads();  // every weight is in before the copy is read
+  flush_double_copy(shared_sums, num_bins, sums);
+}
+
+/// deterministic, global_atomic: the fixed-point words of each counted sample's weight added to
+/// `bins` (zeroed by the caller) with device-scope integer atomics.
+template <class Sample, class Weight, class Mapper>
+__global__ void fixed_global_atomic_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
+                                           fixed_point_bins bins, Mapper map, std::uint64_t* left_out) {
+  const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [bins](int bin, double w) {
+    add_fixed_weight(bins, bin, w);
+  });
+  warp_add_to(mine, left_out);
+}
+
+/// deterministic, shared_atomic: a shared-memory copy of the fixed-point bins per block, then one
+/// global atomic per non-zero word. Integer sums, so the grouping by block changes no bit.
+template <class Sample, class Weight, class Mapper>
+__global__ void fixed_shared_atomic_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
+                                           fixed_point_bins bins, Mapper map, std::uint64_t* left_out) {
+  extern __shared__ std::uint64_t shared_words[];
+  const std::int64_t num_bins = map.num_bins();
+  const fixed_point_bins copy = fixed_point_bins::at(shared_words, num_bins);
+  for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) {
+    copy.low[bin] = 0;
+    copy.high[bin] = 0;
+    copy.flags[bin] = 0;
+  }
+  __syncthreads();
+  const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [copy](int bin, double w) {
+    add_fixed_weight(copy, bin, w);
+  });
+  warp_add_to(mine, left_out);
+  __syncthreads();
+  flush_fixed_copy(copy, num_bins, bins);
+}
+
+/// sums[bin] = the value the fixed-point bin stands for; sets *out_of_range to 1 when a bin saw
+/// a weight beyond the fixed-point range (that bin's sum is NaN). Sum is double (a template, so
+/// that every translation unit may hold its own copy).
+template <class Sum>
+__global__ void fixed_to_sum_kernel(fixed_point_bins bins, std::int64_t num_bins, Sum* sums,
+                                    std::uint64_t* out_of_range) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t bin = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; bin < num_bins;
+       bin += stride) {
+    const std::uint32_t flags = bins.flags[bin];
+    sums[bin] = static_cast<Sum>(fixed_point_weight::to_double(bins.low[bin], bins.high[bin], flags));
+    if ((flags & fixed_point_weight::saw_out_of_range) != 0) {
+      cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>(*out_of_range).store(1, cuda::memory_order_relaxed);
+    }
+  }
+}
+
+}  // namespace tally::detail

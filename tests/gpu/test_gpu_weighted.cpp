@@ -1,0 +1,214 @@
+// Weighted GPU histograms: every weighted strategy (and automatic) x float and double weights x
+// several sample types, against the long-double loop (tests/common/weighted_reference.hpp) within
+// the stated bounds; seeded random data, all samples in one bin, out-of-range and NaN samples,
+// NaN and infinite weights, empty input, sizes that are not a multiple of a vector, misaligned
+// spans; and `deterministic`: the same bits over 5 runs, for both strategies, and the CPU's bits.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <span>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "common/weighted_reference.hpp"
+#include "gpu/gpu_test_support.hpp"
+
+namespace tally::test {
+namespace {
+
+constexpr std::uint64_t seed = 20261207;
+const std::vector<std::size_t> sizes =
+    quick_mode() ? std::vector<std::size_t>{0, 1, 33, 1000} : std::vector<std::size_t>{0, 1, 31, 33, 1000, (1u << 20) + 3};
+const std::vector<strategy> weighted_strategies{strategy::automatic, strategy::global_atomic, strategy::shared_atomic};
+
+bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
+}
+
+template <class Weight>
+std::vector<Weight> make_weights(std::size_t n, std::uint64_t s) {
+  std::mt19937_64 rng(s);
+  std::uniform_real_distribution<double> unit(-1.0, 1.0);
+  std::vector<Weight> out(n);
+  for (auto& w : out) w = static_cast<Weight>(unit(rng) * std::ldexp(100.0, -static_cast<int>(rng() % 20)));
+  return out;
+}
+
+/// Runs the GPU call on device copies of the host data, starting `offset` elements into them
+/// (offset 1 misaligns both spans), with the sums poisoned first.
+template <class Sample, class Weight>
+histogram_result run_gpu(const std::vector<Sample>& samples, const std::vector<Weight>& weights, std::size_t offset,
+                         const even_bins& bins, const histogram_options& options, std::vector<double>& sums) {
+  std::vector<Sample> padded_samples(offset, Sample{});
+  padded_samples.insert(padded_samples.end(), samples.begin(), samples.end());
+  std::vector<Weight> padded_weights(offset, Weight{});
+  padded_weights.insert(padded_weights.end(), weights.begin(), weights.end());
+  auto device_samples = to_device(padded_samples);
+  auto device_weights = to_device(padded_weights);
+  gpu::device_buffer<double> device_sums(static_cast<std::size_t>(bins.num_bins));
+  device_sums.fill_bytes(poison_byte);
+  const histogram_result got =
+      gpu::histogram_even(device_samples.const_span().subspan(offset), device_weights.const_span().subspan(offset),
+                          device_sums.span(), bins, options);
+  sums = download(device_sums);
+  return got;
+}
+
+template <class Sample, class Weight>
+void check_all(pattern p, std::size_t n, std::int64_t num_bins, std::size_t offset) {
+  const even_bins bins{num_bins, 0.0, static_cast<double>(num_bins) * 2.0};
+  SCOPED_TRACE(type_name<Sample>() + " samples, " + type_name<Weight>() + " weights, " + to_string(p) +
+               ", n=" + std::to_string(n) + ", bins=" + std::to_string(num_bins) + ", offset=" + std::to_string(offset));
+  const auto samples = make_samples<Sample>(p, n, bins.lower, bins.upper, seed + n);
+  const auto weights = make_weights<Weight>(n, seed + 1 + n);
+  const tally_test::weighted_reference ref =
+      tally_test::weigh_in_long_double(samples, weights, bins, upper_edge::exclusive);
+  std::vector<double> cpu_deterministic(static_cast<std::size_t>(num_bins));
+  cpu::histogram_even(std::span<const Sample>(samples), std::span<const Weight>(weights),
+                      std::span<double>(cpu_deterministic), bins, {strategy::sequential, upper_edge::exclusive, true});
+  for (const strategy s : weighted_strategies) {
+    for (const bool deterministic : {false, true}) {
+      SCOPED_TRACE(std::string(tally::to_string(s)) + (deterministic ? ", deterministic" : ""));
+      std::vector<double> sums;
+      histogram_result got;
+      try {
+        got = run_gpu(samples, weights, offset, bins, {s, upper_edge::exclusive, deterministic}, sums);
+      } catch (const error& e) {
+        // shared_atomic may refuse bins that do not fit a block's shared memory.
+        ASSERT_EQ(e.code(), errc::not_supported) << e.what();
+        ASSERT_EQ(s, strategy::shared_atomic) << e.what();
+        continue;
+      }
+      if (s != strategy::automatic) EXPECT_EQ(got.chose.used, s);
+      EXPECT_FALSE(got.chose.reason.empty());
+      EXPECT_EQ(got.left_out, ref.left_out);
+      if (!deterministic) {
+        EXPECT_EQ(tally_test::sums_within(sums, ref, tally_test::floating_bound), "");
+        continue;
+      }
+      EXPECT_EQ(tally_test::sums_within(sums, ref, tally_test::deterministic_bound), "");
+      EXPECT_TRUE(same_bits(sums, cpu_deterministic)) << "deterministic GPU sums differ from the CPU's";
+      for (int run = 1; run < 5; ++run) {
+        std::vector<double> again;
+        run_gpu(samples, weights, offset, bins, {s, upper_edge::exclusive, true}, again);
+        EXPECT_TRUE(same_bits(again, sums)) << "run " << run << " gave other bits";
+      }
+    }
+  }
+}
+
+template <class Sample, class Weight>
+void check_patterns() {
+  for (const pattern p : {pattern::uniform, pattern::single, pattern::with_outliers}) {
+    for (const std::size_t n : sizes) {
+      for (const std::int64_t num_bins : {std::int64_t{1}, std::int64_t{7}, std::int64_t{4096}, std::int64_t{1} << 17}) {
+        for (const std::size_t offset : {std::size_t{0}, std::size_t{1}}) {
+          if (num_bins > 4096 && (n > 1000 || offset != 0 || p != pattern::uniform)) continue;  // keeps the suite short
+          check_all<Sample, Weight>(p, n, num_bins, offset);
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuWeightedHistogram, FloatSamples) {
+  check_patterns<float, float>();
+  check_patterns<float, double>();
+}
+TEST(GpuWeightedHistogram, DoubleSamples) {
+  check_patterns<double, float>();
+  check_patterns<double, double>();
+}
+TEST(GpuWeightedHistogram, Int32Samples) {
+  check_patterns<std::int32_t, float>();
+  check_patterns<std::int32_t, double>();
+}
+TEST(GpuWeightedHistogram, Uint8AndInt64Samples) {
+  check_patterns<std::uint8_t, double>();
+  check_patterns<std::int64_t, float>();
+}
+
+TEST(GpuWeightedHistogram, NanAndInfiniteWeightsPropagateAsOnTheCpu) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  // Bin 0: NaN. Bin 1: +inf. Bin 2: +inf and -inf. Bin 3: -inf. Bin 4: finite. Left-out samples
+  // (NaN, -1, 9) carry NaN weights, which must not reach any bin.
+  const std::vector<float> samples{0.5f, 1.5f, 1.5f, 2.5f, 2.5f, 3.5f, 4.5f, 0.5f, nan, -1.0f, 9.0f};
+  const std::vector<float> weights{nan, inf, 1.0f, inf, -inf, -inf, 4.0f, 1.0f, nan, nan, nan};
+  for (const strategy s : weighted_strategies) {
+    for (const bool deterministic : {false, true}) {
+      SCOPED_TRACE(std::string(tally::to_string(s)) + (deterministic ? ", deterministic" : ""));
+      std::vector<double> sums;
+      const histogram_result got =
+          run_gpu(samples, weights, 0, even_bins{5, 0.0, 5.0}, {s, upper_edge::exclusive, deterministic}, sums);
+      EXPECT_EQ(got.left_out, 3u);
+      EXPECT_TRUE(std::isnan(sums[0]));
+      EXPECT_EQ(sums[1], std::numeric_limits<double>::infinity());
+      EXPECT_TRUE(std::isnan(sums[2]));
+      EXPECT_EQ(sums[3], -std::numeric_limits<double>::infinity());
+      EXPECT_EQ(sums[4], 4.0);
+    }
+  }
+}
+
+TEST(GpuWeightedHistogram, DeterministicRefusesWeightsBeyond2Pow31) {
+  const std::vector<double> samples{0.5, 1.5, 7.0};
+  const std::vector<double> weights{1.0, 2147483648.0, 1e300};  // the last sample is left out: ignored
+  for (const strategy s : {strategy::global_atomic, strategy::shared_atomic}) {
+    std::vector<double> sums;
+    try {
+      run_gpu(samples, weights, 0, even_bins{2, 0.0, 2.0}, {s, upper_edge::exclusive, true}, sums);
+      ADD_FAILURE() << "no error for a weight of 2^31";
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::invalid_argument);
+      EXPECT_EQ(e.argument(), "weights");
+    }
+    // The async form only flags it, in ws.scalar()[1], with NaN in the bin.
+    auto device_samples = to_device(samples);
+    auto device_weights = to_device(weights);
+    gpu::device_buffer<double> device_sums(2);
+    gpu::workspace ws;
+    gpu::histogram_even_async(device_samples.const_span(), device_weights.const_span(), device_sums.span(),
+                              even_bins{2, 0.0, 2.0}, ws, {s, upper_edge::exclusive, true});
+    EXPECT_EQ(ws.read_scalar(nullptr), 1u);  // left out
+    std::uint64_t flag = 0;
+    gpu::detail::copy_to_host(&flag, ws.scalar() + 1, sizeof(flag));
+    EXPECT_EQ(flag, 1u);
+    const auto got = download(device_sums);
+    EXPECT_EQ(got[0], 1.0);
+    EXPECT_TRUE(std::isnan(got[1]));
+  }
+}
+
+TEST(GpuWeightedHistogram, UnsupportedStrategiesAndBadArgumentsAreRefused) {
+  auto samples = to_device(std::vector<float>(10, 0.5f));
+  auto weights = to_device(std::vector<float>(10, 1.0f));
+  gpu::device_buffer<double> sums(4);
+  sums.fill_bytes(poison_byte);
+  for (const strategy s : {strategy::racy, strategy::cub, strategy::packed16, strategy::sequential}) {
+    try {
+      gpu::histogram_even(samples.const_span(), weights.const_span(), sums.span(), even_bins{4, 0.0, 1.0}, {s});
+      ADD_FAILURE() << "strategy " << tally::to_string(s) << " was accepted";
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::not_supported);
+      EXPECT_EQ(e.argument(), "strategy");
+    }
+  }
+  try {
+    gpu::histogram_even(samples.const_span(), weights.const_span().first(9), sums.span(), even_bins{4, 0.0, 1.0});
+    ADD_FAILURE() << "9 weights for 10 samples were accepted";
+  } catch (const error& e) {
+    EXPECT_EQ(e.argument(), "weights");
+  }
+  for (const double s : download(sums)) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &s, sizeof(bits));
+    EXPECT_EQ(bits, 0xababababababababull);
+  }
+}
+
+}  // namespace
+}  // namespace tally::test
