@@ -36,7 +36,7 @@ __device__ __forceinline__ void atomic_add_word(std::uint64_t* word, std::uint64
 /// Adds one weight to bin `bin` of `bins` with atomics (shared or global: the same instructions
 /// apply to both; on shared memory they are block-local by nature). Zero words are skipped: a
 /// weight with a zero low or high part adds nothing there.
-__device__ __forceinline__ void add_fixed_weight(const fixed_point_bins& bins, int bin, double weight) {
+__device__ __forceinline__ void add_fixed_weight(const fixed_point_bins& bins, std::int64_t bin, double weight) {
   const fixed_point_weight::fixed_weight f = fixed_point_weight::to_fixed(weight);
   if (f.flags != 0) {
     atomicOr(bins.flags + bin, f.flags);
@@ -59,7 +59,7 @@ __device__ __forceinline__ std::uint64_t for_each_weighted(const Sample* samples
     if (bin < 0) {
       ++left_out;
     } else {
-      add(static_cast<int>(bin), static_cast<double>(weights[i]));
+      add(bin, static_cast<double>(weights[i]));
     }
   }
   return left_out;

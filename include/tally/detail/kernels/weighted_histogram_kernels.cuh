@@ -17,7 +17,7 @@ namespace tally::detail {
 template <class Sample, class Weight, class Mapper>
 __global__ void weighted_global_atomic_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
                                               double* sums, Mapper map, std::uint64_t* left_out) {
-  const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [sums](int bin, double w) {
+  const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [sums](std::int64_t bin, double w) {
     atomicAdd(sums + bin, w);
   });
   warp_add_to(mine, left_out);
@@ -32,7 +32,7 @@ __global__ void weighted_shared_atomic_kernel(const Sample* samples, const Weigh
   for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) shared_sums[bin] = 0.0;
   __syncthreads();  // the copy is zero before anyone adds to it
   double* const copy = shared_sums;
-  const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [copy](int bin, double w) {
+  const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [copy](std::int64_t bin, double w) {
     atomicAdd(copy + bin, w);
   });
   warp_add_to(mine, left_out);
@@ -45,7 +45,7 @@ __global__ void weighted_shared_atomic_kernel(const Sample* samples, const Weigh
 template <class Sample, class Weight, class Mapper>
 __global__ void fixed_global_atomic_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
                                            fixed_point_bins bins, Mapper map, std::uint64_t* left_out) {
-  const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [bins](int bin, double w) {
+  const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [bins](std::int64_t bin, double w) {
     add_fixed_weight(bins, bin, w);
   });
   warp_add_to(mine, left_out);
@@ -65,7 +65,7 @@ __global__ void fixed_shared_atomic_kernel(const Sample* samples, const Weight* 
     copy.flags[bin] = 0;
   }
   __syncthreads();
-  const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [copy](int bin, double w) {
+  const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [copy](std::int64_t bin, double w) {
     add_fixed_weight(copy, bin, w);
   });
   warp_add_to(mine, left_out);
