@@ -22,8 +22,6 @@
 namespace tally::cpu {
 namespace detail {
 
-/// Below this many samples, starting threads costs more than it saves.
-inline constexpr std::uint64_t parallel_threshold = 1 << 16;
 /// Per-thread copies are used while they take at most this many bytes.
 inline constexpr std::uint64_t private_copies_budget = std::uint64_t{256} << 20;
 
@@ -31,15 +29,21 @@ inline constexpr std::uint64_t private_copies_budget = std::uint64_t{256} << 20;
 /// larger copies overflow thread stacks, so `reduction` refuses them.
 inline constexpr std::uint64_t reduction_clause_budget = std::uint64_t{512} << 10;
 
+/// Whether a private copy per thread (`bin_bytes` a bin) fits its budget and costs less than the
+/// input it saves contention on.
+inline bool private_copies_pay(std::uint64_t num_samples, std::int64_t num_bins, std::size_t bin_bytes) {
+  const auto threads = static_cast<std::uint64_t>(max_threads());
+  const std::uint64_t copies_bytes = threads * static_cast<std::uint64_t>(num_bins) * bin_bytes;
+  return copies_bytes <= private_copies_budget && static_cast<std::uint64_t>(num_bins) * 4 <= num_samples;
+}
+
 inline choice choose_histogram(strategy requested, std::uint64_t num_samples, std::int64_t num_bins,
                                std::size_t counter_bytes) {
   if (requested != strategy::automatic) return {requested, "asked for"};
-  const auto threads = static_cast<std::uint64_t>(max_threads());
-  if (threads == 1 || num_samples < parallel_threshold) {
+  if (!threads_pay(num_samples)) {
     return {strategy::sequential, "one thread or a small input: threads would cost more than they save"};
   }
-  const std::uint64_t copies_bytes = threads * static_cast<std::uint64_t>(num_bins) * counter_bytes;
-  if (copies_bytes <= private_copies_budget && static_cast<std::uint64_t>(num_bins) * 4 <= num_samples) {
+  if (private_copies_pay(num_samples, num_bins, counter_bytes)) {
     return {strategy::privatized, "a private copy per thread fits in memory and costs less than the input"};
   }
   return {strategy::atomic, "too many bins for private copies; atomics on many bins rarely collide"};
@@ -198,12 +202,10 @@ struct add_in_fixed_point {
 inline choice choose_weighted(strategy requested, std::uint64_t num_samples, std::int64_t num_bins,
                               std::size_t bin_bytes) {
   if (requested != strategy::automatic) return {requested, "asked for"};
-  const auto threads = static_cast<std::uint64_t>(max_threads());
-  if (threads == 1 || num_samples < parallel_threshold) {
+  if (!threads_pay(num_samples)) {
     return {strategy::sequential, "one thread or a small input: threads would cost more than they save"};
   }
-  const std::uint64_t copies_bytes = threads * static_cast<std::uint64_t>(num_bins) * bin_bytes;
-  if (copies_bytes <= private_copies_budget && static_cast<std::uint64_t>(num_bins) * 4 <= num_samples) {
+  if (private_copies_pay(num_samples, num_bins, bin_bytes)) {
     return {strategy::privatized, "a private copy of the sums per thread fits in memory and costs less than the input"};
   }
   return {strategy::sequential, "too many bins for private copies of the sums"};

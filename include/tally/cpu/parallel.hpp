@@ -1,6 +1,8 @@
 // Thread queries for the CPU backend that compile with or without OpenMP (without it, the
-// backend runs every strategy on one thread and stays correct).
+// backend runs every strategy on one thread and stays correct), and when threads pay at all.
 #pragma once
+
+#include <cstdint>
 
 #if defined(_OPENMP)
 #include <omp.h>
@@ -22,6 +24,14 @@ inline int thread_num() {
 #else
   return 0;
 #endif
+}
+
+/// Below this many samples, starting threads costs more than it saves.
+inline constexpr std::uint64_t parallel_threshold = 1 << 16;
+
+/// Whether threads pay for themselves: more than one, and an input large enough.
+inline bool threads_pay(std::uint64_t num_samples) {
+  return max_threads() > 1 && num_samples >= parallel_threshold;
 }
 
 }  // namespace tally::cpu::detail

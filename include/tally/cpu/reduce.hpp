@@ -24,7 +24,7 @@ namespace detail {
 
 inline choice choose_reduction(strategy requested, std::uint64_t num_samples) {
   if (requested != strategy::automatic) return {requested, "asked for"};
-  if (max_threads() == 1 || num_samples < (1 << 16)) {
+  if (!threads_pay(num_samples)) {
     return {strategy::sequential, "one thread or a small input: threads would cost more than they save"};
   }
   return {strategy::reduction, "one private partial per thread, combined once: no contention"};
