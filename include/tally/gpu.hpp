@@ -108,6 +108,9 @@ class device_buffer {
 /**
  * @brief Temporary device storage and scalar results of `_async` calls. Grows as needed with
  * stream-ordered allocation (cudaMallocAsync), so reusing one workspace costs no allocation.
+ * Calls that share a workspace must follow each other (one stream, or waits between streams):
+ * some of its words carry state from one call to the next (find_first_if leaves them ready for
+ * the next search, so a search is one launch).
  */
 class workspace {
  public:

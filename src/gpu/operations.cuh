@@ -20,6 +20,7 @@
 #include "tally/detail/dispatch/reduce_dispatch.cuh"
 #include "tally/detail/dispatch/weighted_histogram_dispatch.cuh"
 #include "tally/detail/validate.hpp"
+#include "tally/detail/workspace_slots.hpp"
 #include "tally/gpu.hpp"
 
 namespace tally::gpu::detail {
@@ -250,13 +251,15 @@ choice histogram_even_weighted_async(std::span<const Sample> samples, std::span<
     throw_unsupported(function, chose.used, std::string(why) + " (" + std::to_string(bins.num_bins) + " bins)");
   }
   const even_bin_mapper<Sample> map(bins, options.last_edge);
+  namespace slot = tally::detail::scalar_slot;
+  static_assert(slot::result == 0 && slot::out_of_range == 1, "one memset zeroes the result and the flag");
   std::uint64_t* scalars = ws.scalar();
   check_cuda(cudaMemsetAsync(scalars, 0, 2 * sizeof(std::uint64_t), stream), "cudaMemsetAsync");
   const auto n = static_cast<std::int64_t>(samples.size());
   run_with_storage(function, ws, stream, [&](void* temp, std::size_t& bytes) {
     return tally::detail::dispatch_weighted_histogram(temp, bytes, chose.used, options.deterministic, samples.data(),
-                                                      weights.data(), n, sums.data(), map, scalars, scalars + 1,
-                                                      stream);
+                                                      weights.data(), n, sums.data(), map, scalars + slot::result,
+                                                      scalars + slot::out_of_range, stream);
   });
   return chose;
 }
@@ -269,7 +272,8 @@ histogram_result histogram_even_weighted(std::span<const Sample> samples, std::s
   const choice chose = histogram_even_weighted_async(samples, weights, sums, bins, ws, options, stream);
   const std::uint64_t left_out = ws.read_scalar(stream);  // waits for the stream
   std::uint64_t out_of_range = 0;
-  check_cuda(cudaMemcpy(&out_of_range, ws.scalar() + 1, sizeof(out_of_range), cudaMemcpyDeviceToHost),
+  check_cuda(cudaMemcpy(&out_of_range, ws.scalar() + tally::detail::scalar_slot::out_of_range, sizeof(out_of_range),
+                        cudaMemcpyDeviceToHost),
              "reading the out-of-range flag");
   if (out_of_range != 0) tally::detail::throw_weight_out_of_range(function_name_weighted);
   return {chose, left_out};
@@ -280,8 +284,12 @@ void find_first(std::string_view function, strategy s, std::span<const T> sample
                 workspace& ws, const reduce_options& options, stream_t stream) {
   const tally::detail::reduce_launch launch{options.max_blocks, options.block_threads};
   run_with_storage(function, ws, stream, [&](void* temp, std::size_t& bytes) {
+    std::uint64_t* scalars = ws.scalar();
+    const tally::detail::find_words words{scalars + tally::detail::scalar_slot::result,
+                                          scalars + tally::detail::scalar_slot::search_minimum,
+                                          scalars + tally::detail::scalar_slot::blocks_finished};
     return tally::detail::dispatch_find_first(temp, bytes, s, samples.data(), static_cast<std::int64_t>(samples.size()),
-                                              predicate, ws.scalar(), launch, stream);
+                                              predicate, words, launch, stream);
   });
 }
 

@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda_check.hpp"
+#include "tally/detail/workspace_slots.hpp"
 #include "tally/gpu.hpp"
 #include "tally/gpu/timing.hpp"
 
@@ -120,7 +121,22 @@ void* workspace::reserve(std::size_t bytes, stream_t stream) {
 }
 
 std::uint64_t* workspace::scalar() {
-  if (scalars_ == nullptr) scalars_ = detail::device_allocate(64);
+  if (scalars_ == nullptr) {
+    // Words that keep a value between calls start with it (workspace_slots.hpp). The copy is waited
+    // for, once per workspace, so no stream can run a kernel on the block before it lands.
+    namespace slot = tally::detail::scalar_slot;
+    std::uint64_t initial[slot::count];
+    for (int i = 0; i < slot::count; ++i) initial[i] = slot::initial_value(i);
+    void* block = detail::device_allocate(sizeof(initial));
+    try {
+      detail::copy_to_device(block, initial, sizeof(initial));
+      detail::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    } catch (...) {
+      detail::device_free(block);
+      throw;
+    }
+    scalars_ = block;
+  }
   return static_cast<std::uint64_t*>(scalars_);
 }
 

@@ -446,5 +446,55 @@ TEST(GpuCounting, FindFirstIfFindsTheFirstOfManyMatchesUnderAnyLaunchShape) {
   }
 }
 
+// The search keeps two words of the workspace between calls (its running minimum and its count of
+// finished blocks) and puts them back itself; a call that left either wrong would make the next
+// call on that workspace answer wrong. So: one workspace, calls queued without waiting, every
+// kind of answer (a match, none, an empty span), launch shapes from 1 block to the full grid, and
+// other operations in between that use the same scalar block.
+TEST(GpuCounting, FindFirstIfCallsOnOneWorkspaceDoNotDisturbEachOther) {
+  const std::size_t n = quick_mode() ? 200003 : (1u << 22) + 3;
+  std::vector<std::int32_t> host(n, 0);
+  const std::vector<std::size_t> matches{0, 17, 4096, n / 100, n / 3, n - 1};
+  for (const std::size_t at : matches) host[at] = 9;
+  auto samples = to_device(host);
+  const compare_to<std::int32_t> is_nine{comparison::equal, 9};
+  gpu::workspace ws;
+  const auto expect_first = [&](std::size_t begin, std::size_t size, const reduce_options& options,
+                                const std::string& what) {
+    const auto span = samples.const_span().subspan(begin, size);
+    (void)gpu::find_first_if_async(span, is_nine, ws, options);
+    const auto first = std::find(host.begin() + static_cast<std::ptrdiff_t>(begin),
+                                 host.begin() + static_cast<std::ptrdiff_t>(begin + size), 9);
+    const auto want = static_cast<std::uint64_t>(first - host.begin()) - begin;
+    EXPECT_EQ(ws.read_scalar(nullptr), want) << what << ", span [" << begin << ", " << begin + size << ")";
+  };
+  for (const auto& [blocks, threads] : {std::pair{0, 0}, std::pair{1, 32}, std::pair{3, 96}, std::pair{0, 1024}}) {
+    reduce_options options{strategy::global_atomic};
+    options.max_blocks = blocks;
+    options.block_threads = threads;
+    const std::string shape = "blocks " + std::to_string(blocks) + " threads " + std::to_string(threads);
+    for (const std::size_t at : matches) {
+      expect_first(at, n - at, options, shape);          // a match at the start
+      expect_first(at + 1, n - at - 1, options, shape);  // the next match, or none after the last
+    }
+    expect_first(1, 16, options, shape);  // no match in a short span
+    expect_first(5, 0, options, shape);   // empty
+    // Another operation on the same workspace between two searches.
+    (void)gpu::count_if_async(samples.const_span(), is_nine, ws, {});
+    EXPECT_EQ(ws.read_scalar(nullptr), matches.size()) << shape;
+    expect_first(0, n, options, shape);
+  }
+  // Searches queued back to back with no wait between them: each must find its own answer, so the
+  // last one read must be right and so must a search after it.
+  for (int round = 0; round < 20; ++round) {
+    const std::size_t begin = matches[static_cast<std::size_t>(round) % matches.size()] + (round % 2);
+    (void)gpu::find_first_if_async(samples.const_span().subspan(begin), is_nine, ws, {strategy::global_atomic});
+  }
+  const std::size_t last_begin = matches[19 % matches.size()] + 1;
+  const auto last_first = std::find(host.begin() + static_cast<std::ptrdiff_t>(last_begin), host.end(), 9);
+  EXPECT_EQ(ws.read_scalar(nullptr), static_cast<std::uint64_t>(last_first - host.begin()) - last_begin);
+  expect_first(n / 100 + 1, n / 3 - n / 100, {strategy::global_atomic}, "after the queued searches");
+}
+
 }  // namespace
 }  // namespace tally::test

@@ -252,16 +252,16 @@ struct min_index {
 };
 
 /**
- * find_first_if into `*first` (num_samples when nothing matches): strategy global_atomic (the
- * early-exit search) or cub (a full pass: DeviceReduce over the indexed samples).
+ * find_first_if into `words.first` (num_samples when nothing matches): strategy global_atomic (the
+ * early-exit search, one launch) or cub (a full pass: DeviceReduce over the indexed samples).
  */
 template <class T, class Predicate>
 cudaError_t dispatch_find_first(void* temp, std::size_t& temp_bytes, strategy s, const T* samples,
-                                std::int64_t num_samples, Predicate predicate, std::uint64_t* first,
+                                std::int64_t num_samples, Predicate predicate, const find_words& words,
                                 const reduce_launch& launch, cudaStream_t stream) {
   if (s == strategy::cub) {
     const cub::ArgIndexInputIterator<const T*, std::int64_t> indexed(samples);
-    return cub::DeviceReduce::TransformReduce(temp, temp_bytes, indexed, reinterpret_cast<std::int64_t*>(first),
+    return cub::DeviceReduce::TransformReduce(temp, temp_bytes, indexed, reinterpret_cast<std::int64_t*>(words.first),
                                               num_samples, min_index{},
                                               index_if_match<T, Predicate>{predicate, num_samples}, num_samples,
                                               stream);
@@ -271,7 +271,6 @@ cudaError_t dispatch_find_first(void* temp, std::size_t& temp_bytes, strategy s,
     temp_bytes = 1;
     return cudaSuccess;
   }
-  // The launch shape first, so the two launches below follow each other with no host work between.
   constexpr int items = tuning::find_items_per_thread;
   const int threads = block_threads_or(launch, tuning::find_block_threads);
   auto kernel = find_first_kernel<items, T, Predicate>;
@@ -286,9 +285,8 @@ cudaError_t dispatch_find_first(void* temp, std::size_t& temp_bytes, strategy s,
       e != cudaSuccess) {
     return e;
   }
-  set_value_kernel<<<1, 1, 0, stream>>>(first, static_cast<std::uint64_t>(num_samples));
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || num_samples == 0) return e;
-  kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, predicate, first);
+  // With no samples the one block still runs: as the last block it writes the answer, 0.
+  kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, predicate, words);
   return cudaGetLastError();
 }
 

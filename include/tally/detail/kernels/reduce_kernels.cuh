@@ -168,34 +168,59 @@ deterministic_finish_kernel(const std::int64_t* slots, const std::uint32_t* flag
   if (threadIdx.x == 0) *result = fixed_point::round_slots<T>(totals, all_flags);
 }
 
-/// find_first_if, early exit: blocks take tiles of blockDim.x x Items samples in order and stop
-/// at the first tile that starts after a match already found; a match lowers `*first` with an
-/// atomic min (`*first` starts at num_samples). Each thread loads its Items samples of a tile
-/// before it tests any (coalesced, Items loads in flight), then reports its first match.
+/// The words find_first_if works with: where its answer goes, and two words of the workspace that
+/// keep their values between calls (workspace_slots.hpp): the running minimum of matching indices
+/// (all ones between calls) and the count of blocks that finished (zero between calls).
+struct find_words {
+  std::uint64_t* first;
+  std::uint64_t* running_minimum;
+  std::uint64_t* blocks_finished;
+};
+
+/// find_first_if in one launch, with early exit: blocks take tiles of blockDim.x x Items samples in
+/// order and stop at the first tile that starts after a match already found; a match lowers the
+/// running minimum with an atomic min. The last block to finish writes the answer (num_samples
+/// when nothing matched) and puts both words back, so no launch resets them before the next call.
+/// Each thread loads its Items samples of a tile before it tests any (coalesced, Items loads in
+/// flight), then reports its first match.
 template <int Items, class T, class Predicate>
 __global__ void __launch_bounds__(tuning::reduce_max_block_threads)
-find_first_kernel(const T* samples, std::int64_t num_samples, Predicate predicate, std::uint64_t* first) {
-  cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> found(*first);
+find_first_kernel(const T* samples, std::int64_t num_samples, Predicate predicate, find_words words) {
+  cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> found(*words.running_minimum);
   const std::int64_t tile = static_cast<std::int64_t>(blockDim.x) * Items;
   for (std::int64_t begin = blockIdx.x * tile; begin < num_samples; begin += gridDim.x * tile) {
-    // A thread that sees an earlier match stops; the others stop at their next tile. No barrier
-    // follows, so the threads of a block need not agree.
-    if (found.load(cuda::memory_order_relaxed) < static_cast<std::uint64_t>(begin)) return;
+    // A thread that sees an earlier match stops; the others stop at their next tile. The threads
+    // of a block need not agree until the barrier below.
+    if (found.load(cuda::memory_order_relaxed) < static_cast<std::uint64_t>(begin)) break;
     T value[Items];
 #pragma unroll
     for (int k = 0; k < Items; ++k) {
       const std::int64_t i = begin + k * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
       value[k] = i < num_samples ? samples[i] : T{};
     }
+    bool matched = false;
 #pragma unroll
     for (int k = 0; k < Items; ++k) {
       const std::int64_t i = begin + k * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
-      if (i < num_samples && predicate(value[k])) {
+      if (!matched && i < num_samples && predicate(value[k])) {
         found.fetch_min(static_cast<std::uint64_t>(i), cuda::memory_order_relaxed);
-        break;  // this thread's later samples have larger indices
+        matched = true;  // this thread's later samples have larger indices
       }
     }
+    if (matched) {
+      __threadfence();  // the minimum is visible device-wide before this block reports it finished
+      break;
+    }
   }
+  // The last block: every block's matches are ordered before its increment (fence, barrier, then
+  // the acq_rel increment), and the block that takes the last ticket acquires them all.
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> finished(*words.blocks_finished);
+  if (finished.fetch_add(1, cuda::memory_order_acq_rel) != gridDim.x - 1) return;
+  const std::uint64_t minimum = found.exchange(~std::uint64_t{0}, cuda::memory_order_relaxed);
+  finished.store(0, cuda::memory_order_relaxed);
+  *words.first = minimum < static_cast<std::uint64_t>(num_samples) ? minimum : static_cast<std::uint64_t>(num_samples);
 }
 
 }  // namespace tally::detail

@@ -1,0 +1,25 @@
+// The layout of a workspace's block of scalar words (tally::gpu::workspace::scalar()): word 0 is
+// the public result of the last call; the others belong to the library. Some of them keep a value
+// between calls (the workspace sets it when it allocates the block, and every call that uses the
+// word puts it back before it finishes), so a call needs no launch of its own to reset them.
+#pragma once
+
+#include <cstdint>
+
+namespace tally::detail::scalar_slot {
+
+/// The words in the block (64 bytes).
+inline constexpr int count = 8;
+/// The result of the last call: a left-out count, a count, a reduction's bits, an index.
+inline constexpr int result = 0;
+/// Weighted histograms with `deterministic`: 1 when a weight was too large for the fixed point.
+inline constexpr int out_of_range = 1;
+/// find_first_if's running minimum of matching indices: all ones between calls.
+inline constexpr int search_minimum = 6;
+/// find_first_if's count of finished blocks: zero between calls.
+inline constexpr int blocks_finished = 7;
+
+/// The value every word holds when the block is allocated.
+constexpr std::uint64_t initial_value(int slot) { return slot == search_minimum ? ~std::uint64_t{0} : 0; }
+
+}  // namespace tally::detail::scalar_slot
