@@ -3,6 +3,7 @@
 // on one shared-memory bank, outliers with NaN and infinities), edge sizes, misaligned inputs;
 // and every bad input refused before anything is written.
 #include <algorithm>
+#include <bit>
 #include <cstdint>
 #include <limits>
 #include <numeric>
@@ -327,6 +328,31 @@ TEST(GpuHistogramStrategies, Packed16CountsExactlyWhenDataChangesMidInput) {
   for (const auto* host : {&uniform_then_one, &hot_in_uniform_tail, &hot_then_uniform}) {
     expect_even_matches<std::int32_t, std::uint32_t>(*host, bins, strategy::packed16, upper_edge::exclusive);
     expect_even_matches<std::int32_t, std::uint64_t>(*host, bins, strategy::packed16, upper_edge::exclusive);
+  }
+}
+
+/// packed16 where many counters spill: geometric data over 65536 bins (half the samples in one bin),
+/// and bytes over 256 bins where, with 2^28 samples, every value passes 2^12 in every block (quick
+/// mode: 2^22, where fewer do), in random order and in runs.
+TEST(GpuHistogramStrategies, Packed16CountsExactlyWhenEveryBinSpills) {
+  const std::size_t n = std::size_t{1} << (quick_mode() ? 22 : 24);
+  std::mt19937_64 rng(seed + 5);
+  std::vector<std::int32_t> geometric(n);
+  for (auto& x : geometric) x = std::min<std::int32_t>(std::countr_zero(rng() | (std::uint64_t{1} << 40)), 65535);
+  const even_bins int_bins{65536, 0.0, 65536.0};
+  expect_even_matches<std::int32_t, std::uint32_t>(geometric, int_bins, strategy::packed16, upper_edge::exclusive);
+  expect_even_matches<std::int32_t, std::uint64_t>(geometric, int_bins, strategy::packed16, upper_edge::exclusive);
+
+  const std::size_t bytes = std::size_t{1} << (quick_mode() ? 22 : 28);
+  std::vector<std::uint8_t> uniform_bytes(bytes);
+  std::vector<std::uint8_t> runs_of_bytes(bytes);
+  for (std::size_t i = 0; i < bytes; ++i) {
+    uniform_bytes[i] = static_cast<std::uint8_t>(rng());
+    runs_of_bytes[i] = static_cast<std::uint8_t>((i / 5000) * 37);  // runs of 5000, visiting every value
+  }
+  const even_bins byte_bins{256, 0.0, 256.0};
+  for (const auto* host : {&uniform_bytes, &runs_of_bytes}) {
+    expect_even_matches<std::uint8_t, std::uint32_t>(*host, byte_bins, strategy::packed16, upper_edge::exclusive);
   }
 }
 
