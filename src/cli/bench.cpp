@@ -151,25 +151,21 @@ void verify(bench_row& row, std::span<const Counter> expected, std::span<const C
   row.mismatch = true;
 }
 
-/// Counters are 32-bit while the sizes allow (what users pick, and CUB's fastest), else 64-bit.
-template <class T, class Counter>
-void run_type(const bench_case& bc, const std::string& type_name) {
+/// Walks the cases that every histogram-shaped operation (histogram, weighted_histogram) covers:
+/// each size, bin count and distribution asked for, with that distribution's samples generated
+/// from the seed (the same inputs for every such operation, so their rows compare). Fills the
+/// row fields of the case, reports uint8 beyond 256 bins as skipped, and calls
+/// `run_case(base, samples, bins)` for the rest.
+template <class T, class RunCase>
+void for_each_binned_case(const bench_case& bc, const std::string& type_name, const std::string& operation,
+                          const RunCase& run_case) {
   const bench_config& cfg = bc.config;
-  const bool on_gpu = bc.where == backend::gpu;
-  const std::int64_t max_bins = *std::max_element(bc.bins.begin(), bc.bins.end());
-  std::vector<Counter> expected(static_cast<std::size_t>(max_bins));
-  std::vector<Counter> got(static_cast<std::size_t>(max_bins));
-  gpu::device_buffer<Counter> device_counts;
-  if (on_gpu) device_counts = gpu::device_buffer<Counter>(static_cast<std::size_t>(max_bins));
-  gpu::workspace ws;
-
   for (const std::int64_t size : bc.sizes) {
     std::vector<T> samples(static_cast<std::size_t>(size));
-    gpu::device_buffer<T> device_samples;
-    if (on_gpu) device_samples = gpu::device_buffer<T>(samples.size());
     for (const std::int64_t num_bins : bc.bins) {
       for (const distribution dist : bc.distributions) {
         bench_row base;
+        base.operation = operation;
         base.sample_type = type_name;
         base.num_samples = size;
         base.distribution = std::string(to_string(dist));
@@ -181,67 +177,93 @@ void run_type(const bench_case& bc, const std::string& type_name) {
           continue;
         }
         if (!cfg.quiet) {
-          std::fprintf(stderr, "[bench] %s n=%lld bins=%lld %s\n", type_name.c_str(), static_cast<long long>(size),
-                       static_cast<long long>(num_bins), base.distribution.c_str());
+          std::fprintf(stderr, "[bench] %s%s n=%lld bins=%lld %s\n",
+                       operation == "histogram" ? "" : (operation + " ").c_str(), type_name.c_str(),
+                       static_cast<long long>(size), static_cast<long long>(num_bins), base.distribution.c_str());
         }
         generate_samples<T>(dist, num_bins, cfg.seed, samples);
-        const even_bins bins{num_bins, 0.0, static_cast<double>(num_bins)};
-        const std::span<Counter> want(expected.data(), static_cast<std::size_t>(num_bins));
-        const std::span<Counter> have(got.data(), static_cast<std::size_t>(num_bins));
-        const std::span<const T> host_samples(samples);
-        const std::uint64_t want_left_out =
-            cpu::histogram_even(host_samples, want, bins, {strategy::sequential}).left_out;
-        if (on_gpu) device_samples.upload(host_samples);
-
-        for (const strategy s : bc.strategies) {
-          bench_row row = base;
-          row.strategy = std::string(to_string(s));
-          const histogram_options options{s};
-          try {
-            std::vector<double> times;
-            if (on_gpu) {
-              const std::span<Counter> counts = device_counts.span().first(static_cast<std::size_t>(num_bins));
-              auto once = [&](gpu::stream_t stream) {
-                return gpu::histogram_even_async(device_samples.const_span(), counts, bins, ws, options, stream);
-              };
-              device_counts.fill_bytes(0xab);  // poison: every bin must be written
-              const choice chose = once(nullptr);
-              const std::uint64_t left_out = ws.read_scalar(nullptr);
-              device_counts.download(have);
-              row.used = std::string(to_string(chose.used));
-              verify<Counter>(row, want, have, want_left_out, left_out, chose.used);
-              if (row.mismatch) {
-                bc.rows.push_back(row);
-                continue;
-              }
-              (void)gpu::time_runs([&](gpu::stream_t stream) { once(stream); }, cfg.warmup);
-              for (const float ms : gpu::time_runs([&](gpu::stream_t stream) { once(stream); }, cfg.runs)) {
-                times.push_back(ms);
-              }
-            } else {
-              std::fill(have.begin(), have.end(), static_cast<Counter>(0xababababababababull));
-              const histogram_result result = cpu::histogram_even(host_samples, have, bins, options);
-              row.used = std::string(to_string(result.chose.used));
-              verify<Counter>(row, want, have, want_left_out, result.left_out, result.chose.used);
-              if (row.mismatch) {
-                bc.rows.push_back(row);
-                continue;
-              }
-              for (int run = 0; run < cfg.warmup + cfg.runs; ++run) {
-                const double ms = host_ms([&] { (void)cpu::histogram_even(host_samples, have, bins, options); });
-                if (run >= cfg.warmup) times.push_back(ms);
-              }
-            }
-            summarize_times(row, std::move(times), size * static_cast<std::int64_t>(sizeof(T)), bc.read_bytes_per_s);
-          } catch (const error& e) {
-            if (e.code() != errc::not_supported) throw;
-            row.verdict = std::string("skipped: ") + e.what();
-          }
-          bc.rows.push_back(row);
-        }
+        run_case(base, std::span<const T>(samples), even_bins{num_bins, 0.0, static_cast<double>(num_bins)});
       }
     }
   }
+}
+
+/// Counters are 32-bit while the sizes allow (what users pick, and CUB's fastest), else 64-bit.
+template <class T, class Counter>
+void run_type(const bench_case& bc, const std::string& type_name) {
+  const bench_config& cfg = bc.config;
+  const bool on_gpu = bc.where == backend::gpu;
+  const std::int64_t max_bins = *std::max_element(bc.bins.begin(), bc.bins.end());
+  std::vector<Counter> expected(static_cast<std::size_t>(max_bins));
+  std::vector<Counter> got(static_cast<std::size_t>(max_bins));
+  gpu::device_buffer<Counter> device_counts;
+  if (on_gpu) device_counts = gpu::device_buffer<Counter>(static_cast<std::size_t>(max_bins));
+  gpu::workspace ws;
+  gpu::device_buffer<T> device_samples;
+
+  for_each_binned_case<T>(bc, type_name, "histogram", [&](const bench_row& base, std::span<const T> host_samples,
+                                                          const even_bins& bins) {
+    const std::int64_t size = base.num_samples;
+    const auto num_bins = static_cast<std::size_t>(bins.num_bins);
+    const std::span<Counter> want(expected.data(), num_bins);
+    const std::span<Counter> have(got.data(), num_bins);
+    const std::uint64_t want_left_out =
+        cpu::histogram_even(host_samples, want, bins, {strategy::sequential}).left_out;
+    if (on_gpu) {
+      if (device_samples.size() != host_samples.size()) {
+        device_samples = gpu::device_buffer<T>();  // free the last size's buffer before taking the next
+        device_samples = gpu::device_buffer<T>(host_samples.size());
+      }
+      device_samples.upload(host_samples);
+    }
+
+    for (const strategy s : bc.strategies) {
+      bench_row row = base;
+      row.strategy = std::string(to_string(s));
+      const histogram_options options{s};
+      try {
+        std::vector<double> times;
+        if (on_gpu) {
+          const std::span<Counter> counts = device_counts.span().first(num_bins);
+          auto once = [&](gpu::stream_t stream) {
+            return gpu::histogram_even_async(device_samples.const_span(), counts, bins, ws, options, stream);
+          };
+          device_counts.fill_bytes(0xab);  // poison: every bin must be written
+          const choice chose = once(nullptr);
+          const std::uint64_t left_out = ws.read_scalar(nullptr);
+          device_counts.download(have);
+          row.used = std::string(to_string(chose.used));
+          verify<Counter>(row, want, have, want_left_out, left_out, chose.used);
+          if (row.mismatch) {
+            bc.rows.push_back(row);
+            continue;
+          }
+          (void)gpu::time_runs([&](gpu::stream_t stream) { once(stream); }, cfg.warmup);
+          for (const float ms : gpu::time_runs([&](gpu::stream_t stream) { once(stream); }, cfg.runs)) {
+            times.push_back(ms);
+          }
+        } else {
+          std::fill(have.begin(), have.end(), static_cast<Counter>(0xababababababababull));
+          const histogram_result result = cpu::histogram_even(host_samples, have, bins, options);
+          row.used = std::string(to_string(result.chose.used));
+          verify<Counter>(row, want, have, want_left_out, result.left_out, result.chose.used);
+          if (row.mismatch) {
+            bc.rows.push_back(row);
+            continue;
+          }
+          for (int run = 0; run < cfg.warmup + cfg.runs; ++run) {
+            const double ms = host_ms([&] { (void)cpu::histogram_even(host_samples, have, bins, options); });
+            if (run >= cfg.warmup) times.push_back(ms);
+          }
+        }
+        summarize_times(row, std::move(times), size * static_cast<std::int64_t>(sizeof(T)), bc.read_bytes_per_s);
+      } catch (const error& e) {
+        if (e.code() != errc::not_supported) throw;
+        row.verdict = std::string("skipped: ") + e.what();
+      }
+      bc.rows.push_back(row);
+    }
+  });
 }
 
 // ---- reduce, count_if and find_first_if rows ----------------------------------------------------
@@ -271,9 +293,11 @@ struct verification {
   bool mismatch = false;
 };
 
-/// Times `run_once(stream)` (GPU: enqueues; CPU: runs) after `check()` has verified one run. Slow
-/// strategies (atomic_per_element: seconds at 2^28) get fewer runs, said in the row's note.
-void measure_reduction(bench_row& row, const bench_case& bc, const std::function<verification()>& check,
+/// Times `run_once(stream)` (GPU: enqueues; CPU: runs) after `check()` has verified one run; a
+/// row that fails its check is not timed. Slow strategies (atomic_per_element, or global_atomic
+/// weighted sums on contended bins: a tenth of a second or more a run at 2^28) get fewer runs,
+/// said in the row's note. Used by the reduction and weighted-histogram rows.
+void verify_then_time(bench_row& row, const bench_case& bc, const std::function<verification()>& check,
                        const std::function<void(gpu::stream_t)>& run_once, std::int64_t bytes_read) {
   const bench_config& cfg = bc.config;
   const bool on_gpu = bc.where == backend::gpu;
@@ -425,7 +449,7 @@ void run_reduce_type(const bench_case& bc, const std::string& type_name, const s
             row.used = std::string(to_string(got.chose.used));
             return check_sum<T>(got.value, want, size, reference, exact);
           };
-          measure_reduction(row, bc, check, [&](gpu::stream_t stream) {
+          verify_then_time(row, bc, check, [&](gpu::stream_t stream) {
             if (on_gpu) {
               (void)gpu::reduce_async(input, op, ws, options, stream);
             } else {
@@ -458,7 +482,7 @@ void run_reduce_type(const bench_case& bc, const std::string& type_name, const s
           if (got.count == want) return {"exact", false};
           return {fmt::format("MISMATCH {} != {}", got.count, want), true};
         };
-        measure_reduction(row, bc, check, [&](gpu::stream_t stream) {
+        verify_then_time(row, bc, check, [&](gpu::stream_t stream) {
           if (on_gpu) {
             (void)gpu::count_if_async(input, below_middle, ws, options, stream);
           } else {
@@ -496,7 +520,7 @@ void run_reduce_type(const bench_case& bc, const std::string& type_name, const s
             return {fmt::format("MISMATCH index {} != {}", got.index, at), true};
           };
           // Bytes: those a sequential search reads, up to and including the match.
-          measure_reduction(row, bc, check, [&](gpu::stream_t stream) {
+          verify_then_time(row, bc, check, [&](gpu::stream_t stream) {
             if (on_gpu) {
               (void)gpu::find_first_if_async(input, at_top, ws, options, stream);
             } else {
@@ -520,6 +544,155 @@ void run_reduce_type(const bench_case& bc, const std::string& type_name, const s
   }
 }
 
+// ---- weighted histogram rows --------------------------------------------------------------------
+// CUB has no weighted histogram, so these rows have no peer; the report says so once.
+
+/// What weighted rows are checked against: the CPU backend's deterministic sums (the contract:
+/// every deterministic row gives these bits), the samples in each bin and the largest weight (the
+/// bound of the rows that sum in double), and the samples left out.
+struct weighted_reference {
+  std::vector<double> sums;
+  std::vector<std::uint64_t> counts;
+  std::uint64_t left_out = 0;
+  double max_abs_weight = 0;
+};
+
+/// Deterministic sums: bit for bit against the reference. Sums in double: per bin of c samples,
+///   |got - ref| <= c (c eps max|w| + 2^-33) + eps |ref|,   eps = 2^-52,
+/// the sum of two bounds on the distance to the exact sum of the bin's weights:
+/// - got: c - 1 double additions in any order and grouping (atomics, per-block or per-thread
+///   copies merged later) are within (c - 1) u sum|w| / (1 - (c - 1) u) of it, u = 2^-53 (Higham,
+///   Accuracy and Stability of Numerical Algorithms, 2nd ed., section 4.2); sum|w| <= c max|w|,
+///   and since c < 2^32 makes (c - 1) u < 2^-21, eps = 2u covers the denominator with room for the
+///   rounding of the bound itself;
+/// - ref: the fixed-point sum is within c 2^-33 + ulp(ref) / 2 <= c 2^-33 + eps |ref| / 2
+///   (detail/fixed_point_weight.hpp).
+/// An empty bin must hold exactly 0. The left-out counts must agree in both cases.
+verification check_weighted(std::span<const double> got, std::uint64_t got_left_out, const weighted_reference& ref,
+                            bool deterministic) {
+  if (got_left_out != ref.left_out) {
+    return {fmt::format("MISMATCH left out {} != {}", got_left_out, ref.left_out), true};
+  }
+  constexpr double eps = std::numeric_limits<double>::epsilon();
+  for (std::size_t bin = 0; bin < got.size(); ++bin) {
+    if (deterministic) {
+      if (std::memcmp(&got[bin], &ref.sums[bin], sizeof(double)) != 0) {
+        return {fmt::format("MISMATCH bin {}: {} != {} (bits)", bin, got[bin], ref.sums[bin]), true};
+      }
+      continue;
+    }
+    const auto c = static_cast<double>(ref.counts[bin]);
+    const double bound = c * (c * eps * ref.max_abs_weight + 0x1.0p-33) + eps * std::fabs(ref.sums[bin]);
+    const double error = std::fabs(got[bin] - ref.sums[bin]);
+    if (!(error <= bound)) {  // NaN fails too
+      return {fmt::format("MISMATCH bin {}: {} off by {:.3g} > bound {:.3g}", bin, got[bin], error, bound), true};
+    }
+  }
+  return {deterministic ? "exact" : "within bound", false};
+}
+
+/// Weighted histograms of T samples with float weights (uniform in [0, 1), seeded), summed in
+/// double and, with `deterministic`, in fixed point; every strategy of the backend and automatic,
+/// on the cases (sizes, bins, distributions) of the histogram rows. Bytes read: samples + weights.
+template <class T>
+void run_weighted_type(const bench_case& bc, const std::string& type_name) {
+  const bench_config& cfg = bc.config;
+  const bool on_gpu = bc.where == backend::gpu;
+  const std::int64_t max_bins = *std::max_element(bc.bins.begin(), bc.bins.end());
+  std::vector<double> got(static_cast<std::size_t>(max_bins));
+  gpu::device_buffer<double> device_sums;
+  if (on_gpu) device_sums = gpu::device_buffer<double>(static_cast<std::size_t>(max_bins));
+  gpu::workspace ws;
+  std::vector<float> weights;
+  gpu::device_buffer<T> device_samples;
+  gpu::device_buffer<float> device_weights;
+  weighted_reference reference;
+  // The reference runs on the CPU: its automatic choice on a GPU machine (privatized while the
+  // private copies fit, so fast at 2^28; deterministic sums are the same bits whatever the
+  // strategy), the sequential strategy when the CPU backend is measured (independent of the
+  // privatized rows it checks).
+  const histogram_options reference_options{on_gpu ? strategy::automatic : strategy::sequential};
+
+  for_each_binned_case<T>(bc, type_name, "weighted_histogram", [&](const bench_row& base,
+                                                                   std::span<const T> host_samples,
+                                                                   const even_bins& bins) {
+    if (weights.size() != host_samples.size()) {  // a new size: new weights
+      weights.assign(host_samples.size(), 0.0f);
+      generate_weights(cfg.seed, weights);
+      reference.max_abs_weight = 0;
+      for (const float w : weights) reference.max_abs_weight = std::max(reference.max_abs_weight, std::fabs(double{w}));
+      if (on_gpu) {
+        device_samples = gpu::device_buffer<T>();  // free the last size's buffers before taking the next
+        device_weights = gpu::device_buffer<float>();
+        device_samples = gpu::device_buffer<T>(host_samples.size());
+        device_weights = gpu::device_buffer<float>(std::span<const float>(weights));
+      }
+    }
+    if (on_gpu) device_samples.upload(host_samples);
+    const std::span<const float> host_weights(weights);
+    const auto num_bins = static_cast<std::size_t>(bins.num_bins);
+    reference.sums.assign(num_bins, 0.0);
+    reference.counts.assign(num_bins, 0);
+    histogram_options deterministic_reference = reference_options;
+    deterministic_reference.deterministic = true;
+    const std::span<double> reference_sums(reference.sums);
+    reference.left_out =
+        cpu::histogram_even(host_samples, host_weights, reference_sums, bins, deterministic_reference).left_out;
+    (void)cpu::histogram_even(host_samples, std::span<std::uint64_t>(reference.counts), bins, reference_options);
+    const std::span<double> have(got.data(), num_bins);
+    const std::int64_t bytes = base.num_samples * static_cast<std::int64_t>(sizeof(T) + sizeof(float));
+
+    for (const bool deterministic : {false, true}) {
+      for (const strategy s : with_automatic(bc.where, operation::weighted_histogram)) {
+        bench_row row = base;
+        row.variant = deterministic ? "float weights, deterministic" : "float weights";
+        row.strategy = std::string(to_string(s));
+        histogram_options options{s};
+        options.deterministic = deterministic;
+        const auto run_once = [&](gpu::stream_t stream) -> histogram_result {
+          if (on_gpu) {
+            const std::span<double> sums = device_sums.span().first(num_bins);
+            return {gpu::histogram_even_async(device_samples.const_span(), device_weights.const_span(), sums, bins, ws,
+                                              options, stream),
+                    0};
+          }
+          return cpu::histogram_even(host_samples, host_weights, have, bins, options);
+        };
+        const auto check = [&]() -> verification {
+          // Poison: 0x7f bytes make each double about 1.4e306, so a bin left unwritten, or added
+          // to without being zeroed first, is far outside any bound.
+          std::uint64_t left_out = 0;
+          if (on_gpu) {
+            device_sums.fill_bytes(0x7f);
+            poison_scalar(ws);
+            row.used = std::string(to_string(run_once(nullptr).chose.used));
+            left_out = ws.read_scalar(nullptr);
+            device_sums.download(have);
+          } else {
+            std::memset(have.data(), 0x7f, have.size_bytes());
+            const histogram_result result = run_once(nullptr);
+            row.used = std::string(to_string(result.chose.used));
+            left_out = result.left_out;
+          }
+          return check_weighted(have, left_out, reference, deterministic);
+        };
+        verify_then_time(row, bc, check, [&](gpu::stream_t stream) { (void)run_once(stream); }, bytes);
+      }
+    }
+  });
+}
+
+/// Calls `run.template operator()<T>()` with the sample type named `type` (one of --types).
+template <class Run>
+void with_sample_type(const std::string& type, const Run& run) {
+  if (type == "uint8") run.template operator()<std::uint8_t>();
+  if (type == "int32") run.template operator()<std::int32_t>();
+  if (type == "uint32") run.template operator()<std::uint32_t>();
+  if (type == "int64") run.template operator()<std::int64_t>();
+  if (type == "float32") run.template operator()<float>();
+  if (type == "float64") run.template operator()<double>();
+}
+
 int run_bench(const bench_config& cfg) {
   backend where = backend::cpu;
   if (cfg.backend_name == "gpu" || (cfg.backend_name == "auto" && gpu::device_count() > 0)) where = backend::gpu;
@@ -530,13 +703,19 @@ int run_bench(const bench_config& cfg) {
   }
   const bool on_gpu = where == backend::gpu;
 
-  static const std::vector<std::string> known_ops{"histogram", "reduce", "count_if", "find_first_if"};
+  static const std::vector<std::string> known_ops{"histogram", "weighted_histogram", "reduce", "count_if",
+                                                  "find_first_if"};
   for (const std::string& op : cfg.ops) {
     if (std::find(known_ops.begin(), known_ops.end(), op) == known_ops.end()) {
       throw_invalid_argument("tally bench", "--ops", "has an unknown operation '" + op + "'");
     }
   }
-  const bool histograms = std::find(cfg.ops.begin(), cfg.ops.end(), "histogram") != cfg.ops.end();
+  const auto wants = [&](std::string_view op) {
+    return std::find(cfg.ops.begin(), cfg.ops.end(), op) != cfg.ops.end();
+  };
+  const bool histograms = wants("histogram");
+  const bool weighted = wants("weighted_histogram");
+  const bool reductions = wants("reduce") || wants("count_if") || wants("find_first_if");
 
   std::vector<strategy> strategies;
   if (cfg.strategies.empty()) {
@@ -570,6 +749,11 @@ int run_bench(const bench_config& cfg) {
   std::vector<std::int64_t> sizes;
   for (const std::string& text : cfg.sizes) sizes.push_back(parse_count(text, "--sizes"));
   if (sizes.empty()) sizes.push_back(on_gpu ? std::int64_t{1} << 28 : std::int64_t{1} << 22);
+  if (weighted && *std::max_element(sizes.begin(), sizes.end()) >= std::int64_t{1} << 32) {
+    throw_invalid_argument("tally bench", "--sizes",
+                           "must stay below 2^32 for weighted_histogram (its rows are checked against the "
+                           "deterministic CPU result, which takes fewer than 2^32 samples)");
+  }
   static const std::vector<std::string> known_types{"uint8", "int32", "uint32", "int64", "float32", "float64"};
   for (const std::string& type : cfg.types) {
     if (std::find(known_types.begin(), known_types.end(), type) == known_types.end()) {
@@ -609,33 +793,27 @@ int run_bench(const bench_config& cfg) {
 
   const bool narrow = *std::max_element(sizes.begin(), sizes.end()) <= std::int64_t{0xffffffff};
   for (const std::string& type : histograms ? cfg.types : std::vector<std::string>{}) {
-    const auto run_with = [&]<class T>() {
+    with_sample_type(type, [&]<class T>() {
       if (narrow) {
         run_type<T, std::uint32_t>(run, type);
       } else {
         run_type<T, std::uint64_t>(run, type);
       }
-    };
-    if (type == "uint8") run_with.template operator()<std::uint8_t>();
-    if (type == "int32") run_with.template operator()<std::int32_t>();
-    if (type == "uint32") run_with.template operator()<std::uint32_t>();
-    if (type == "int64") run_with.template operator()<std::int64_t>();
-    if (type == "float32") run_with.template operator()<float>();
-    if (type == "float64") run_with.template operator()<double>();
+    });
+  }
+  for (const std::string& type : weighted ? cfg.types : std::vector<std::string>{}) {
+    with_sample_type(type, [&]<class T>() { run_weighted_type<T>(run, type); });
   }
   // Reductions: every type asked for that reduce takes (uint8 is left out); min and max for the
   // first of them only, sums and counts for all.
   bool first_reduce_type = true;
-  for (const std::string& type : cfg.ops.size() > (histograms ? 1u : 0u) ? cfg.types : std::vector<std::string>{}) {
-    const auto run_with = [&]<class T>() {
-      run_reduce_type<T>(run, type, cfg.ops, first_reduce_type);
-      first_reduce_type = false;
-    };
-    if (type == "int32") run_with.template operator()<std::int32_t>();
-    if (type == "uint32") run_with.template operator()<std::uint32_t>();
-    if (type == "int64") run_with.template operator()<std::int64_t>();
-    if (type == "float32") run_with.template operator()<float>();
-    if (type == "float64") run_with.template operator()<double>();
+  for (const std::string& type : reductions ? cfg.types : std::vector<std::string>{}) {
+    with_sample_type(type, [&]<class T>() {
+      if constexpr (!std::is_same_v<T, std::uint8_t>) {
+        run_reduce_type<T>(run, type, cfg.ops, first_reduce_type);
+        first_reduce_type = false;
+      }
+    });
   }
   print_table(stdout, rows);
   print_reduce_table(stdout, rows);
@@ -656,12 +834,15 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();
   sub->add_option("--ops", cfg->ops,
-                  "Operations: histogram (default), reduce, count_if, find_first_if; reductions run on the types of "
-                  "--types that reduce takes (not uint8), every strategy, on uniform data")
+                  "Operations: histogram (default), weighted_histogram, reduce, count_if, find_first_if; "
+                  "weighted_histogram sums float weights over the histogram cases, every weighted strategy, in "
+                  "double and deterministic; reductions run on the types of --types that reduce takes (not uint8), "
+                  "every strategy, on uniform data")
       ->delimiter(',')
       ->capture_default_str();
   sub->add_option("--strategies", cfg->strategies,
-                  "Histogram strategies to run (default: automatic and every named one; reductions run all theirs)")
+                  "Histogram strategies to run (default: automatic and every named one; weighted histograms and "
+                  "reductions run all theirs)")
       ->delimiter(',');
   sub->add_option("--dists", cfg->distributions,
                   "Distributions: uniform, geometric, single, sorted, loguniform (default), bank32")

@@ -39,29 +39,54 @@ std::string strategy_label(const bench_row& row) {
 }
 }  // namespace
 
-void print_table(std::FILE* out, const std::vector<bench_row>& rows) {
-  fmt::print(out, "{:<7} {:>11} {:<10} {:>8}  {:<34} {:<16} {:>10} {:>6} {:>10} {:>9} {:>6}\n", "type", "samples",
-             "dist", "bins", "strategy", "check", "median ms", "noise", "Gsample/s", "GB/s", "read");
+bool is_binned(const bench_row& row) { return row.operation == "histogram" || row.operation == "weighted_histogram"; }
+
+namespace {
+/// The rows of one binned operation as a table; weighted rows show their variant too.
+void print_binned_table(std::FILE* out, const std::vector<bench_row>& rows, const std::string& operation) {
+  const bool with_variant = operation != "histogram";
+  const auto left = [&](const std::string& type, const auto& samples, const std::string& dist, const auto& bins,
+                        const std::string& variant) {
+    return fmt::format("{:<7} {:>11} {:<10} {:>8}  ", type, samples, dist, bins) +
+           (with_variant ? fmt::format("{:<28}  ", variant) : std::string());
+  };
+  fmt::print(out, "{}{:<34} {:<16} {:>10} {:>6} {:>10} {:>9} {:>6}\n",
+             left("type", "samples", "dist", "bins", "variant"), "strategy", "check", "median ms", "noise", "Gsample/s",
+             "GB/s", "read");
   for (const bench_row& row : rows) {
-    if (row.operation != "histogram") continue;
+    if (row.operation != operation) continue;
+    const std::string start = left(row.sample_type, row.num_samples, row.distribution, row.num_bins, row.variant);
     if (!row.timed) {
-      fmt::print(out, "{:<7} {:>11} {:<10} {:>8}  {:<34} {}\n", row.sample_type, row.num_samples, row.distribution,
-                 row.num_bins, strategy_label(row), row.verdict);
+      fmt::print(out, "{}{:<34} {}\n", start, strategy_label(row), row.verdict);
       continue;
     }
-    fmt::print(out, "{:<7} {:>11} {:<10} {:>8}  {:<34} {:<16} {:>10.3f} {:>5.1f}% {:>10.2f} {:>9.1f} {:>6.3f}\n",
-               row.sample_type, row.num_samples, row.distribution, row.num_bins, strategy_label(row), row.verdict,
-               row.median_ms, row.noise_percent, row.samples_per_s * 1e-9, row.bytes_per_s * 1e-9, row.read_fraction);
+    fmt::print(out, "{}{:<34} {:<16} {:>10.3f} {:>5.1f}% {:>10.2f} {:>9.1f} {:>6.3f}{}\n", start, strategy_label(row),
+               row.verdict, row.median_ms, row.noise_percent, row.samples_per_s * 1e-9, row.bytes_per_s * 1e-9,
+               row.read_fraction, row.note.empty() ? "" : "  " + row.note);
+  }
+}
+
+bool has_operation(const std::vector<bench_row>& rows, const std::string& operation) {
+  return std::any_of(rows.begin(), rows.end(), [&](const bench_row& r) { return r.operation == operation; });
+}
+}  // namespace
+
+void print_table(std::FILE* out, const std::vector<bench_row>& rows) {
+  if (has_operation(rows, "histogram")) print_binned_table(out, rows, "histogram");
+  if (has_operation(rows, "weighted_histogram")) {
+    fmt::print(out, "\nweighted histograms: float weights, bytes read = samples + weights (CUB has no weighted "
+                    "histogram: no peer)\n");
+    print_binned_table(out, rows, "weighted_histogram");
   }
 }
 
 void print_reduce_table(std::FILE* out, const std::vector<bench_row>& rows) {
-  if (std::none_of(rows.begin(), rows.end(), [](const bench_row& r) { return r.operation != "histogram"; })) return;
+  if (std::all_of(rows.begin(), rows.end(), is_binned)) return;
   fmt::print(out, "\n{:<7} {:>11} {:<14} {:<18}  {:<34} {:<16} {:>10} {:>6} {:>10} {:>9} {:>6}  {}\n", "type",
              "samples", "operation", "variant", "strategy", "check", "median ms", "noise", "Gsample/s", "GB/s", "read",
              "note");
   for (const bench_row& row : rows) {
-    if (row.operation == "histogram") continue;
+    if (is_binned(row)) continue;
     if (!row.timed) {
       fmt::print(out, "{:<7} {:>11} {:<14} {:<18}  {:<34} {}\n", row.sample_type, row.num_samples, row.operation,
                  row.variant, strategy_label(row), row.verdict);
@@ -81,7 +106,7 @@ void print_reduce_summary(std::FILE* out, const std::vector<bench_row>& rows) {
   std::map<key, std::map<std::string, const bench_row*>> cells;
   std::vector<key> order;
   for (const bench_row& row : rows) {
-    if (row.operation == "histogram") continue;
+    if (is_binned(row)) continue;
     const key k{row.operation, row.variant, row.sample_type, row.num_samples};
     if (!cells.contains(k)) order.push_back(k);
     if (row.timed && !row.mismatch) cells[k][row.strategy] = &row;
@@ -115,8 +140,12 @@ void print_reduce_summary(std::FILE* out, const std::vector<bench_row>& rows) {
 }
 }  // namespace
 
-void print_summary(std::FILE* out, const bench_environment& env, const std::vector<bench_row>& rows) {
-  using key = std::tuple<std::string, std::int64_t, std::int64_t, std::string>;
+namespace {
+/// Per case of a binned operation (and variant): the best verified named strategy, automatic, and
+/// CUB for histograms (weighted histograms have no CUB peer).
+void print_binned_summary(std::FILE* out, const bench_environment& env, const std::vector<bench_row>& rows,
+                          const std::string& operation) {
+  using key = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::string>;
   struct cell {
     const bench_row* best = nullptr;
     const bench_row* automatic = nullptr;
@@ -124,32 +153,48 @@ void print_summary(std::FILE* out, const bench_environment& env, const std::vect
   };
   std::map<key, cell> cells;
   std::vector<key> order;
-  int mismatches = 0;
   for (const bench_row& row : rows) {
-    if (row.mismatch) ++mismatches;
-    if (row.operation != "histogram") continue;
-    const key k{row.sample_type, row.num_samples, row.num_bins, row.distribution};
+    if (row.operation != operation) continue;
+    const key k{row.variant, row.sample_type, row.num_samples, row.num_bins, row.distribution};
     if (!cells.contains(k)) order.push_back(k);
     cell& c = cells[k];
-    if (!row.timed || row.verdict != "exact") continue;
+    if (!row.timed || row.mismatch || (row.verdict != "exact" && row.verdict != "within bound")) continue;
     if (row.strategy == "automatic") c.automatic = &row;
     if (row.strategy == "cub") c.cub = &row;
     if (row.strategy != "automatic" && (c.best == nullptr || row.read_fraction > c.best->read_fraction)) c.best = &row;
   }
-  if (!order.empty()) {
+  if (order.empty()) return;
+  const bool weighted = operation == "weighted_histogram";
+  if (weighted) {
+    fmt::print(out, "\nsummary of weighted histograms ({} backend, fraction of the {:.0f} GB/s read bandwidth; "
+                    "verified results only; CUB has no weighted histogram)\n",
+               env.backend, env.read_bytes_per_s * 1e-9);
+    fmt::print(out, "{:<7} {:>11} {:>8} {:<10}  {:<28}  {:<20} {:>6}  {:<28} {:>6}\n", "type", "samples", "bins",
+               "dist", "variant", "best", "read", "automatic", "read");
+  } else {
     fmt::print(out, "\nsummary ({} backend, fraction of the {:.0f} GB/s read bandwidth; exact results only)\n",
                env.backend, env.read_bytes_per_s * 1e-9);
     fmt::print(out, "{:<7} {:>11} {:>8} {:<10}  {:<20} {:>6}  {:<28} {:>6}  {:>6}\n", "type", "samples", "bins", "dist",
                "best", "read", "automatic", "read", "cub");
-    for (const key& k : order) {
-      const cell& c = cells[k];
-      const auto fraction = [](const bench_row* r) { return r ? fmt::format("{:.3f}", r->read_fraction) : std::string("-"); };
-      fmt::print(out, "{:<7} {:>11} {:>8} {:<10}  {:<20} {:>6}  {:<28} {:>6}  {:>6}\n", std::get<0>(k), std::get<1>(k),
-                 std::get<2>(k), std::get<3>(k), c.best ? c.best->strategy : "-", fraction(c.best),
-                 c.automatic ? "automatic->" + c.automatic->used : "-", fraction(c.automatic), fraction(c.cub));
-    }
   }
+  for (const key& k : order) {
+    const cell& c = cells[k];
+    const auto fraction = [](const bench_row* r) { return r ? fmt::format("{:.3f}", r->read_fraction) : std::string("-"); };
+    const std::string start = fmt::format("{:<7} {:>11} {:>8} {:<10}  ", std::get<1>(k), std::get<2>(k), std::get<3>(k),
+                                          std::get<4>(k)) +
+                              (weighted ? fmt::format("{:<28}  ", std::get<0>(k)) : std::string());
+    fmt::print(out, "{}{:<20} {:>6}  {:<28} {:>6}{}\n", start, c.best ? c.best->strategy : "-", fraction(c.best),
+               c.automatic ? "automatic->" + c.automatic->used : "-", fraction(c.automatic),
+               weighted ? std::string() : fmt::format("  {:>6}", fraction(c.cub)));
+  }
+}
+}  // namespace
+
+void print_summary(std::FILE* out, const bench_environment& env, const std::vector<bench_row>& rows) {
+  print_binned_summary(out, env, rows, "histogram");
+  print_binned_summary(out, env, rows, "weighted_histogram");
   print_reduce_summary(out, rows);
+  const auto mismatches = std::count_if(rows.begin(), rows.end(), [](const bench_row& r) { return r.mismatch; });
   fmt::print(out, "{} rows, {} verification mismatches\n", rows.size(), mismatches);
 }
 
@@ -162,7 +207,7 @@ void write_csv(const std::string& path, const bench_environment& env, const std:
   file << "type,samples,distribution,bins,strategy,used,check,runs,median_ms,min_ms,noise_percent,samples_per_s,"
           "bytes_per_s,read_fraction,operation,variant,note\n";
   for (const bench_row& r : rows) {
-    file << fmt::format("{},{},{},{},{},{},\"{}\",{},{:.6f},{:.6f},{:.2f},{:.6e},{:.6e},{:.4f},{},{},\"{}\"\n",
+    file << fmt::format("{},{},{},{},{},{},\"{}\",{},{:.6f},{:.6f},{:.2f},{:.6e},{:.6e},{:.4f},{},\"{}\",\"{}\"\n",
                         r.sample_type, r.num_samples, r.distribution, r.num_bins, r.strategy, r.used, r.verdict, r.runs,
                         r.median_ms, r.min_ms, r.noise_percent, r.samples_per_s, r.bytes_per_s, r.read_fraction,
                         r.operation, r.variant, r.note);

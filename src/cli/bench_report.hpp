@@ -21,16 +21,16 @@ struct bench_environment {
 };
 
 struct bench_row {
-  std::string operation = "histogram";  ///< histogram, reduce, count_if or find_first_if
-  std::string variant;                  ///< reductions: what was computed ("sum", "sum deterministic", ...)
-  std::string note;                     ///< reductions: anything the row's numbers need said (fewer runs...)
+  std::string operation = "histogram";  ///< histogram, weighted_histogram, reduce, count_if or find_first_if
+  std::string variant;  ///< what was computed ("sum", "sum deterministic", "float weights, deterministic", ...)
+  std::string note;     ///< anything the row's numbers need said (fewer runs...)
   std::string sample_type;
   std::int64_t num_samples = 0;
   std::string distribution;
   std::int64_t num_bins = 0;
   std::string strategy;  ///< as asked for
   std::string used;      ///< what ran (automatic's choice)
-  std::string verdict;   ///< "exact", "MISMATCH ...", "lost N updates", or "skipped: why"
+  std::string verdict;   ///< "exact", "within bound", "MISMATCH ...", "lost N updates", or "skipped: why"
   bool timed = false;
   bool mismatch = false;  ///< an exact strategy gave a wrong result
   int runs = 0;
@@ -46,13 +46,19 @@ struct bench_row {
 void summarize_times(bench_row& row, std::vector<double> times_ms, std::int64_t bytes_read, double read_bytes_per_s);
 
 void print_environment(std::FILE* out, const bench_environment& env);
-/** @brief The histogram rows as a table (reduction rows are left to print_reduce_table). */
+/** @brief Whether a row has bins and a distribution: a histogram or a weighted histogram. */
+bool is_binned(const bench_row& row);
+/**
+ * @brief The histogram rows as a table, then the weighted histogram rows as another (reduction
+ * rows are left to print_reduce_table).
+ */
 void print_table(std::FILE* out, const std::vector<bench_row>& rows);
 /** @brief The reduce, count_if and find_first_if rows as a table, if there are any. */
 void print_reduce_table(std::FILE* out, const std::vector<bench_row>& rows);
 /**
- * @brief Per histogram case: the best strategy, automatic and CUB side by side; per reduction
- * case every strategy side by side; last, the row and mismatch counts.
+ * @brief Per histogram case: the best strategy, automatic and CUB side by side; the same per
+ * weighted histogram case and variant (no CUB peer); per reduction case every strategy side by
+ * side; last, the row and mismatch counts.
  */
 void print_summary(std::FILE* out, const bench_environment& env, const std::vector<bench_row>& rows);
 void write_csv(const std::string& path, const bench_environment& env, const std::vector<bench_row>& rows);

@@ -1,4 +1,4 @@
-// Seeded, parallel generation of benchmark inputs for each distribution.
+// Seeded, parallel generation of benchmark inputs for each distribution, and of weights.
 #include "distributions.hpp"
 
 #include <algorithm>
@@ -58,6 +58,20 @@ std::int64_t draw_bin(distribution d, std::int64_t num_bins, std::int64_t index,
   return 0;
 }
 
+/// Calls `fill(i, rng)` for every index of a buffer of `size`, in parallel chunks, each chunk with
+/// its own generator seeded from `seed` and the chunk: the same values on any thread count.
+template <class Fill>
+void fill_in_chunks(std::int64_t size, std::uint64_t seed, const Fill& fill) {
+  constexpr std::int64_t chunk = 1 << 16;
+  const std::int64_t chunks = (size + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t c = 0; c < chunks; ++c) {
+    splitmix64 rng{seed * 0x632be59bd9b4e019ull + static_cast<std::uint64_t>(c)};
+    const std::int64_t end = std::min(size, (c + 1) * chunk);
+    for (std::int64_t i = c * chunk; i < end; ++i) fill(i, rng);
+  }
+}
+
 }  // namespace
 
 std::string_view to_string(distribution d) {
@@ -81,25 +95,26 @@ std::vector<distribution> standard_distributions() {
 
 template <class T>
 void generate_samples(distribution d, std::int64_t num_bins, std::uint64_t seed, std::span<T> out) {
-  constexpr std::int64_t chunk = 1 << 16;
   const auto size = static_cast<std::int64_t>(out.size());
-  const std::int64_t chunks = (size + chunk - 1) / chunk;
   // A fraction of a bin that floats represent exactly next to any bin below 2^20.
   constexpr double fraction_steps = 8.0;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t c = 0; c < chunks; ++c) {
-    splitmix64 rng{seed * 0x632be59bd9b4e019ull + static_cast<std::uint64_t>(c)};
-    const std::int64_t end = std::min(size, (c + 1) * chunk);
-    for (std::int64_t i = c * chunk; i < end; ++i) {
-      const std::int64_t bin = draw_bin(d, num_bins, i, size, rng);
-      if constexpr (std::is_floating_point_v<T>) {
-        const double fraction = num_bins < (1 << 20) ? static_cast<double>(rng.next() % 8) / fraction_steps : 0.0;
-        out[static_cast<std::size_t>(i)] = static_cast<T>(static_cast<double>(bin) + fraction);
-      } else {
-        out[static_cast<std::size_t>(i)] = static_cast<T>(bin);
-      }
+  fill_in_chunks(size, seed, [&](std::int64_t i, splitmix64& rng) {
+    const std::int64_t bin = draw_bin(d, num_bins, i, size, rng);
+    if constexpr (std::is_floating_point_v<T>) {
+      const double fraction = num_bins < (1 << 20) ? static_cast<double>(rng.next() % 8) / fraction_steps : 0.0;
+      out[static_cast<std::size_t>(i)] = static_cast<T>(static_cast<double>(bin) + fraction);
+    } else {
+      out[static_cast<std::size_t>(i)] = static_cast<T>(bin);
     }
-  }
+  });
+}
+
+void generate_weights(std::uint64_t seed, std::span<float> out) {
+  // Another stream than the samples' of the same seed: the chunk seeds of seed ^ this constant.
+  const auto size = static_cast<std::int64_t>(out.size());
+  fill_in_chunks(size, seed ^ 0x5851f42d4c957f2dull, [&](std::int64_t i, splitmix64& rng) {
+    out[static_cast<std::size_t>(i)] = static_cast<float>(rng.next() >> 40) * 0x1.0p-24f;  // 24 bits: exact
+  });
 }
 
 template void generate_samples<std::uint8_t>(distribution, std::int64_t, std::uint64_t, std::span<std::uint8_t>);

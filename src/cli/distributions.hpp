@@ -1,6 +1,7 @@
 // The input distributions every histogram benchmark covers (shared/BENCHMARKING.md), plus our
-// own adversarial ones. Samples are generated in parallel, chunk by chunk, from a seed, so the
-// same seed gives the same input on any machine and thread count.
+// own adversarial ones, and the weights of weighted histograms. Inputs are generated in
+// parallel, chunk by chunk, from a seed, so the same seed gives the same input on any machine
+// and thread count.
 #pragma once
 
 #include <cstdint>
@@ -31,5 +32,11 @@ std::vector<distribution> standard_distributions();
  */
 template <class T>
 void generate_samples(distribution d, std::int64_t num_bins, std::uint64_t seed, std::span<T> out);
+
+/**
+ * @brief Fills `out` with weights drawn uniformly from [0, 1) on a grid of 2^-24 (every one a
+ * float), from a stream of `seed` apart from the samples' (so weights do not follow bins).
+ */
+void generate_weights(std::uint64_t seed, std::span<float> out);
 
 }  // namespace tally::cli

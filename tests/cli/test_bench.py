@@ -108,8 +108,51 @@ def test_cpu_bench_reductions_verify_every_strategy_and_keep_histograms_out(tmp_
     assert {row["operation"] for row in table} == {"reduce", "count_if", "find_first_if"}
 
 
+def test_cpu_bench_weighted_histograms_verify_every_strategy_both_ways(tmp_path):
+    json_path = tmp_path / "bench.json"
+    csv_path = tmp_path / "bench.csv"
+    result = run("bench", "--backend", "cpu", "--ops", "weighted_histogram", "--types", "int32,float32",
+                 "--sizes", "3000", "--bins", "7,256", "--runs", "2", "--json", str(json_path), "--csv", str(csv_path))
+    assert result.returncode == 0, result.stderr
+    assert "CUB has no weighted histogram" in result.stdout
+    assert "summary of weighted histograms" in result.stdout
+    assert result.stdout.rstrip().endswith("0 verification mismatches")
+    doc = json.loads(json_path.read_text())
+    rows = doc["rows"]
+    assert {r["operation"] for r in rows} == {"weighted_histogram"}
+    cases = {(r["type"], r["bins"], r["distribution"], r["variant"], r["strategy"]) for r in rows}
+    strategies = ["automatic", "sequential", "privatized"]  # the CPU's weighted strategies
+    variants = ["float weights", "float weights, deterministic"]
+    for sample_type in ("int32", "float32"):
+        for bins in (7, 256):
+            for dist in DISTRIBUTIONS:
+                for variant in variants:
+                    for strategy in strategies:
+                        assert (sample_type, bins, dist, variant, strategy) in cases
+    assert len(rows) == 2 * 2 * len(DISTRIBUTIONS) * len(variants) * len(strategies)
+    for r in rows:
+        # deterministic: the CPU reference's bits; in double: within the stated bound of it
+        assert r["check"] == ("exact" if r["variant"].endswith("deterministic") else "within bound"), r
+        assert r["timed"] and r["runs"] == 2 and r["median_ms"] > 0
+        assert r["samples"] == 3000
+        assert r["bytes_per_s"] == pytest.approx(r["samples"] * (4 + 4) / (r["median_ms"] * 1e-3), rel=1e-6)
+        assert r["read_fraction"] > 0
+        assert r["read_fraction"] == pytest.approx(r["bytes_per_s"] / doc["read_bytes_per_s"], rel=1e-6)
+        assert r["used"] in ("sequential", "privatized")
+        if r["strategy"] != "automatic":
+            assert r["used"] == r["strategy"]
+    table = list(csv.DictReader(csv_path.read_text().splitlines()[1:]))
+    assert len(table) == len(rows)
+    assert {row["operation"] for row in table} == {"weighted_histogram"}
+    assert {row["variant"] for row in table} == set(variants)
+    assert {row["check"] for row in table} == {"exact", "within bound"}
+    assert all(float(row["read_fraction"]) > 0 for row in table)
+
+
 @pytest.mark.parametrize("args, argument", [
     (("--ops", "sort"), "--ops"),
+    (("--ops", "weighted_histogram,weighted"), "--ops"),
+    (("--ops", "weighted_histogram", "--sizes", "2^32"), "--sizes"),
     (("--strategies", "nonsense"), "--strategies"),
     (("--strategies", "shared_atomic", "--backend", "cpu"), "--strategies"),
     (("--dists", "zipf"), "--dists"),
@@ -155,6 +198,13 @@ def test_gpu_devices_and_bench(tmp_path):
     rows = json.loads(json_path2.read_text())["rows"]
     assert {r["strategy"] for r in rows} >= {"atomic_per_element", "block_reduce_atomic", "two_pass", "cub"}
     assert not any(r["check"].startswith("MISMATCH") for r in rows)
+    weighted, json_path3, _ = small_bench(tmp_path, "gpu", ("--ops", "weighted_histogram", "--types", "int32,float32"))
+    assert weighted.returncode == 0, weighted.stderr
+    rows = json.loads(json_path3.read_text())["rows"]
+    assert {r["strategy"] for r in rows} == {"automatic", "global_atomic", "shared_atomic"}
+    for r in rows:
+        assert r["check"] == ("exact" if r["variant"].endswith("deterministic") else "within bound"), r
+        assert r["read_fraction"] > 0
 
 
 def test_top_level_help_lists_the_commands():
