@@ -158,6 +158,7 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
     }
   }
   if constexpr (std::is_integral_v<Sample>) {
+    if (map.unit_step()) return run_with(map.unit_step_mapper());
     if (map.shortcut() == even_shortcut::integer_step) return run_with(map.integer_step_mapper());
   }
   if constexpr (std::is_same_v<Sample, float>) {

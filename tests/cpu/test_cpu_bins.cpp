@@ -137,12 +137,23 @@ void expect_even_mapper_matches_oracle(const even_case& c, upper_edge mode, cons
     }
   }
   int failures = 0;
-  for (const Sample x : samples) {
-    const std::int64_t expected = oracle.bin(x);
-    const std::int64_t actual = mapper(x);
-    if (actual != expected && ++failures <= 10) {
-      ADD_FAILURE() << "sample " << show(x) << ": mapper bin " << actual << ", oracle bin " << expected;
+  const auto check = [&](const char* which, auto&& map) {
+    for (const Sample x : samples) {
+      const std::int64_t expected = oracle.bin(x);
+      const std::int64_t actual = map(x);
+      if (actual != expected && ++failures <= 10) {
+        ADD_FAILURE() << which << ", sample " << show(x) << ": mapper bin " << actual << ", oracle bin " << expected;
+      }
     }
+  };
+  check("even_bin_mapper", mapper);
+  // The shortcut mappers the kernels take in its place must bin every sample the same way.
+  if constexpr (std::is_integral_v<Sample>) {
+    if (mapper.shortcut() == tally::even_shortcut::integer_step) check("integer-step mapper", mapper.integer_step_mapper());
+    if (mapper.unit_step()) check("unit-step mapper", mapper.unit_step_mapper());
+  }
+  if constexpr (std::is_same_v<Sample, float>) {
+    if (mapper.shortcut() == tally::even_shortcut::exact_float_edges) check("exact-float mapper", mapper.exact_float_mapper());
   }
   EXPECT_EQ(failures, 0) << "samples binned differently from the oracle";
 }
@@ -168,6 +179,9 @@ const std::vector<even_case>& even_cases() {
       {16, 0x1p62, 0x1p62 + 4096},      // int64 near 2^62: doubles are 1024 apart
       {3, -0x1p63, 0x1p63},             // the whole int64 range
       {3, 0.0, 4294967296.0},           // the whole uint32 range
+      {65536, 0.0, 65536.0},            // integers as bins (unit step)
+      {100, -50.0, 50.0},               // unit step across zero
+      {300, 100.0, 400.0},              // unit step off zero: uint8 samples below and above
   };
   return cases;
 }

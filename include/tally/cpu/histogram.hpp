@@ -322,6 +322,7 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<Count
   tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
   const even_bin_mapper<Sample> map(bins, options.last_edge);
   if constexpr (std::is_integral_v<Sample>) {
+    if (map.unit_step()) return detail::run_histogram(samples, counts, map.unit_step_mapper(), options.algorithm);
     if (map.shortcut() == even_shortcut::integer_step) {
       return detail::run_histogram(samples, counts, map.integer_step_mapper(), options.algorithm);
     }
