@@ -72,6 +72,20 @@ __device__ __forceinline__ bool warp_adds_once(const int (&bins)[Items], Add& ad
   return true;
 }
 
+/// Adds `value` to a counter of the global histogram with the atomicAdd intrinsic: its result
+/// unused, it compiles to a reduction (RED) that waits for no reply, where
+/// cuda::atomic_ref::fetch_add goes through inline PTX that keeps one. On an H100, 132 blocks each
+/// flushing 65536 counters: 0.785 of the read bandwidth through fetch_add, 0.800 through this
+/// (results/2026-11-23-h100-find-weighted). Device scope, relaxed.
+template <class Counter>
+__device__ __forceinline__ void add_to_global_count(Counter* counter, Counter value) {
+  if constexpr (sizeof(Counter) == 4) {
+    atomicAdd(reinterpret_cast<unsigned int*>(counter), static_cast<unsigned int>(value));
+  } else {
+    atomicAdd(reinterpret_cast<unsigned long long*>(counter), static_cast<unsigned long long>(value));
+  }
+}
+
 /// Where a block's private copy lives, which decides the atomic that updates it.
 enum class copy_memory {
   shared,  ///< `atomicAdd` on shared memory: block scope by nature
@@ -189,9 +203,7 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
 template <class Counter>
 __device__ __forceinline__ void add_block_copy(const std::uint32_t* copy, std::int64_t num_bins, Counter* counts,
                                                int copies = 1) {
-  const auto add = [counts](std::int64_t bin, std::uint32_t value) {
-    cuda::atomic_ref<Counter, cuda::thread_scope_device>(counts[bin]).fetch_add(value, cuda::memory_order_relaxed);
-  };
+  const auto add = [counts](std::int64_t bin, std::uint32_t value) { add_to_global_count(counts + bin, Counter{value}); };
   if (copies == 32) {
     const int lane = static_cast<int>(threadIdx.x % 32);
     const int warps = static_cast<int>(blockDim.x / 32);

@@ -13,8 +13,6 @@
 
 #include <cstdint>
 
-#include <cuda/atomic>
-
 #include "tally/detail/block/block_histogram.cuh"
 #include "tally/detail/block/vectorized_walk.cuh"
 
@@ -48,8 +46,7 @@ __device__ __forceinline__ void add_packed(std::uint32_t* words, std::int64_t ha
   const std::uint32_t before = (atomicAdd(words + word, count << shift) >> shift) & 0xffffu;
   if (before / packed_spill != (before + count) / packed_spill) {
     atomicSub(words + word, packed_spill << shift);
-    cuda::atomic_ref<Counter, cuda::thread_scope_device>(counts[bin]).fetch_add(packed_spill,
-                                                                                cuda::memory_order_relaxed);
+    add_to_global_count(counts + bin, Counter{packed_spill});
   }
 }
 
@@ -103,13 +100,9 @@ __device__ __forceinline__ void add_packed_copy(const std::uint32_t* words, std:
     const std::uint32_t value = words[word];
     const std::uint32_t low = value & 0xffffu;
     const std::uint32_t high = value >> 16;
-    if (low != 0) {
-      cuda::atomic_ref<Counter, cuda::thread_scope_device>(counts[word]).fetch_add(low, cuda::memory_order_relaxed);
-    }
-    if (high != 0) {  // only bins below num_bins are ever counted, so word + half_bins < num_bins here
-      cuda::atomic_ref<Counter, cuda::thread_scope_device>(counts[word + half_bins])
-          .fetch_add(high, cuda::memory_order_relaxed);
-    }
+    if (low != 0) add_to_global_count(counts + word, Counter{low});
+    // Only bins below num_bins are ever counted, so word + half_bins < num_bins here.
+    if (high != 0) add_to_global_count(counts + word + half_bins, Counter{high});
   }
 }
 
