@@ -331,7 +331,8 @@ TEST(GpuHistogramStrategies, Packed16CountsExactlyWhenDataChangesMidInput) {
   }
 }
 
-/// packed16 where many counters spill: geometric data over 65536 bins (half the samples in one bin),
+/// packed16 where many counters spill: geometric data over 65536 bins (half the samples in one bin:
+/// blocks switch to scan mode), also before and after uniform data,
 /// and bytes over 256 bins where, with 2^28 samples, every value passes 2^12 in every block (quick
 /// mode: 2^22, where fewer do), in random order and in runs.
 TEST(GpuHistogramStrategies, Packed16CountsExactlyWhenEveryBinSpills) {
@@ -342,6 +343,19 @@ TEST(GpuHistogramStrategies, Packed16CountsExactlyWhenEveryBinSpills) {
   const even_bins int_bins{65536, 0.0, 65536.0};
   expect_even_matches<std::int32_t, std::uint32_t>(geometric, int_bins, strategy::packed16, upper_edge::exclusive);
   expect_even_matches<std::int32_t, std::uint64_t>(geometric, int_bins, strategy::packed16, upper_edge::exclusive);
+  // Blocks that start on geometric data count the rest in scan mode: here the rest is uniform, with
+  // left-out samples, so the scans spill few counters and many stay below 2^12 to the end; and
+  // the reverse, where blocks stay in return mode and then meet one bin.
+  std::vector<std::int32_t> geometric_then_uniform(geometric);
+  std::vector<std::int32_t> uniform_then_geometric(geometric);
+  std::uniform_int_distribution<std::int32_t> any(-100, 65635);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i >= n / 4) geometric_then_uniform[i] = any(rng);
+    if (i < n / 2) uniform_then_geometric[i] = any(rng);
+  }
+  for (const auto* host : {&geometric_then_uniform, &uniform_then_geometric}) {
+    expect_even_matches<std::int32_t, std::uint32_t>(*host, int_bins, strategy::packed16, upper_edge::exclusive);
+  }
 
   const std::size_t bytes = std::size_t{1} << (quick_mode() ? 22 : 28);
   std::vector<std::uint8_t> uniform_bytes(bytes);

@@ -19,7 +19,9 @@
 namespace tally::detail {
 
 inline std::size_t shared_copy_bytes(std::int64_t num_bins) { return static_cast<std::size_t>(num_bins) * 4; }
-inline std::size_t packed_copy_bytes(std::int64_t num_bins) { return static_cast<std::size_t>(packed_words(num_bins)) * 4; }
+inline std::size_t packed_copy_bytes(std::int64_t num_bins) {
+  return static_cast<std::size_t>(packed_words(num_bins) + packed_mode_words) * 4;
+}
 
 /// Replicas of the shared copy for `replicated`: the largest power of two up to
 /// tuning::max_replicas whose copies fit tuning::replicated_shared_budget (at least one).

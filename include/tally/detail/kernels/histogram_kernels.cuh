@@ -92,7 +92,7 @@ packed16_histogram_kernel(const Sample* samples, std::int64_t num_samples, Count
                           std::uint64_t* left_out) {
   extern __shared__ std::uint32_t packed_copy[];
   const std::int64_t num_bins = map.num_bins();
-  zero_block_copy(packed_copy, packed_words(num_bins));
+  zero_block_copy(packed_copy, packed_words(num_bins) + packed_mode_words);
   __syncthreads();
   warp_add_to(count_packed<tuning::packed_block_threads, tuning::packed_unroll<Sample>>(samples, num_samples, map,
                                                                                       packed_copy, counts),
