@@ -167,8 +167,9 @@ __device__ __forceinline__ std::uint64_t count_packed(const Sample* samples, std
       if (bins[j] >= 0) add_unchecked(bins[j], 1);
     }
   };
-  // The walk of walk_tiles, split after the first period. Tile bases are the same for every thread
-  // of a block, so its threads agree on every barrier below.
+  // walk_vectorized's walk, with the block in step: tiles of Threads x Unroll vectors, the first
+  // period's tiles, then one loop per mode. Tile bases are the same for every thread of a block, so
+  // its threads agree on every barrier below.
   const vector_split<Sample> split(samples, num_samples);
   visit_head_and_tail(samples, num_samples, split, visit_one);
   const auto* body = reinterpret_cast<const uint4*>(samples + split.head);

@@ -77,22 +77,4 @@ __device__ __forceinline__ void walk_vectorized(const Sample* samples, std::int6
   }
 }
 
-/// As walk_vectorized, but the block moves in step: tiles of blockDim.x x Unroll vectors, the same
-/// number of tiles for every thread of a block, and `end_of_tile()` called by every thread after
-/// each one, so it may hold a __syncthreads. Between two calls a block visits at most
-/// blockDim.x x Unroll vectors (plus, before the first, one head and one tail sample per thread).
-template <int Unroll, class Sample, class VisitVector, class VisitOne, class EndOfTile>
-__device__ __forceinline__ void walk_tiles(const Sample* samples, std::int64_t num_samples, VisitVector visit,
-                                           VisitOne visit_one, EndOfTile end_of_tile) {
-  const vector_split<Sample> split(samples, num_samples);
-  visit_head_and_tail(samples, num_samples, split, visit_one);
-  const auto* body = reinterpret_cast<const uint4*>(samples + split.head);
-  const std::int64_t tile = static_cast<std::int64_t>(blockDim.x) * Unroll;
-  const std::int64_t warp_offset = static_cast<std::int64_t>(threadIdx.x / 32) * 32 * Unroll;
-  for (std::int64_t tile_base = blockIdx.x * tile; tile_base < split.vectors; tile_base += gridDim.x * tile) {
-    visit_warp_chunk<Unroll, Sample>(body, split.vectors, tile_base + warp_offset, visit);
-    end_of_tile();
-  }
-}
-
 }  // namespace tally::detail
