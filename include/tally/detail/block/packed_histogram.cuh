@@ -82,7 +82,7 @@ __device__ __forceinline__ void spill_large_counters(std::uint32_t* words, int h
     value &= (low >= packed_spill ? 0xffff0000u : 0xffffffffu) & (high >= packed_spill ? 0x0000ffffu : 0xffffffffu);
     return changed;
   };
-  auto* quads = reinterpret_cast<uint4*>(words);  // the copy starts 16-byte aligned (dynamic shared memory)
+  auto* quads = reinterpret_cast<uint4*>(words);  // the kernel declares the copy 16-byte aligned
   const int whole = half_bins / 4;
   for (int i = static_cast<int>(threadIdx.x); i < whole; i += Threads) {
     uint4 quad = quads[i];

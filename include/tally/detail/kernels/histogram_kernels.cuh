@@ -90,7 +90,7 @@ template <class Sample, class Counter, class Mapper>
 __global__ void __launch_bounds__(tuning::packed_block_threads, 1)
 packed16_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts, Mapper map,
                           std::uint64_t* left_out) {
-  extern __shared__ std::uint32_t packed_copy[];
+  extern __shared__ __align__(16) std::uint32_t packed_copy[];  // scan mode reads it as uint4
   const std::int64_t num_bins = map.num_bins();
   zero_block_copy(packed_copy, packed_words(num_bins) + packed_mode_words);
   __syncthreads();
