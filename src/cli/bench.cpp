@@ -6,9 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
-#include <ctime>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
@@ -20,10 +18,12 @@
 
 #include <fmt/format.h>
 
+#include "arguments.hpp"
 #include "bench_report.hpp"
 #include "commands.hpp"
 #include "distributions.hpp"
-#include "tally/config.hpp"
+#include "host_timing.hpp"
+#include "run_environment.hpp"
 #include "tally/cpu.hpp"
 #include "tally/gpu.hpp"
 #include "tally/gpu/timing.hpp"
@@ -46,56 +46,6 @@ struct bench_config {
   std::string json;
   bool quiet = false;
 };
-
-/// "2^28", "1e6", "65536" -> a positive count; anything else names the option.
-std::int64_t parse_count(const std::string& text, const char* option) {
-  try {
-    std::size_t used = 0;
-    if (const auto caret = text.find('^'); caret != std::string::npos) {
-      const long long base = std::stoll(text.substr(0, caret), &used);
-      const long long exponent = std::stoll(text.substr(caret + 1));
-      if (base >= 2 && exponent >= 0 && exponent < 63) {
-        const double value = std::pow(static_cast<double>(base), static_cast<double>(exponent));
-        if (value < 9.2e18) return static_cast<std::int64_t>(std::llround(value));
-      }
-    } else {
-      const double value = std::stod(text, &used);
-      if (used == text.size() && value >= 0 && value < 9.2e18 && value == std::floor(value)) {
-        return static_cast<std::int64_t>(value);
-      }
-    }
-  } catch (const std::exception&) {
-  }
-  throw_invalid_argument("tally bench", option, "expects counts such as 256, 1e6 or 2^28 (got '" + text + "')");
-}
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm utc{};
-  gmtime_r(&now, &utc);
-  char text[32];
-  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return text;
-}
-
-std::string cpu_model() {
-  std::ifstream info("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(info, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      const auto colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(colon + 2);
-    }
-  }
-  return "unknown CPU";
-}
-
-template <class F>
-double host_ms(F&& work) {
-  const auto start = std::chrono::steady_clock::now();
-  work();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
 
 /// The CPU yardstick: an OpenMP streaming read of 8-byte words over a buffer far larger than
 /// the last-level cache, median of `runs`.
@@ -741,13 +691,13 @@ int run_bench(const bench_config& cfg) {
   }
   std::vector<std::int64_t> bin_counts;
   for (const std::string& text : cfg.bins) {
-    const std::int64_t b = parse_count(text, "--bins");
+    const std::int64_t b = parse_count(text, "tally bench", "--bins");
     if (b <= 0) throw_invalid_argument("tally bench", "--bins", "must be > 0");
     bin_counts.push_back(b);
   }
   if (bin_counts.empty()) throw_invalid_argument("tally bench", "--bins", "needs at least one bin count");
   std::vector<std::int64_t> sizes;
-  for (const std::string& text : cfg.sizes) sizes.push_back(parse_count(text, "--sizes"));
+  for (const std::string& text : cfg.sizes) sizes.push_back(parse_count(text, "tally bench", "--sizes"));
   if (sizes.empty()) sizes.push_back(on_gpu ? std::int64_t{1} << 28 : std::int64_t{1} << 22);
   if (weighted && *std::max_element(sizes.begin(), sizes.end()) >= std::int64_t{1} << 32) {
     throw_invalid_argument("tally bench", "--sizes",
@@ -765,23 +715,14 @@ int run_bench(const bench_config& cfg) {
   if (effective.warmup <= 0) effective.warmup = on_gpu ? 3 : 1;
 
   bench_environment env;
-  env.tally_version = tally::version;
-  env.backend = std::string(to_string(where));
-  env.build = fmt::format("{}, CUDA architectures {}", TALLY_BUILD_TYPE,
-                          gpu::built_with_cuda() ? TALLY_CUDA_ARCHITECTURES : "none (no CUDA)");
-  env.date = utc_now();
+  static_cast<run_environment&>(env) = describe_run_environment(where);
   if (!cfg.quiet) std::fprintf(stderr, "[bench] measuring the read bandwidth\n");
   if (on_gpu) {
     const gpu::device_info info = gpu::describe_device();
-    env.device = fmt::format("{} (sm_{}{}, {} SMs, {:.0f} GiB, L2 {:.0f} MB)", info.name, info.compute_capability_major,
-                             info.compute_capability_minor, info.multiprocessors,
-                             static_cast<double>(info.global_memory_bytes) / (1 << 30),
-                             static_cast<double>(info.l2_cache_bytes) / 1e6);
     const std::size_t bytes = std::max<std::size_t>(std::size_t{1} << 30, info.l2_cache_bytes * 8);
     env.read_bytes_per_s = gpu::measure_read_bandwidth(bytes, 20);
     env.read_method = fmt::format("16-byte streaming loads over {} MiB, median of 20", bytes >> 20);
   } else {
-    env.device = fmt::format("{} ({} threads)", cpu_model(), cpu::detail::max_threads());
     const std::size_t bytes = std::size_t{512} << 20;
     env.read_bytes_per_s = cpu_read_bandwidth(bytes, 7);
     env.read_method = fmt::format("OpenMP 8-byte streaming read over {} MiB, median of 7", bytes >> 20);

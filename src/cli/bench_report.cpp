@@ -9,18 +9,18 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "host_timing.hpp"
 #include "tally/error.hpp"
 
 namespace tally::cli {
 
 void summarize_times(bench_row& row, std::vector<double> times_ms, std::int64_t bytes_read, double read_bytes_per_s) {
-  std::sort(times_ms.begin(), times_ms.end());
-  const auto at = [&](double q) { return times_ms[static_cast<std::size_t>(q * static_cast<double>(times_ms.size() - 1))]; };
+  const time_summary t = summarize_ms(std::move(times_ms));
   row.timed = true;
-  row.runs = static_cast<int>(times_ms.size());
-  row.median_ms = at(0.5);
-  row.min_ms = times_ms.front();
-  row.noise_percent = row.median_ms > 0 ? 100.0 * (at(0.9) - at(0.1)) / row.median_ms : 0.0;
+  row.runs = t.runs;
+  row.median_ms = t.median_ms;
+  row.min_ms = t.min_ms;
+  row.noise_percent = t.noise_percent;
   const double seconds = row.median_ms * 1e-3;
   row.samples_per_s = seconds > 0 ? static_cast<double>(row.num_samples) / seconds : 0.0;
   row.bytes_per_s = seconds > 0 ? static_cast<double>(bytes_read) / seconds : 0.0;
@@ -28,8 +28,7 @@ void summarize_times(bench_row& row, std::vector<double> times_ms, std::int64_t 
 }
 
 void print_environment(std::FILE* out, const bench_environment& env) {
-  fmt::print(out, "tally {} bench | backend {} | {}\n", env.tally_version, env.backend, env.device);
-  fmt::print(out, "build {} | {} UTC\n", env.build, env.date);
+  print_environment_header(out, "bench", env);
   fmt::print(out, "read bandwidth {:.1f} GB/s ({})\n\n", env.read_bytes_per_s * 1e-9, env.read_method);
 }
 
@@ -201,8 +200,7 @@ void print_summary(std::FILE* out, const bench_environment& env, const std::vect
 void write_csv(const std::string& path, const bench_environment& env, const std::vector<bench_row>& rows) {
   std::ofstream file(path);
   if (!file) throw error(errc::io_error, "--csv", "cannot write '" + path + "'");
-  file << "# tally " << env.tally_version << " bench, backend " << env.backend << ", device " << env.device
-       << ", build " << env.build << ", date " << env.date << ", read_bytes_per_s " << fmt::format("{:.6e}", env.read_bytes_per_s)
+  file << environment_csv_comment("bench", env) << ", read_bytes_per_s " << fmt::format("{:.6e}", env.read_bytes_per_s)
        << " (" << env.read_method << ")\n";
   file << "type,samples,distribution,bins,strategy,used,check,runs,median_ms,min_ms,noise_percent,samples_per_s,"
           "bytes_per_s,read_fraction,operation,variant,note\n";
@@ -216,11 +214,7 @@ void write_csv(const std::string& path, const bench_environment& env, const std:
 
 void write_json(const std::string& path, const bench_environment& env, const std::vector<bench_row>& rows) {
   nlohmann::json doc;
-  doc["tally_version"] = env.tally_version;
-  doc["backend"] = env.backend;
-  doc["device"] = env.device;
-  doc["build"] = env.build;
-  doc["date"] = env.date;
+  add_environment_json(doc, env);
   doc["read_bytes_per_s"] = env.read_bytes_per_s;
   doc["read_method"] = env.read_method;
   nlohmann::json& out_rows = doc["rows"];

@@ -8,14 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "run_environment.hpp"
+
 namespace tally::cli {
 
-struct bench_environment {
-  std::string tally_version;
-  std::string backend;  ///< "gpu" or "cpu"
-  std::string device;   ///< GPU name, or the CPU model and thread count
-  std::string build;    ///< build type and CUDA architectures
-  std::string date;     ///< UTC, ISO 8601
+/// The run's environment and the read bandwidth measured in the same run, the yardstick of every row.
+struct bench_environment : run_environment {
   double read_bytes_per_s = 0.0;
   std::string read_method;  ///< how the read bandwidth was measured
 };

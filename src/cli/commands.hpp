@@ -18,5 +18,9 @@ void add_devices_command(CLI::App& app, int& exit_code);
 void add_bench_command(CLI::App& app, int& exit_code);
 /** @brief `tally hist FILE`: a histogram or bincount of a .npy or raw binary file. */
 void add_hist_command(CLI::App& app, int& exit_code);
+/** @brief `tally contention`: atomic throughput against the number of distinct addresses, verified. */
+void add_contention_command(CLI::App& app, int& exit_code);
+/** @brief `tally race`: the seeds' data races beside their correct variants: expected, actual, lost. */
+void add_race_command(CLI::App& app, int& exit_code);
 
 }  // namespace tally::cli

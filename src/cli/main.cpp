@@ -22,6 +22,8 @@ int main(int argc, char** argv) {
   tally::cli::add_devices_command(app, exit_code);
   tally::cli::add_bench_command(app, exit_code);
   tally::cli::add_hist_command(app, exit_code);
+  tally::cli::add_contention_command(app, exit_code);
+  tally::cli::add_race_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

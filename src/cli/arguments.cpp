@@ -1,0 +1,32 @@
+// Parsing of counts written as 65536, 1e6 or 2^28 in the CLI's options.
+#include "arguments.hpp"
+
+#include <cmath>
+#include <exception>
+
+#include "tally/error.hpp"
+
+namespace tally::cli {
+
+std::int64_t parse_count(const std::string& text, std::string_view command, std::string_view option) {
+  try {
+    std::size_t used = 0;
+    if (const auto caret = text.find('^'); caret != std::string::npos) {
+      const long long base = std::stoll(text.substr(0, caret), &used);
+      const long long exponent = std::stoll(text.substr(caret + 1));
+      if (base >= 2 && exponent >= 0 && exponent < 63) {
+        const double value = std::pow(static_cast<double>(base), static_cast<double>(exponent));
+        if (value < 9.2e18) return static_cast<std::int64_t>(std::llround(value));
+      }
+    } else {
+      const double value = std::stod(text, &used);
+      if (used == text.size() && value >= 0 && value < 9.2e18 && value == std::floor(value)) {
+        return static_cast<std::int64_t>(value);
+      }
+    }
+  } catch (const std::exception&) {
+  }
+  throw_invalid_argument(command, option, "expects counts such as 256, 1e6 or 2^28 (got '" + text + "')");
+}
+
+}  // namespace tally::cli

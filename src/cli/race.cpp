@@ -1,0 +1,256 @@
+// `tally race`: the seeds' data races on the CPU backend, each beside its correct variant: one
+// counter incremented by 100 to 1,000,000 threads (000, Part 1), the naive histogram (003), and
+// the block histogram with its barrier missing (001). Correct variants must be exact (else exit
+// code 1); racy rows are labelled wrong results, with what they lost, and nothing is averaged.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "arguments.hpp"
+#include "commands.hpp"
+#include "distributions.hpp"
+#include "race_experiment.hpp"
+#include "run_environment.hpp"
+#include "tally/error.hpp"
+#include "tally/gpu.hpp"
+
+namespace tally::cli {
+namespace {
+
+constexpr const char* command_name = "tally race";
+
+struct race_config {
+  std::string backend_name = "auto";
+  std::vector<std::string> experiments{"counter", "histogram", "block_histogram"};
+  std::vector<std::string> threads{"100", "1000", "10000", "100000", "1000000"};
+  std::string samples = "2^22";
+  std::int64_t bins = 256;
+  int runs = 3;
+  std::uint64_t seed = 20261122;
+  std::string csv;
+  std::string json;
+  bool quiet = false;
+};
+
+struct race_row {
+  std::string experiment;
+  std::string variant;
+  bool correct = false;  ///< whether the variant is meant to be right (atomic, barrier)
+  int run = 0;
+  std::int64_t threads = 0;  ///< logical threads (counter) or the team (histograms)
+  std::int64_t bins = 0;     ///< 1 for the counter
+  race_outcome outcome;
+  std::string verdict;
+  bool mismatch = false;  ///< a correct variant gave a wrong result
+};
+
+race_row new_row(std::string experiment, std::string variant, bool correct, int run, std::int64_t threads,
+                 std::int64_t bins) {
+  race_row row;
+  row.experiment = std::move(experiment);
+  row.variant = std::move(variant);
+  row.correct = correct;
+  row.run = run;
+  row.threads = threads;
+  row.bins = bins;
+  return row;
+}
+
+std::int64_t lost(const race_row& r) {
+  return static_cast<std::int64_t>(r.outcome.expected) - static_cast<std::int64_t>(r.outcome.actual);
+}
+
+race_row judge(race_row row) {
+  const race_outcome& o = row.outcome;
+  const bool right = o.actual == o.expected && o.wrong_bins == 0;
+  if (row.correct) {
+    row.verdict = right ? "exact" : fmt::format("MISMATCH: {} of {} counted, {} bins wrong", o.actual, o.expected,
+                                                o.wrong_bins);
+    row.mismatch = !right;
+  } else if (o.actual > o.expected || o.over_bins > 0) {
+    // A racy update can lose increments but never invent one: more than expected is a bug here.
+    row.verdict = fmt::format("MISMATCH: a racy run counted {} of {} ({} bins above the reference)", o.actual,
+                              o.expected, o.over_bins);
+    row.mismatch = true;
+  } else if (right) {
+    row.verdict = "racy: right this run, by luck";
+  } else {
+    row.verdict = fmt::format("WRONG (racy): lost {}", lost(row));
+  }
+  return row;
+}
+
+void print_rows(std::FILE* out, const std::vector<race_row>& rows) {
+  fmt::print(out, "{:<16} {:<24} {:>3} {:>8} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10}  {}\n", "experiment", "variant",
+             "run", "threads", "team", "bins", "expected", "actual", "lost", "wrong bins", "check");
+  for (const race_row& r : rows) {
+    fmt::print(out, "{:<16} {:<24} {:>3} {:>8} {:>5} {:>5} {:>10} {:>10} {:>10} {:>10}  {}\n", r.experiment, r.variant,
+               r.run, r.threads, r.outcome.team, r.bins, r.outcome.expected, r.outcome.actual, lost(r),
+               r.outcome.wrong_bins, r.verdict);
+  }
+  const auto mismatches = std::count_if(rows.begin(), rows.end(), [](const race_row& r) { return r.mismatch; });
+  const auto racy_wrong = std::count_if(rows.begin(), rows.end(), [](const race_row& r) {
+    return !r.correct && r.verdict.starts_with("WRONG");
+  });
+  const auto racy = std::count_if(rows.begin(), rows.end(), [](const race_row& r) { return !r.correct; });
+  fmt::print(out, "\n{} rows, {} verification mismatches; {} of {} racy runs were wrong (racy rows are wrong "
+                  "code: a right result is luck, not a measurement)\n",
+             rows.size(), mismatches, racy_wrong, racy);
+}
+
+void write_csv(const std::string& path, const run_environment& env, const std::vector<race_row>& rows) {
+  std::ofstream file(path);
+  if (!file) throw error(errc::io_error, "--csv", "cannot write '" + path + "'");
+  file << environment_csv_comment("race", env) << "\n";
+  file << "experiment,variant,correct,run,threads,team,bins,expected,actual,lost,wrong_bins,check\n";
+  for (const race_row& r : rows) {
+    file << fmt::format("{},\"{}\",{},{},{},{},{},{},{},{},{},\"{}\"\n", r.experiment, r.variant, r.correct ? 1 : 0,
+                        r.run, r.threads, r.outcome.team, r.bins, r.outcome.expected, r.outcome.actual, lost(r),
+                        r.outcome.wrong_bins, r.verdict);
+  }
+}
+
+void write_json(const std::string& path, const run_environment& env, const std::vector<race_row>& rows) {
+  nlohmann::json doc;
+  add_environment_json(doc, env);
+  nlohmann::json& out_rows = doc["rows"];
+  out_rows = nlohmann::json::array();
+  for (const race_row& r : rows) {
+    out_rows.push_back({{"experiment", r.experiment},
+                        {"variant", r.variant},
+                        {"correct", r.correct},
+                        {"run", r.run},
+                        {"threads", r.threads},
+                        {"team", r.outcome.team},
+                        {"bins", r.bins},
+                        {"expected", r.outcome.expected},
+                        {"actual", r.outcome.actual},
+                        {"lost", lost(r)},
+                        {"wrong_bins", r.outcome.wrong_bins},
+                        {"check", r.verdict}});
+  }
+  std::ofstream file(path);
+  if (!file) throw error(errc::io_error, "--json", "cannot write '" + path + "'");
+  file << doc.dump(2) << "\n";
+}
+
+int run_race(const race_config& cfg) {
+  if (cfg.backend_name == "gpu") {
+    throw error(errc::not_supported, "--backend",
+                "tally race: --backend gpu: the GPU experiments of issue 6 are not built yet; use --backend cpu");
+  }
+  if (cfg.backend_name == "auto" && gpu::device_count() > 0) {
+    throw error(errc::not_supported, "--backend",
+                "tally race: --backend auto chose the GPU, whose experiments (issue 6) are not built yet; use "
+                "--backend cpu");
+  }
+  static const std::vector<std::string> known{"counter", "histogram", "block_histogram"};
+  for (const std::string& e : cfg.experiments) {
+    if (std::find(known.begin(), known.end(), e) == known.end()) {
+      throw_invalid_argument(command_name, "--experiments",
+                             "has an unknown experiment '" + e + "' (counter, histogram, block_histogram)");
+    }
+  }
+  const auto wants = [&](const char* e) {
+    return std::find(cfg.experiments.begin(), cfg.experiments.end(), e) != cfg.experiments.end();
+  };
+  std::vector<std::int64_t> thread_counts;
+  for (const std::string& text : cfg.threads) {
+    const std::int64_t t = parse_count(text, command_name, "--threads");
+    if (t < 1 || t > (std::int64_t{1} << 32)) throw_invalid_argument(command_name, "--threads", "must be between 1 and 2^32");
+    thread_counts.push_back(t);
+  }
+  const std::int64_t samples = parse_count(cfg.samples, command_name, "--samples");
+  if (samples < 1 || samples > (std::int64_t{1} << 31)) {
+    throw_invalid_argument(command_name, "--samples", "must be between 1 and 2^31");
+  }
+  if (cfg.bins < 1 || cfg.bins > (std::int64_t{1} << 24)) {
+    throw_invalid_argument(command_name, "--bins", "must be between 1 and 2^24");
+  }
+  if (cfg.runs < 1) throw_invalid_argument(command_name, "--runs", "must be >= 1");
+
+  const run_environment env = describe_run_environment(backend::cpu);
+  print_environment_header(stdout, "race", env);
+  fmt::print("racy update: a relaxed atomic load, then a relaxed atomic store of the value + 1 (the split "
+             "read-modify-write, defined in C++); correct variants: fetch_add, or the barrier\n\n");
+  std::fflush(stdout);
+  const auto progress = [&](const std::string& what) {
+    if (!cfg.quiet) std::fprintf(stderr, "[race] %s\n", what.c_str());
+  };
+
+  std::vector<race_row> rows;
+  if (wants("counter")) {
+    for (const std::int64_t t : thread_counts) {
+      progress(fmt::format("counter, {} threads", t));
+      for (int run = 0; run < cfg.runs; ++run) {
+        for (const bool racy : {true, false}) {
+          race_row row = new_row("counter", racy ? "racy (load, store)" : "atomic fetch_add", !racy, run, t, 1);
+          row.outcome = count_with_threads(t, racy);
+          rows.push_back(judge(std::move(row)));
+        }
+      }
+    }
+  }
+  if (wants("histogram") || wants("block_histogram")) {
+    progress(fmt::format("generating {} uniform samples over {} bins", samples, cfg.bins));
+    std::vector<std::int32_t> data(static_cast<std::size_t>(samples));
+    generate_samples<std::int32_t>(distribution::uniform, cfg.bins, cfg.seed, data);
+    const std::vector<std::uint64_t> reference = reference_histogram(data, cfg.bins);
+    for (const char* experiment : {"histogram", "block_histogram"}) {
+      if (!wants(experiment)) continue;
+      progress(fmt::format("{}, {} samples, {} bins", experiment, samples, cfg.bins));
+      const bool block = std::string(experiment) == "block_histogram";
+      for (int run = 0; run < cfg.runs; ++run) {
+        for (const bool wrong : {true, false}) {
+          race_row row = new_row(
+              experiment, block ? (wrong ? "barrier missing" : "barrier") : (wrong ? "racy (load, store)" : "atomic fetch_add"),
+              !wrong, run, 0, cfg.bins);
+          row.outcome = block ? block_histogram_with_threads(data, reference, !wrong)
+                              : histogram_with_threads(data, reference, wrong);
+          row.threads = row.outcome.team;
+          rows.push_back(judge(std::move(row)));
+        }
+      }
+    }
+  }
+  print_rows(stdout, rows);
+  if (!cfg.csv.empty()) write_csv(cfg.csv, env, rows);
+  if (!cfg.json.empty()) write_json(cfg.json, env, rows);
+  const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const race_row& r) { return r.mismatch; });
+  return any_mismatch ? exit_mismatch : exit_success;
+}
+
+}  // namespace
+
+void add_race_command(CLI::App& app, int& exit_code) {
+  auto cfg = std::make_shared<race_config>();
+  CLI::App* sub = app.add_subcommand(
+      "race", "The seeds' data races (CPU backend): racy variants beside correct ones, expected, actual and lost");
+  sub->add_option("--backend", cfg->backend_name, "auto, cpu or gpu (the GPU experiments are not built yet: use cpu)")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
+      ->capture_default_str();
+  sub->add_option("--experiments", cfg->experiments, "counter, histogram, block_histogram")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--threads", cfg->threads, "counter: logical threads, each adding 1 once")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--samples", cfg->samples, "histograms: uniform int32 samples, e.g. 2^22")->capture_default_str();
+  sub->add_option("--bins", cfg->bins, "histograms: bins")->capture_default_str();
+  sub->add_option("--runs", cfg->runs, "Runs of each case, each its own row (racy results vary)")->capture_default_str();
+  sub->add_option("--seed", cfg->seed, "Seed of the samples")->capture_default_str();
+  sub->add_option("--csv", cfg->csv, "Also write the rows as CSV to this file");
+  sub->add_option("--json", cfg->json, "Also write the rows as JSON to this file");
+  sub->add_flag("--quiet", cfg->quiet, "No progress on stderr");
+  sub->callback([cfg, &exit_code] { exit_code = run_race(*cfg); });
+}
+
+}  // namespace tally::cli
