@@ -77,14 +77,6 @@ std::uint64_t value_of(std::uint64_t threads, std::uint64_t t, std::uint64_t i) 
   }
 }
 
-int team_size_now() {
-#if defined(_OPENMP)
-  return omp_get_num_threads();
-#else
-  return 1;
-#endif
-}
-
 /// The OpenMP team that runs the T logical threads: no more threads than the machine has, so a
 /// large T measures contention between cores, not the scheduler's time slices.
 int team_for(const contention_case& c) {
@@ -119,7 +111,7 @@ void run_atomic(const contention_case& c, contention_outcome& out) {
 #pragma omp parallel num_threads(team_for(c)) reduction(+ : returned_sum, returned_square_sum)
     {
 #pragma omp single nowait
-      out.team = team_size_now();
+      out.team = cpu::detail::team_size();
       walk_updates<Op>(c, [&](std::uint64_t address, std::uint64_t value) {
         std::atomic_ref<std::uint64_t> word(memory[address]);
         if constexpr (Op == contention_op::add) {
@@ -153,7 +145,7 @@ void run_critical(const contention_case& c, contention_outcome& out) {
 #pragma omp parallel num_threads(team_for(c)) reduction(+ : returned_sum, returned_square_sum)
     {
 #pragma omp single nowait
-      out.team = team_size_now();
+      out.team = cpu::detail::team_size();
       walk_updates<Op>(c, [&](std::uint64_t address, std::uint64_t value) {
         // One section for every address: the lesson's critical, which serializes all updates.
 #pragma omp critical(tally_contention)
@@ -187,7 +179,7 @@ void run_privatized(const contention_case& c, contention_outcome& out) {
 #pragma omp parallel num_threads(team)
     {
 #pragma omp single nowait
-      out.team = team_size_now();
+      out.team = cpu::detail::team_size();
       // Each thread zeroes its own copy (first touch puts it near that thread).
       std::vector<std::uint64_t>& mine = copies[static_cast<std::size_t>(cpu::detail::thread_num())];
       mine.assign(addresses, 0);

@@ -19,14 +19,6 @@ inline void increment(std::uint64_t& word, bool racy) {
   }
 }
 
-int team_size_now() {
-#if defined(_OPENMP)
-  return omp_get_num_threads();
-#else
-  return 1;
-#endif
-}
-
 void compare(std::span<const std::uint64_t> got, std::span<const std::uint64_t> want, race_outcome& out) {
   for (std::size_t b = 0; b < want.size(); ++b) {
     out.expected += want[b];
@@ -44,7 +36,7 @@ race_outcome count_with_threads(std::int64_t threads, bool racy) {
 #pragma omp parallel
   {
 #pragma omp single nowait
-    out.team = team_size_now();
+    out.team = cpu::detail::team_size();
     // schedule(static, 1): logical threads t, t + team, ... take turns on each OpenMP thread,
     // so the team's threads increment at the same time from the start.
 #pragma omp for schedule(static, 1)
@@ -69,7 +61,7 @@ race_outcome histogram_with_threads(std::span<const std::int32_t> samples, std::
 #pragma omp parallel
   {
 #pragma omp single nowait
-    out.team = team_size_now();
+    out.team = cpu::detail::team_size();
 #pragma omp for schedule(static)
     for (std::int64_t i = 0; i < n; ++i) increment(counts[static_cast<std::size_t>(samples[static_cast<std::size_t>(i)])], racy);
   }
@@ -87,7 +79,7 @@ race_outcome block_histogram_with_threads(std::span<const std::int32_t> samples,
 #pragma omp parallel
   {
 #pragma omp single nowait
-    out.team = team_size_now();
+    out.team = cpu::detail::team_size();
 #pragma omp for schedule(static) nowait
     for (std::int64_t i = 0; i < n; ++i) increment(block_counts[static_cast<std::size_t>(samples[static_cast<std::size_t>(i)])], false);
     if (barrier) {

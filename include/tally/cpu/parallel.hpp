@@ -26,6 +26,15 @@ inline int thread_num() {
 #endif
 }
 
+/// Threads of the current team (1 outside a parallel region, and without OpenMP).
+inline int team_size() {
+#if defined(_OPENMP)
+  return omp_get_num_threads();
+#else
+  return 1;
+#endif
+}
+
 /// Below this many samples, starting threads costs more than it saves.
 inline constexpr std::uint64_t parallel_threshold = 1 << 16;
 
