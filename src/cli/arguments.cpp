@@ -5,6 +5,7 @@
 #include <exception>
 
 #include "tally/error.hpp"
+#include "tally/gpu.hpp"
 
 namespace tally::cli {
 
@@ -27,6 +28,16 @@ std::int64_t parse_count(const std::string& text, std::string_view command, std:
   } catch (const std::exception&) {
   }
   throw_invalid_argument(command, option, "expects counts such as 256, 1e6 or 2^28 (got '" + text + "')");
+}
+
+void require_cpu_backend(const std::string& backend_name, std::string_view command, std::string_view gpu_part) {
+  const std::string missing = "the GPU " + std::string(gpu_part) + " of issue 6: not built yet; use --backend cpu";
+  if (backend_name == "gpu") {
+    throw error(errc::not_supported, "--backend", std::string(command) + ": --backend gpu: " + missing);
+  }
+  if (backend_name == "auto" && gpu::device_count() > 0) {
+    throw error(errc::not_supported, "--backend", std::string(command) + ": --backend auto chose the GPU: " + missing);
+  }
 }
 
 }  // namespace tally::cli

@@ -22,7 +22,6 @@
 #include "run_environment.hpp"
 #include "tally/cpu/parallel.hpp"
 #include "tally/error.hpp"
-#include "tally/gpu.hpp"
 
 namespace tally::cli {
 namespace {
@@ -171,17 +170,8 @@ void write_json(const std::string& path, const run_environment& env, const std::
 
 int run_contention(const contention_config& cfg) {
   // The GPU sweep (global and shared memory, block/device/system scope, warp aggregation) is not
-  // written yet: refuse rather than run the CPU one under a GPU label.
-  if (cfg.backend_name == "gpu") {
-    throw error(errc::not_supported, "--backend",
-                "tally contention: --backend gpu is not built yet (the GPU sweep of issue 6 comes later); "
-                "use --backend cpu");
-  }
-  if (cfg.backend_name == "auto" && gpu::device_count() > 0) {
-    throw error(errc::not_supported, "--backend",
-                "tally contention: --backend auto chose the GPU, whose sweep is not built yet (issue 6); "
-                "use --backend cpu");
-  }
+  // written yet.
+  require_cpu_backend(cfg.backend_name, command_name, "sweep");
   std::vector<contention_op> ops;
   for (const std::string& name : cfg.ops) {
     const auto op = parse_contention_op(name);

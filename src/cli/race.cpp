@@ -20,7 +20,6 @@
 #include "race_experiment.hpp"
 #include "run_environment.hpp"
 #include "tally/error.hpp"
-#include "tally/gpu.hpp"
 
 namespace tally::cli {
 namespace {
@@ -143,15 +142,7 @@ void write_json(const std::string& path, const run_environment& env, const std::
 }
 
 int run_race(const race_config& cfg) {
-  if (cfg.backend_name == "gpu") {
-    throw error(errc::not_supported, "--backend",
-                "tally race: --backend gpu: the GPU experiments of issue 6 are not built yet; use --backend cpu");
-  }
-  if (cfg.backend_name == "auto" && gpu::device_count() > 0) {
-    throw error(errc::not_supported, "--backend",
-                "tally race: --backend auto chose the GPU, whose experiments (issue 6) are not built yet; use "
-                "--backend cpu");
-  }
+  require_cpu_backend(cfg.backend_name, command_name, "experiments");
   static const std::vector<std::string> known{"counter", "histogram", "block_histogram"};
   for (const std::string& e : cfg.experiments) {
     if (std::find(known.begin(), known.end(), e) == known.end()) {
