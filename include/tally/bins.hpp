@@ -342,6 +342,25 @@ class even_bin_mapper {
   detail::exact_float_bin_mapper float_;
 };
 
+namespace detail {
+
+/// Calls `run(mapper)` with the cheapest mapper that bins exactly as `map` does: the unit-step or
+/// integer-step shortcut for integer samples, the exact-float one for floats, else `map` itself.
+/// Both backends take even bins through it, so they choose alike.
+template <class Sample, class Run>
+decltype(auto) with_fastest_mapper(const even_bin_mapper<Sample>& map, Run&& run) {
+  if constexpr (std::is_integral_v<Sample>) {
+    if (map.unit_step()) return run(map.unit_step_mapper());
+    if (map.shortcut() == even_shortcut::integer_step) return run(map.integer_step_mapper());
+  }
+  if constexpr (std::is_same_v<Sample, float>) {
+    if (map.shortcut() == even_shortcut::exact_float_edges) return run(map.exact_float_mapper());
+  }
+  return run(map);
+}
+
+}  // namespace detail
+
 /** @brief Maps a sample to the bin of sorted `edges` (num_bins + 1 of them) it falls in. */
 template <class Sample>
 class range_bin_mapper {

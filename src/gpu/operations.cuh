@@ -157,14 +157,7 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
       return run_with(tally::detail::byte_shift_mapper(static_cast<int>(-bins.lower), bins.num_bins));
     }
   }
-  if constexpr (std::is_integral_v<Sample>) {
-    if (map.unit_step()) return run_with(map.unit_step_mapper());
-    if (map.shortcut() == even_shortcut::integer_step) return run_with(map.integer_step_mapper());
-  }
-  if constexpr (std::is_same_v<Sample, float>) {
-    if (map.shortcut() == even_shortcut::exact_float_edges) return run_with(map.exact_float_mapper());
-  }
-  return run_with(map);
+  return tally::detail::with_fastest_mapper(map, run_with);
 }
 
 template <class Sample, class Counter>

@@ -320,19 +320,9 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<Count
   tally::detail::check_even_bins(function, bins);
   tally::detail::check_histogram_buffers(function, samples, counts, bins.num_bins);
   tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
-  const even_bin_mapper<Sample> map(bins, options.last_edge);
-  if constexpr (std::is_integral_v<Sample>) {
-    if (map.unit_step()) return detail::run_histogram(samples, counts, map.unit_step_mapper(), options.algorithm);
-    if (map.shortcut() == even_shortcut::integer_step) {
-      return detail::run_histogram(samples, counts, map.integer_step_mapper(), options.algorithm);
-    }
-  }
-  if constexpr (std::is_same_v<Sample, float>) {
-    if (map.shortcut() == even_shortcut::exact_float_edges) {
-      return detail::run_histogram(samples, counts, map.exact_float_mapper(), options.algorithm);
-    }
-  }
-  return detail::run_histogram(samples, counts, map, options.algorithm);
+  return tally::detail::with_fastest_mapper(even_bin_mapper<Sample>(bins, options.last_edge), [&](const auto& map) {
+    return detail::run_histogram(samples, counts, map, options.algorithm);
+  });
 }
 
 /**
