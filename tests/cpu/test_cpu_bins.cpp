@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cfenv>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -153,7 +154,21 @@ void expect_even_mapper_matches_oracle(const even_case& c, upper_edge mode, cons
     if (mapper.unit_step()) check("unit-step mapper", mapper.unit_step_mapper());
   }
   if constexpr (std::is_same_v<Sample, float>) {
-    if (mapper.shortcut() == tally::even_shortcut::exact_float_edges) check("exact-float mapper", mapper.exact_float_mapper());
+    if (mapper.shortcut() == tally::even_shortcut::exact_float_edges) {
+      const auto exact = mapper.exact_float_mapper();
+      check("exact-float mapper", exact);
+      // Its GPU form: one fused multiply-add rounded down (here fmaf under FE_DOWNWARD, as the GPU's
+      // __fmaf_rd), then the bits of the result against one bound.
+      check("exact-float mapper, GPU form", [&](float x) -> std::int64_t {
+        const int saved = std::fegetround();
+        std::fesetround(FE_DOWNWARD);
+        const float t = std::fmaf(x, exact.inverse_step(), exact.offset());
+        std::fesetround(saved);
+        const std::uint32_t bin = exact.bin_of_rounded_down(t);
+        if (bin < static_cast<std::uint64_t>(c.num_bins)) return bin;
+        return (mode == upper_edge::inclusive && x == static_cast<float>(c.upper)) ? c.num_bins - 1 : tally::left_out_bin;
+      });
+    }
   }
   EXPECT_EQ(failures, 0) << "samples binned differently from the oracle";
 }
@@ -182,6 +197,10 @@ const std::vector<even_case>& even_cases() {
       {65536, 0.0, 65536.0},            // integers as bins (unit step)
       {100, -50.0, 50.0},               // unit step across zero
       {300, 100.0, 400.0},              // unit step off zero: uint8 samples below and above
+      {1024, -128.0, 128.0},            // float shortcut: step 1/4 across zero
+      {64, 0.5, 16.5},                  // float shortcut: step 1/4, lower a whole number of steps off zero
+      {16, -8388608.0, -8388592.0},     // float shortcut at its limit: 2^23 - lower / step = 2^24
+      {16, -8388609.0, -8388593.0},     // past it: 2^23 - lower / step = 2^24 + 1 is no float
   };
   return cases;
 }
