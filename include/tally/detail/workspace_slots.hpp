@@ -14,6 +14,11 @@ inline constexpr int count = 8;
 inline constexpr int result = 0;
 /// Weighted histograms with `deterministic`: 1 when a weight was too large for the fixed point.
 inline constexpr int out_of_range = 1;
+/// Histograms that zero their own output: 0 between calls, 1 while a block zeroes the counts and
+/// the left-out word, 2 once it has (block_histogram.cuh, start_output).
+inline constexpr int output_zeroed = 4;
+/// Those histograms' count of blocks past their flush: zero between calls.
+inline constexpr int output_blocks_finished = 5;
 /// find_first_if's running minimum of matching indices: all ones between calls.
 inline constexpr int search_minimum = 6;
 /// find_first_if's count of finished blocks: zero between calls.

@@ -196,6 +196,60 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
   return left_out;
 }
 
+/// Words of the workspace (workspace_slots.hpp) with which one launch starts its output from zero,
+/// so the call needs no memset of the counts or of the left-out word before it (two launches,
+/// about 3 microseconds on an H100: 3% of 2^28 bytes counted at the read bandwidth).
+struct output_start_words {
+  std::uint64_t* left_out;          ///< the call's left-out count
+  std::uint64_t* zeroed;            ///< 0 between calls, 1 while a block zeroes, 2 once it has
+  std::uint64_t* blocks_finished;  ///< 0 between calls
+};
+
+/// Each block calls this first: the first block of the launch to get here zeroes `counts` and the
+/// left-out word at once (it waits on nothing), then marks them zeroed. Every thread of the block
+/// must call it.
+template <class Counter>
+__device__ __forceinline__ void start_output(Counter* counts, std::int64_t num_bins, const output_start_words& words) {
+  __shared__ bool zeroes;
+  if (threadIdx.x == 0) {
+    std::uint64_t expected = 0;
+    zeroes = cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>(*words.zeroed)
+                 .compare_exchange_strong(expected, 1, cuda::memory_order_relaxed);
+  }
+  __syncthreads();
+  if (!zeroes) return;
+  for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) counts[bin] = 0;
+  if (threadIdx.x == 0) *words.left_out = 0;
+  __threadfence();
+  __syncthreads();  // every zero is written before the mark
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>(*words.zeroed).store(2, cuda::memory_order_release);
+  }
+}
+
+/// Each block calls this before its first write to the output, after counting: by then the block
+/// that zeroes has long finished (it started before this one and waits on nothing), so the wait
+/// is one load. Every thread of the block must call it.
+__device__ __forceinline__ void wait_for_zeroed_output(const output_start_words& words) {
+  if (threadIdx.x == 0) {
+    cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> zeroed(*words.zeroed);
+    while (zeroed.load(cuda::memory_order_acquire) != 2) __nanosleep(64);
+  }
+  __syncthreads();  // the block's threads follow thread 0's acquire
+}
+
+/// After its last write to the output, each block calls this; the last block of the launch puts
+/// the words back for the next call (every other block is past its wait by then). Every thread of
+/// the block must call it.
+__device__ __forceinline__ void finish_output(const output_start_words& words) {
+  __syncthreads();
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> finished(*words.blocks_finished);
+  if (finished.fetch_add(1, cuda::memory_order_acq_rel) != gridDim.x - 1) return;
+  cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>(*words.zeroed).store(0, cuda::memory_order_relaxed);
+  finished.store(0, cuda::memory_order_relaxed);
+}
+
 /// Adds the block's copy (summing its `copies` replicas) into the global counts: one device-scope
 /// atomic per non-zero bin. With one replica per lane, a bin's 32 replicas are 32 consecutive words,
 /// one per bank: a warp reads them at once and sums them with shuffles (a thread summing them alone

@@ -14,6 +14,7 @@
 #include "tally/detail/dispatch/device_properties.cuh"
 #include "tally/detail/kernels/histogram_kernels.cuh"
 #include "tally/detail/tuning/histogram_tuning.cuh"
+#include "tally/detail/workspace_slots.hpp"
 #include "tally/strategy.hpp"
 
 namespace tally::detail {
@@ -64,8 +65,9 @@ inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, st
   if (sample_bytes == 1 && replica_count(num_bins) == tuning::max_replicas) {
     // Measured on an H100 (results/2026-11-22-h100-probes): 16 bytes a load make the shared-memory
     // atomic unit the limit, and one copy per lane, each lane in its own bank, lifts uniform bytes
-    // from 0.72 to 0.92 of the read bandwidth in a standalone kernel (0.81-0.84 in tally bench);
-    // hot bins lose a little (0.95 to 0.92), as the merged increments no longer share a word.
+    // from 0.72 to 0.92 of the read bandwidth in a standalone kernel on 2026-11-22 (0.85 on
+    // 2026-11-23's machine; tally bench 0.81, results/2026-11-23-h100-bytes); hot bins lose a
+    // little (0.93 to 0.90), as the merged increments no longer share a word.
     return {strategy::replicated,
             "byte samples: the shared-memory atomics are the limit, so each lane counts into its own replica, in its "
             "own bank"};
@@ -116,9 +118,18 @@ inline cudaError_t launch_merge(const std::uint32_t* copies, int num_copies, std
   return cudaGetLastError();
 }
 
+/// Whether strategy `s` zeroes its own counts and left-out word in its launch (start_output):
+/// the shared-memory strategies, which write the output only after counting.
+inline bool zeroes_own_output(strategy s, std::int64_t num_samples) {
+  return num_samples > 0 &&
+         (s == strategy::shared_atomic || s == strategy::warp_aggregated || s == strategy::replicated);
+}
+
 /**
  * Runs strategy `s` (not automatic, not cub) over `samples` into `counts` and adds the samples it
- * leaves out to `*left_out`, which the caller zeroes. Counts need not be zeroed by the caller.
+ * leaves out to `*left_out`, which the caller zeroes unless zeroes_own_output(s, num_samples).
+ * `left_out` is the result word of a workspace's scalar block, whose other words
+ * (workspace_slots.hpp) those strategies use. Counts need not be zeroed by the caller.
  */
 template <class Sample, class Counter, class Mapper>
 cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, const Sample* samples,
@@ -174,7 +185,9 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
     temp_bytes = 1;
     return cudaSuccess;
   }
-  if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
+  if (!zeroes_own_output(s, num_samples)) {
+    if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
+  }
   if (num_samples == 0) return cudaSuccess;
   switch (s) {
     case strategy::racy: {
@@ -200,10 +213,14 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
                         ? shared_atomic_histogram_kernel<aggregation::warp, Sample, Counter, Mapper>
                         : shared_atomic_histogram_kernel<aggregation::none, Sample, Counter, Mapper>;
       const std::size_t bytes = copy_bytes * copies;
-      if (cudaError_t e = histogram_grid(kernel, num_samples, bytes, props, 1 << 30, blocks, threads); e != cudaSuccess) {
+      const bool byte_replicas = std::is_same_v<Mapper, byte_shift_mapper> && copies == tuning::max_replicas;
+      const int max_blocks = byte_replicas ? props.multiprocessors * tuning::byte_replica_blocks_per_multiprocessor : 1 << 30;
+      if (cudaError_t e = histogram_grid(kernel, num_samples, bytes, props, max_blocks, blocks, threads); e != cudaSuccess) {
         return e;
       }
-      kernel<<<blocks, threads, bytes, stream>>>(samples, num_samples, counts, map, left_out, copies);
+      const output_start_words output{left_out, left_out + scalar_slot::output_zeroed,
+                                      left_out + scalar_slot::output_blocks_finished};
+      kernel<<<blocks, threads, bytes, stream>>>(samples, num_samples, counts, map, output, copies);
       break;
     }
     case strategy::packed16: {

@@ -50,19 +50,22 @@ global_privatized_histogram_kernel(const Sample* samples, std::int64_t num_sampl
 
 /// A shared-memory histogram per block, then one device-scope atomic per non-zero bin. With
 /// aggregation::warp, equal bins within a lane or across a whole warp add as one (warp_aggregated);
-/// with `copies` > 1 the block keeps that many interleaved replicas (replicated).
+/// with `copies` > 1 the block keeps that many interleaved replicas (replicated). The launch zeroes
+/// `counts` and the left-out word itself (start_output), so they need no memset before it.
 template <aggregation Aggregate, class Sample, class Counter, class Mapper>
 __global__ void __launch_bounds__(tuning::histogram_block_threads<Sample>, tuning::histogram_min_blocks<Sample>)
 shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
-                                               Mapper map, std::uint64_t* left_out, int copies) {
+                                               Mapper map, output_start_words output, int copies) {
   extern __shared__ std::uint32_t shared_copy[];
   zero_block_copy(shared_copy, map.num_bins() * copies);
-  __syncthreads();  // the copy is zero before anyone counts into it
-  warp_add_to(count_vectorized<Aggregate, tuning::histogram_unroll<Sample>, copy_memory::shared>(
-                  samples, num_samples, map, shared_copy, copies),
-              left_out);
+  start_output(counts, map.num_bins(), output);  // its barrier also orders the copy's zeroing before counting
+  const std::uint64_t left_out = count_vectorized<Aggregate, tuning::histogram_unroll<Sample>, copy_memory::shared>(
+      samples, num_samples, map, shared_copy, copies);
   __syncthreads();  // every count is in before the copy is read
+  wait_for_zeroed_output(output);
   add_block_copy(shared_copy, map.num_bins(), counts, copies);
+  warp_add_to(left_out, output.left_out);
+  finish_output(output);
 }
 
 /// A shared-memory histogram per block, written out whole to the block's slice of

@@ -48,6 +48,15 @@ inline constexpr int packed_unroll = sizeof(Sample) == 1 ? 1 : 4;
 /// `replicated` keeps up to this many copies of the bins per block: 32, one per lane, puts bin b of
 /// lane l at word b * 32 + l, in bank l, so a warp's increments never share a bank...
 inline constexpr int max_replicas = 32;
+/// Blocks per multiprocessor of the byte kernel with one replica per lane. Uniform bytes count
+/// faster the fewer copies a multiprocessor holds: measured on an H100
+/// (results/2026-11-23-h100-bytes), kernel alone, 2^28 bytes, 1024 threads a block: one block per
+/// multiprocessor 0.845-0.854 of the read bandwidth on uniform bytes, 0.899-0.911 on one value;
+/// two blocks 0.783-0.792 and 0.919-0.921; four 256-thread blocks 0.69, six 0.60.
+#ifndef TALLY_BYTE_REPLICA_BLOCKS_PER_SM
+#define TALLY_BYTE_REPLICA_BLOCKS_PER_SM 1
+#endif
+inline constexpr int byte_replica_blocks_per_multiprocessor = TALLY_BYTE_REPLICA_BLOCKS_PER_SM;
 /// ...within this much shared memory, so several blocks still fit one multiprocessor.
 inline constexpr std::size_t replicated_shared_budget = std::size_t{48} << 10;
 /// Threads per block of the weighted histogram kernels (a first choice, not yet measured).
