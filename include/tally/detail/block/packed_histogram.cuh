@@ -82,10 +82,17 @@ __device__ __forceinline__ void spill_large_counters(std::uint32_t* words, int h
     value &= (low >= packed_spill ? 0xffff0000u : 0xffffffffu) & (high >= packed_spill ? 0x0000ffffu : 0xffffffffu);
     return changed;
   };
+  // A 16-bit counter is at packed_spill (2^12) or more exactly when one of its top four bits is
+  // set, so one test over four words finds the quads with nothing to spill, nearly all of them:
+  // the scan runs once a period over the whole copy, and per period it costs about as much as the
+  // counting when it looks at every counter (65536 int32 bins, geometric: 0.80 of the read
+  // bandwidth on an H100 before this test).
+  constexpr std::uint32_t large_bits = (0x10000u - packed_spill) * 0x10001u;  // 0xf000f000
   auto* quads = reinterpret_cast<uint4*>(words);  // the kernel declares the copy 16-byte aligned
   const int whole = half_bins / 4;
   for (int i = static_cast<int>(threadIdx.x); i < whole; i += Threads) {
     uint4 quad = quads[i];
+    if ((((quad.x | quad.y) | (quad.z | quad.w)) & large_bits) == 0) continue;
     bool changed = spill(quad.x, 4 * i);
     changed = spill(quad.y, 4 * i + 1) || changed;
     changed = spill(quad.z, 4 * i + 2) || changed;
