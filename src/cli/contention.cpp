@@ -259,9 +259,10 @@ void add_contention_command(CLI::App& app, int& exit_code) {
   CLI::Option* memory = sub->add_option("--memory", cfg->memory, "GPU: global, shared (a copy per block)")
                             ->delimiter(',')
                             ->capture_default_str();
-  CLI::Option* scopes = sub->add_option("--scopes", cfg->scopes, "GPU: cuda::thread_scope of the atomics: block, device, system")
-                            ->delimiter(',')
-                            ->capture_default_str();
+  CLI::Option* scopes =
+      sub->add_option("--scopes", cfg->scopes, "GPU: cuda::thread_scope of the atomics: block, device, system")
+          ->delimiter(',')
+          ->capture_default_str();
   CLI::Option* aggregation =
       sub->add_option("--aggregation", cfg->aggregation,
                       "GPU: none, warp (lanes on one word combine: __match_any_sync + __reduce_*_sync)")

@@ -207,7 +207,8 @@ int run_gpu_contention(const contention_config& cfg) {
   for (const std::string& text : cfg.addresses) {
     const std::int64_t a = parse_count(text, command_name, "--addresses");
     if (a < 1 || a > (std::int64_t{1} << 26)) {
-      throw_invalid_argument(command_name, "--addresses", fmt::format("must be between 1 and 2^26 on the GPU (got {})", a));
+      throw_invalid_argument(command_name, "--addresses",
+                             fmt::format("must be between 1 and 2^26 on the GPU (got {})", a));
     }
     addresses.push_back(a);
   }

@@ -246,8 +246,8 @@ int run_race(const race_config& cfg) {
     std::vector<std::int32_t> data(static_cast<std::size_t>(samples));
     generate_samples<std::int32_t>(distribution::uniform, cfg.bins, cfg.seed, data);
     const std::vector<std::uint64_t> reference = reference_histogram(data, cfg.bins);
-    const gpu::device_buffer<std::int32_t> device_data =
-        on_gpu ? gpu::device_buffer<std::int32_t>(std::span<const std::int32_t>(data)) : gpu::device_buffer<std::int32_t>();
+    using device_samples = gpu::device_buffer<std::int32_t>;
+    const device_samples device_data = on_gpu ? device_samples(std::span<const std::int32_t>(data)) : device_samples();
     gpu::workspace ws;  // GPU histograms: one workspace for every run
     for (const char* experiment : {"histogram", "block_histogram"}) {
       if (!wants(experiment)) continue;

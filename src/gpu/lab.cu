@@ -103,7 +103,8 @@ contention_result run_contention(const contention_case& c, int runs, int warmup)
         detail::lab::launch_contention(c.op, c.memory, c.scope, c.aggregate, launch, stream);
     if (launched == cudaErrorInvalidConfiguration && shared) {
       result.not_run = "does not fit: no block of " + std::to_string(c.block_threads) + " threads with " +
-                       std::to_string(result.shared_bytes / 1024) + " KiB of shared memory is resident on a multiprocessor";
+                       std::to_string(result.shared_bytes / 1024) +
+                       " KiB of shared memory is resident on a multiprocessor";
       (void)cudaGetLastError();
       return result;
     }

@@ -158,9 +158,9 @@ __device__ __forceinline__ void add_returned(const returned_sums& mine, unsigned
     square_sum += __shfl_xor_sync(full_warp, square_sum, offset);
   }
   if ((threadIdx.x & 31u) == 0) {
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(returned[0]).fetch_add(sum, cuda::memory_order_relaxed);
-    cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>(returned[1])
-        .fetch_add(square_sum, cuda::memory_order_relaxed);
+    using returned_ref = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>;
+    returned_ref(returned[0]).fetch_add(sum, cuda::memory_order_relaxed);
+    returned_ref(returned[1]).fetch_add(square_sum, cuda::memory_order_relaxed);
   }
 }
 
