@@ -19,7 +19,7 @@ struct contention_config {
   std::int64_t threads = -1;      ///< -1: the backend's default (CPU: its thread count; GPU: 1024 per SM)
   std::string ops_per_thread;     ///< empty: the backend's default (CPU 2^16, GPU 32)
   int block_threads = 256;        ///< GPU only
-  double max_cas_contenders = 1024;  ///< GPU only: cas rows with more contenders per word are skipped
+  double max_cas_contenders = 256;  ///< GPU only: cas rows with more contenders per word are skipped
   int runs = 5;
   int warmup = 1;
   std::string csv;
