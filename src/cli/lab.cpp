@@ -1,9 +1,9 @@
 // `tally lab`: every experiment of the four seeds in one go, at a modest size, on the GPU when there
-// is one (else the CPU), and for each claim the seeds make, the seed's words (short, with the seed
-// file), the figure measured here and a verdict: "holds", "partly" or "does not hold here". Every
-// correct variant is checked against the reference before its time counts (a wrong one makes the
-// claim a MISMATCH and the exit code 1); racy variants are reported as what they lost, never timed
-// into a speedup.
+// is one (else the CPU; seed 003's OpenMP claims always run on the CPU), and for each claim the
+// seeds make, the seed's words (short, with the seed file), the figure measured here and a verdict:
+// "holds", "partly" or "does not hold here". Every correct variant is checked against the reference
+// before its time counts (a wrong one makes the claim a MISMATCH and the exit code 1); racy variants
+// are reported as what they lost, never timed into a speedup.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -55,6 +55,7 @@ struct lab_config {
 };
 
 struct claim_row {
+  std::string backend;  ///< where it was measured: "gpu" or "cpu"
   std::string seed;
   std::string claim;     ///< the seed's words, short
   std::string measured;  ///< what was measured here, with the numbers
@@ -362,13 +363,15 @@ claim_row cpu_contention_claim(std::string seed, std::string claim, const conten
   return row;
 }
 
-std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n,
+/// The CPU's claims: all of them, or (`openmp_only`, beside the GPU's) those only the CPU can test,
+/// seed 003's OpenMP critical, atomic and reduction.
+std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n, bool openmp_only,
                                   const std::function<void(const std::string&)>& progress) {
   std::vector<claim_row> rows;
   const std::int64_t threads = cpu::detail::max_threads();
 
-  progress("race: one counter, 1,000,000 logical threads");
-  {
+  if (!openmp_only) {
+    progress("race: one counter, 1,000,000 logical threads");
     const race_outcome racy = count_with_threads(1000000, true);
     const race_outcome atomic = count_with_threads(1000000, false);
     rows.push_back(race_claim(seed_000, "without atomics most increments are LOST (Part 1)", racy.expected, racy.actual,
@@ -378,11 +381,13 @@ std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n,
   const auto cpu_case = [&](contention_op op, contention_method m, std::int64_t a) {
     return contention_case{op, m, a, threads, std::int64_t{1} << 16};
   };
-  progress("contention: 1 vs 256 addresses");
-  rows.push_back(cpu_contention_claim(
-      seed_000, "atomics are slow when many threads compete for one location (Part 4: 1 vs 256 locations)",
-      cpu_case(contention_op::add, contention_method::atomic, 256),
-      cpu_case(contention_op::add, contention_method::atomic, 1), "256 addresses", "1 address", 2.0, cfg.runs));
+  if (!openmp_only) {
+    progress("contention: 1 vs 256 addresses");
+    rows.push_back(cpu_contention_claim(
+        seed_000, "atomics are slow when many threads compete for one location (Part 4: 1 vs 256 locations)",
+        cpu_case(contention_op::add, contention_method::atomic, 256),
+        cpu_case(contention_op::add, contention_method::atomic, 1), "256 addresses", "1 address", 2.0, cfg.runs));
+  }
   progress("contention: omp critical vs atomics vs private copies");
   rows.push_back(cpu_contention_claim(
       seed_003, "#pragma omp critical is a bottleneck next to #pragma omp atomic (256 addresses)",
@@ -393,11 +398,11 @@ std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n,
       cpu_case(contention_op::add, contention_method::privatized, 256),
       cpu_case(contention_op::add, contention_method::atomic, 256), "privatized", "atomic", 1.5, cfg.runs));
 
-  progress(fmt::format("histograms: {} uniform samples, 256 bins", n));
+  progress(fmt::format("{}: {} uniform samples, 256 bins", openmp_only ? "samples" : "histograms", n));
   std::vector<std::int32_t> data(static_cast<std::size_t>(n));
   generate_samples<std::int32_t>(distribution::uniform, 256, cfg.seed, data);
   const std::vector<std::uint64_t> reference = reference_histogram(data, 256);
-  {
+  if (!openmp_only) {
     const race_outcome missing = block_histogram_with_threads(data, reference, false);
     const race_outcome fixed = block_histogram_with_threads(data, reference, true);
     rows.push_back(race_claim(seed_001, "without the barrier before the flush the block histogram is wrong",
@@ -415,9 +420,12 @@ std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n,
     if (counts != reference) return -1.0;
     return median_host_ms(cfg.runs, [&] { (void)cpu::bincount<std::int32_t, std::uint64_t>(data, counts, options); });
   };
-  rows.push_back(timed_claim(seed_000, "privatization (a private histogram per thread) reduces contention dramatically",
-                             histogram_ms(strategy::privatized), histogram_ms(strategy::atomic), "privatized", "atomic",
-                             2.0));
+  if (!openmp_only) {
+    rows.push_back(timed_claim(seed_000,
+                               "privatization (a private histogram per thread) reduces contention dramatically",
+                               histogram_ms(strategy::privatized), histogram_ms(strategy::atomic), "privatized",
+                               "atomic", 2.0));
+  }
 
   progress(fmt::format("sums: {} int32 samples", n));
   const std::int64_t want = std::accumulate(data.begin(), data.end(), std::int64_t{0});
@@ -442,8 +450,8 @@ std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n,
 void print_claims(std::FILE* out, const std::vector<claim_row>& rows) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const claim_row& r = rows[i];
-    fmt::print(out, "{:>2}. [seed {}] \"{}\"\n    measured: {}\n    verdict:  {}\n", i + 1, r.seed, r.claim,
-               r.measured.empty() ? "-" : r.measured, r.verdict);
+    fmt::print(out, "{:>2}. [seed {}; {}] \"{}\"\n    measured: {}\n    verdict:  {}\n", i + 1, r.seed, r.backend,
+               r.claim, r.measured.empty() ? "-" : r.measured, r.verdict);
   }
   const auto count = [&](const char* prefix) {
     return std::count_if(rows.begin(), rows.end(), [&](const claim_row& r) { return r.verdict.starts_with(prefix); });
@@ -456,15 +464,15 @@ void write_csv(const std::string& path, const run_environment& env, const std::v
   std::ofstream file(path);
   if (!file) throw error(errc::io_error, "--csv", "cannot write '" + path + "'");
   file << environment_csv_comment("lab", env) << "\n";
-  file << "seed,claim,measured,figure,unit,verdict\n";
+  file << "backend,seed,claim,measured,figure,unit,verdict\n";
   const auto quoted = [](std::string text) {
     std::string out = "\"";
     for (const char ch : text) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
     return out + "\"";
   };
   for (const claim_row& r : rows) {
-    file << fmt::format("{},{},{},{:.6g},{},{}\n", quoted(r.seed), quoted(r.claim), quoted(r.measured), r.figure,
-                        r.unit, quoted(r.verdict));
+    file << fmt::format("{},{},{},{},{:.6g},{},{}\n", r.backend, quoted(r.seed), quoted(r.claim), quoted(r.measured),
+                        r.figure, r.unit, quoted(r.verdict));
   }
 }
 
@@ -474,7 +482,8 @@ void write_json(const std::string& path, const run_environment& env, const std::
   nlohmann::json& out_rows = doc["rows"];
   out_rows = nlohmann::json::array();
   for (const claim_row& r : rows) {
-    out_rows.push_back({{"seed", r.seed},
+    out_rows.push_back({{"backend", r.backend},
+                        {"seed", r.seed},
                         {"claim", r.claim},
                         {"measured", r.measured},
                         {"figure", r.figure},
@@ -506,7 +515,19 @@ int run_lab(const lab_config& cfg) {
   const auto progress = [&](const std::string& what) {
     if (!cfg.quiet) std::fprintf(stderr, "[lab %d] %s\n", ++step, what.c_str());
   };
-  const std::vector<claim_row> rows = on_gpu ? gpu_claims(cfg, n, progress) : cpu_claims(cfg, n, progress);
+  std::vector<claim_row> rows;
+  if (on_gpu) {
+    rows = gpu_claims(cfg, n, progress);
+    for (claim_row& r : rows) r.backend = "gpu";
+    // Seed 003's OpenMP claims can only be tested on the CPU: they run beside the GPU's, on at most
+    // 2^22 samples (a critical section per addition is slow).
+    std::vector<claim_row> openmp = cpu_claims(cfg, std::min<std::int64_t>(n, std::int64_t{1} << 22), true, progress);
+    for (claim_row& r : openmp) r.backend = "cpu";
+    rows.insert(rows.end(), openmp.begin(), openmp.end());
+  } else {
+    rows = cpu_claims(cfg, n, false, progress);
+    for (claim_row& r : rows) r.backend = "cpu";
+  }
   print_claims(stdout, rows);
   if (!cfg.csv.empty()) write_csv(cfg.csv, env, rows);
   if (!cfg.json.empty()) write_json(cfg.json, env, rows);

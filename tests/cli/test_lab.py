@@ -58,7 +58,7 @@ def test_cpu_lab_prints_every_claim_with_a_figure_and_a_verdict(tmp_path):
     for field in ("tally_version", "backend", "device", "build", "date"):
         assert doc[field], field
     rows = doc["rows"]
-    assert len(rows) == 9
+    assert len(rows) == 9 and all(r["backend"] == "cpu" for r in rows)
     assert {r["seed"][:3] for r in rows} == {"000", "001", "003"}  # 002 is about GPU reductions
     check_rows(rows)
     for r in rows:
@@ -100,7 +100,8 @@ def test_gpu_lab_prints_every_claim_with_a_figure_and_a_verdict(tmp_path):
     result = run("lab", "--backend", "gpu", "--samples", "2^20", "--runs", "3", "--json", str(json_path))
     assert result.returncode == 0, result.stdout + result.stderr
     rows = json.loads(json_path.read_text())["rows"]
-    assert len(rows) == 12
+    assert len(rows) == 12 + 4  # the GPU's claims, then seed 003's OpenMP ones on the CPU
+    assert [r["backend"] for r in rows] == ["gpu"] * 12 + ["cpu"] * 4
     assert {r["seed"][:3] for r in rows} == SEEDS
     check_rows(rows)
     counter = rows[0]
