@@ -1,4 +1,4 @@
-// Parsing of counts written as 65536, 1e6 or 2^28 in the CLI's options.
+// Parsing of counts written as 65536, 1e6 or 2^28 in the CLI's options, and --backend.
 #include "arguments.hpp"
 
 #include <cmath>
@@ -30,14 +30,16 @@ std::int64_t parse_count(const std::string& text, std::string_view command, std:
   throw_invalid_argument(command, option, "expects counts such as 256, 1e6 or 2^28 (got '" + text + "')");
 }
 
-void require_cpu_backend(const std::string& backend_name, std::string_view command, std::string_view gpu_part) {
-  const std::string missing = "the GPU " + std::string(gpu_part) + " of issue 6: not built yet; use --backend cpu";
-  if (backend_name == "gpu") {
-    throw error(errc::not_supported, "--backend", std::string(command) + ": --backend gpu: " + missing);
+backend resolve_backend(const std::string& backend_name, std::string_view command) {
+  if (backend_name == "cpu") return backend::cpu;
+  if (backend_name == "auto") return gpu::device_count() > 0 ? backend::gpu : backend::cpu;
+  if (gpu::device_count() == 0) {
+    throw error(errc::not_supported, "--backend",
+                std::string(command) + ": --backend gpu, but " +
+                    (gpu::built_with_cuda() ? "no GPU is present" : "tally was built without CUDA") +
+                    " (use --backend cpu)");
   }
-  if (backend_name == "auto" && gpu::device_count() > 0) {
-    throw error(errc::not_supported, "--backend", std::string(command) + ": --backend auto chose the GPU: " + missing);
-  }
+  return backend::gpu;
 }
 
 }  // namespace tally::cli

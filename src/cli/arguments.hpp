@@ -1,10 +1,12 @@
 // Parsing of the CLI's option values that CLI11 does not parse itself (counts such as 2^28), and
-// the check that a command with only a CPU side was not asked for the GPU.
+// the choice of backend behind `--backend auto|gpu|cpu`.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+
+#include "tally/strategy.hpp"
 
 namespace tally::cli {
 
@@ -15,10 +17,10 @@ namespace tally::cli {
 std::int64_t parse_count(const std::string& text, std::string_view command, std::string_view option);
 
 /**
- * @brief For commands whose GPU side is not built yet: `--backend gpu`, or `auto` on a machine
- * with a GPU, throws errc::not_supported naming `--backend` (rather than run the CPU version under
- * a GPU label). `gpu_part` says what is missing, e.g. "sweep".
+ * @brief The backend `--backend` names: `auto` is the GPU when one is present, else the CPU.
+ * `--backend gpu` without a usable GPU throws errc::not_supported naming `--backend` and saying
+ * why (no GPU present, or a build without CUDA).
  */
-void require_cpu_backend(const std::string& backend_name, std::string_view command, std::string_view gpu_part);
+backend resolve_backend(const std::string& backend_name, std::string_view command);
 
 }  // namespace tally::cli

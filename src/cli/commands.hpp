@@ -22,5 +22,7 @@ void add_hist_command(CLI::App& app, int& exit_code);
 void add_contention_command(CLI::App& app, int& exit_code);
 /** @brief `tally race`: the seeds' data races beside their correct variants: expected, actual, lost. */
 void add_race_command(CLI::App& app, int& exit_code);
+/** @brief `tally lab`: every seed experiment, each claim of the seeds beside the figure measured here. */
+void add_lab_command(CLI::App& app, int& exit_code);
 
 }  // namespace tally::cli

@@ -1,8 +1,9 @@
-// `tally contention`: atomic throughput as the number of distinct addresses grows, per operation
-// (add, CAS-loop add, max, exchange) and method (atomics, a critical section, privatized copies),
-// on the CPU backend for now. Every run, warm-up included, is checked against the layout's exact
-// expectation before its time counts; a wrong run makes the row a MISMATCH and the exit code 1.
-// The experiment itself is in contention_experiment.cpp; this file parses, sweeps and reports.
+// `tally contention`: atomic throughput as the number of distinct addresses grows. On the CPU, per
+// operation (add, CAS-loop add, max, exchange) and method (atomics, a critical section, privatized
+// copies); on the GPU (contention_gpu.cpp), per operation, memory, scope and warp aggregation.
+// Every run, warm-up included, is checked against the layout's exact expectation before its time
+// counts; a wrong run makes the row a MISMATCH and the exit code 1. The CPU experiment itself is
+// in contention_experiment.cpp; this file parses the options, runs the CPU sweep and reports it.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -17,6 +18,7 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
+#include "contention_command.hpp"
 #include "contention_experiment.hpp"
 #include "host_timing.hpp"
 #include "run_environment.hpp"
@@ -33,20 +35,6 @@ constexpr std::int64_t max_total_ops = std::int64_t{1} << 40;      // T K: value
 constexpr const char* layout_text =
     "logical thread t's i-th update goes to address (t + i*T) mod A; add/cas add 1 + ((t xor i) mod 8), "
     "max/exch write i*T + t + 1; 64-bit words, contiguous (8 to a 64-byte line)";
-
-struct contention_config {
-  std::string backend_name = "auto";
-  std::vector<std::string> addresses{"1", "4", "16", "64", "256", "1024", "4096", "16384", "65536"};
-  std::vector<std::string> ops{"add", "cas", "max", "exch"};
-  std::vector<std::string> methods{"atomic", "critical", "privatized"};
-  std::int64_t threads = -1;  ///< -1: as many as the machine has
-  std::string ops_per_thread = "2^16";
-  int runs = 5;
-  int warmup = 1;
-  std::string csv;
-  std::string json;
-  bool quiet = false;
-};
 
 struct contention_row {
   contention_case what;
@@ -169,9 +157,11 @@ void write_json(const std::string& path, const run_environment& env, const std::
 }
 
 int run_contention(const contention_config& cfg) {
-  // The GPU sweep (global and shared memory, block/device/system scope, warp aggregation) is not
-  // written yet.
-  require_cpu_backend(cfg.backend_name, command_name, "sweep");
+  if (resolve_backend(cfg.backend_name, command_name) == backend::gpu) return run_gpu_contention(cfg);
+  if (!cfg.gpu_only_given.empty()) {
+    throw_invalid_argument(command_name, cfg.gpu_only_given.front(),
+                           "is for the GPU backend; the CPU sweep takes --methods");
+  }
   std::vector<contention_op> ops;
   for (const std::string& name : cfg.ops) {
     const auto op = parse_contention_op(name);
@@ -205,7 +195,8 @@ int run_contention(const contention_config& cfg) {
     throw_invalid_argument(command_name, "--threads",
                            fmt::format("must be between 1 and {} (got {})", max_threads_asked, threads));
   }
-  const std::int64_t ops_per_thread = parse_count(cfg.ops_per_thread, command_name, "--ops-per-thread");
+  const std::int64_t ops_per_thread =
+      parse_count(cfg.ops_per_thread.empty() ? "2^16" : cfg.ops_per_thread, command_name, "--ops-per-thread");
   if (ops_per_thread < 1 || ops_per_thread > max_total_ops / threads) {
     throw_invalid_argument(command_name, "--ops-per-thread",
                            fmt::format("must be between 1 and 2^40 / threads = {} (got {})", max_total_ops / threads,
@@ -249,8 +240,8 @@ int run_contention(const contention_config& cfg) {
 void add_contention_command(CLI::App& app, int& exit_code) {
   auto cfg = std::make_shared<contention_config>();
   CLI::App* sub = app.add_subcommand(
-      "contention", "Atomic throughput as the number of distinct addresses grows (CPU backend), every run verified");
-  sub->add_option("--backend", cfg->backend_name, "auto, cpu or gpu (the GPU sweep is not built yet: use cpu)")
+      "contention", "Atomic throughput as the number of distinct addresses grows (GPU or CPU), every run verified");
+  sub->add_option("--backend", cfg->backend_name, "auto (the GPU when there is one), gpu or cpu")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();
   sub->add_option("--addresses", cfg->addresses, "Numbers of distinct addresses, e.g. 1,4,16,...,65536")
@@ -259,21 +250,48 @@ void add_contention_command(CLI::App& app, int& exit_code) {
   sub->add_option("--ops", cfg->ops, "Operations: add, cas (a CAS-loop add), max (a CAS-loop max), exch")
       ->delimiter(',')
       ->capture_default_str();
-  sub->add_option("--methods", cfg->methods,
-                  "Methods: atomic (std::atomic_ref), critical (one omp critical section), privatized (per-thread "
-                  "copies merged at the end)")
-      ->delimiter(',')
-      ->capture_default_str();
+  CLI::Option* methods =
+      sub->add_option("--methods", cfg->methods,
+                      "CPU: atomic (std::atomic_ref), critical (one omp critical section), privatized (per-thread "
+                      "copies merged at the end)")
+          ->delimiter(',')
+          ->capture_default_str();
+  CLI::Option* memory = sub->add_option("--memory", cfg->memory, "GPU: global, shared (a copy per block)")
+                            ->delimiter(',')
+                            ->capture_default_str();
+  CLI::Option* scopes =
+      sub->add_option("--scopes", cfg->scopes, "GPU: cuda::thread_scope of the atomics: block, device, system")
+          ->delimiter(',')
+          ->capture_default_str();
+  CLI::Option* aggregation =
+      sub->add_option("--aggregation", cfg->aggregation,
+                      "GPU: none, warp (lanes on one word combine: __match_any_sync + __reduce_*_sync)")
+          ->delimiter(',')
+          ->capture_default_str();
+  CLI::Option* block_threads =
+      sub->add_option("--block-threads", cfg->block_threads, "GPU: threads per block (a multiple of 32)")
+          ->capture_default_str();
+  CLI::Option* max_cas = sub->add_option("--max-cas-contenders", cfg->max_cas_contenders,
+                                         "GPU: skip cas rows with more threads competing for one word (each "
+                                         "costs that many retries per update)")
+                             ->capture_default_str();
   sub->add_option("--threads", cfg->threads,
-                  "Logical threads T (default: the OpenMP thread count); more than the machine has run in turns");
-  sub->add_option("--ops-per-thread", cfg->ops_per_thread, "Updates K per logical thread, e.g. 65536 or 2^16")
-      ->capture_default_str();
+                  "Threads T. CPU: logical threads (default: the OpenMP thread count; more than the machine has run "
+                  "in turns). GPU: all threads of the grid, a multiple of --block-threads (default: 1024 per SM)");
+  sub->add_option("--ops-per-thread", cfg->ops_per_thread,
+                  "Updates K per thread, e.g. 65536 or 2^16 (default: 2^16 on the CPU, 32 on the GPU)");
   sub->add_option("--runs", cfg->runs, "Timed runs per case; the median is reported")->capture_default_str();
   sub->add_option("--warmup", cfg->warmup, "Checked but untimed runs before them")->capture_default_str();
   sub->add_option("--csv", cfg->csv, "Also write the rows as CSV to this file");
   sub->add_option("--json", cfg->json, "Also write the rows as JSON to this file");
   sub->add_flag("--quiet", cfg->quiet, "No progress on stderr");
-  sub->callback([cfg, &exit_code] { exit_code = run_contention(*cfg); });
+  sub->callback([cfg, &exit_code, methods, memory, scopes, aggregation, block_threads, max_cas] {
+    if (methods->count() > 0) cfg->cpu_only_given.push_back("--methods");
+    for (const CLI::Option* gpu_only : {memory, scopes, aggregation, block_threads, max_cas}) {
+      if (gpu_only->count() > 0) cfg->gpu_only_given.push_back(gpu_only->get_name());
+    }
+    exit_code = run_contention(*cfg);
+  });
 }
 
 }  // namespace tally::cli

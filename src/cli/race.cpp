@@ -1,12 +1,14 @@
-// `tally race`: the seeds' data races on the CPU backend, each beside its correct variant: one
-// counter incremented by 100 to 1,000,000 threads (000, Part 1), the naive histogram (003), and
-// the block histogram with its barrier missing (001). Correct variants must be exact (else exit
-// code 1); racy rows are labelled wrong results, with what they lost, and nothing is averaged.
+// `tally race`: the seeds' data races, each beside its correct variant, on the GPU (tally::lab and
+// tally::gpu) or the CPU (race_experiment.cpp): one counter incremented by 100 to 1,000,000 threads
+// (000, Part 1), the naive histogram (003), and the block histogram with its barrier missing (001).
+// Correct variants must be exact (else exit code 1); racy rows are labelled wrong results, with
+// what they lost, and nothing is averaged.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,11 +22,14 @@
 #include "race_experiment.hpp"
 #include "run_environment.hpp"
 #include "tally/error.hpp"
+#include "tally/gpu.hpp"
+#include "tally/lab.hpp"
 
 namespace tally::cli {
 namespace {
 
 constexpr const char* command_name = "tally race";
+constexpr std::int64_t max_gpu_block_bins = 12288;  // tally::lab::block_histogram: 48 KiB of shared memory
 
 struct race_config {
   std::string backend_name = "auto";
@@ -65,6 +70,37 @@ race_row new_row(std::string experiment, std::string variant, bool correct, int 
 
 std::int64_t lost(const race_row& r) {
   return static_cast<std::int64_t>(r.outcome.expected) - static_cast<std::int64_t>(r.outcome.actual);
+}
+
+race_outcome from_lab(const lab::race_count& count) {
+  race_outcome out;
+  out.expected = count.expected;
+  out.actual = count.actual;
+  out.wrong_bins = count.wrong_bins;
+  out.over_bins = count.over_bins;
+  return out;
+}
+
+/// The seed's naive histogram (003) on the GPU: tally::gpu::bincount with strategy racy (a plain
+/// `hist[bin] = hist[bin] + 1` through a volatile pointer) or global_atomic (one atomicAdd per
+/// sample, the seed's fix), compared bin by bin with the reference.
+race_outcome gpu_histogram(const gpu::device_buffer<std::int32_t>& samples, std::span<const std::uint64_t> reference,
+                           bool racy, gpu::workspace& ws) {
+  gpu::device_buffer<std::uint32_t> counts(reference.size());
+  histogram_options options;
+  options.algorithm = racy ? strategy::racy : strategy::global_atomic;
+  (void)gpu::bincount_async<std::int32_t, std::uint32_t>(samples.const_span(), counts.span(), ws,
+                                                         options);
+  std::vector<std::uint32_t> got(reference.size());
+  counts.download(got);  // a synchronous copy: waits for the histogram
+  race_outcome out;
+  out.expected = samples.size();
+  for (std::size_t b = 0; b < got.size(); ++b) {
+    out.actual += got[b];
+    if (got[b] != reference[b]) ++out.wrong_bins;
+    if (got[b] > reference[b]) ++out.over_bins;
+  }
+  return out;
 }
 
 race_row judge(race_row row) {
@@ -142,7 +178,8 @@ void write_json(const std::string& path, const run_environment& env, const std::
 }
 
 int run_race(const race_config& cfg) {
-  require_cpu_backend(cfg.backend_name, command_name, "experiments");
+  const backend where = resolve_backend(cfg.backend_name, command_name);
+  const bool on_gpu = where == backend::gpu;
   static const std::vector<std::string> known{"counter", "histogram", "block_histogram"};
   for (const std::string& e : cfg.experiments) {
     if (std::find(known.begin(), known.end(), e) == known.end()) {
@@ -166,12 +203,26 @@ int run_race(const race_config& cfg) {
   if (cfg.bins < 1 || cfg.bins > (std::int64_t{1} << 24)) {
     throw_invalid_argument(command_name, "--bins", "must be between 1 and 2^24");
   }
+  if (on_gpu && wants("block_histogram") && cfg.bins > max_gpu_block_bins) {
+    throw_invalid_argument(command_name, "--bins",
+                           fmt::format("must be at most {} for the GPU block histogram (its shared histogram stays "
+                                       "within 48 KiB)",
+                                       max_gpu_block_bins));
+  }
   if (cfg.runs < 1) throw_invalid_argument(command_name, "--runs", "must be >= 1");
 
-  const run_environment env = describe_run_environment(backend::cpu);
+  const run_environment env = describe_run_environment(where);
   print_environment_header(stdout, "race", env);
-  fmt::print("racy update: a relaxed atomic load, then a relaxed atomic store of the value + 1 (the split "
-             "read-modify-write, defined in C++); correct variants: fetch_add, or the barrier\n\n");
+  if (on_gpu) {
+    fmt::print("counter: one GPU thread per increment (blocks of 256); racy: a relaxed atomic load, then a relaxed "
+               "atomic store of the value + 1 (the split read-modify-write of counter[0] = counter[0] + 1); correct: "
+               "fetch_add.\nhistogram: tally::gpu::bincount, strategy racy (volatile hist[bin]++) vs global_atomic "
+               "(one atomicAdd per sample).\nblock_histogram: one sample per thread, a shared histogram per block "
+               "flushed with device atomics, with and without the __syncthreads() before the flush.\n\n");
+  } else {
+    fmt::print("racy update: a relaxed atomic load, then a relaxed atomic store of the value + 1 (the split "
+               "read-modify-write, defined in C++); correct variants: fetch_add, or the barrier\n\n");
+  }
   std::fflush(stdout);
   const auto progress = [&](const std::string& what) {
     if (!cfg.quiet) std::fprintf(stderr, "[race] %s\n", what.c_str());
@@ -184,7 +235,7 @@ int run_race(const race_config& cfg) {
       for (int run = 0; run < cfg.runs; ++run) {
         for (const bool racy : {true, false}) {
           race_row row = new_row("counter", racy ? "racy (load, store)" : "atomic fetch_add", !racy, run, t, 1);
-          row.outcome = count_with_threads(t, racy);
+          row.outcome = on_gpu ? from_lab(lab::count_with_threads(t, racy)) : count_with_threads(t, racy);
           rows.push_back(judge(std::move(row)));
         }
       }
@@ -195,18 +246,28 @@ int run_race(const race_config& cfg) {
     std::vector<std::int32_t> data(static_cast<std::size_t>(samples));
     generate_samples<std::int32_t>(distribution::uniform, cfg.bins, cfg.seed, data);
     const std::vector<std::uint64_t> reference = reference_histogram(data, cfg.bins);
+    using device_samples = gpu::device_buffer<std::int32_t>;
+    const device_samples device_data = on_gpu ? device_samples(std::span<const std::int32_t>(data)) : device_samples();
+    gpu::workspace ws;  // GPU histograms: one workspace for every run
     for (const char* experiment : {"histogram", "block_histogram"}) {
       if (!wants(experiment)) continue;
       progress(fmt::format("{}, {} samples, {} bins", experiment, samples, cfg.bins));
       const bool block = std::string(experiment) == "block_histogram";
       for (int run = 0; run < cfg.runs; ++run) {
         for (const bool wrong : {true, false}) {
-          race_row row = new_row(
-              experiment, block ? (wrong ? "barrier missing" : "barrier") : (wrong ? "racy (load, store)" : "atomic fetch_add"),
-              !wrong, run, 0, cfg.bins);
-          row.outcome = block ? block_histogram_with_threads(data, reference, !wrong)
-                              : histogram_with_threads(data, reference, wrong);
-          row.threads = row.outcome.team;
+          const char* variant = block ? (wrong ? "barrier missing" : "barrier")
+                                : on_gpu ? (wrong ? "racy (strategy racy)" : "global_atomic")
+                                         : (wrong ? "racy (load, store)" : "atomic fetch_add");
+          race_row row = new_row(experiment, variant, !wrong, run, 0, cfg.bins);
+          if (on_gpu) {
+            row.outcome = block ? from_lab(lab::block_histogram(data, reference, !wrong))
+                                : gpu_histogram(device_data, reference, wrong, ws);
+            row.threads = block ? samples : 0;  // the library's bincount sizes its own grid
+          } else {
+            row.outcome = block ? block_histogram_with_threads(data, reference, !wrong)
+                                : histogram_with_threads(data, reference, wrong);
+            row.threads = row.outcome.team;
+          }
           rows.push_back(judge(std::move(row)));
         }
       }
@@ -224,18 +285,18 @@ int run_race(const race_config& cfg) {
 void add_race_command(CLI::App& app, int& exit_code) {
   auto cfg = std::make_shared<race_config>();
   CLI::App* sub = app.add_subcommand(
-      "race", "The seeds' data races (CPU backend): racy variants beside correct ones, expected, actual and lost");
-  sub->add_option("--backend", cfg->backend_name, "auto, cpu or gpu (the GPU experiments are not built yet: use cpu)")
+      "race", "The seeds' data races (GPU or CPU): racy variants beside correct ones, expected, actual and lost");
+  sub->add_option("--backend", cfg->backend_name, "auto (the GPU when there is one), gpu or cpu")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();
   sub->add_option("--experiments", cfg->experiments, "counter, histogram, block_histogram")
       ->delimiter(',')
       ->capture_default_str();
-  sub->add_option("--threads", cfg->threads, "counter: logical threads, each adding 1 once")
+  sub->add_option("--threads", cfg->threads, "counter: threads (GPU threads, or CPU logical threads), each adding 1 once")
       ->delimiter(',')
       ->capture_default_str();
   sub->add_option("--samples", cfg->samples, "histograms: uniform int32 samples, e.g. 2^22")->capture_default_str();
-  sub->add_option("--bins", cfg->bins, "histograms: bins")->capture_default_str();
+  sub->add_option("--bins", cfg->bins, "histograms: bins (GPU block histogram: at most 12288)")->capture_default_str();
   sub->add_option("--runs", cfg->runs, "Runs of each case, each its own row (racy results vary)")->capture_default_str();
   sub->add_option("--seed", cfg->seed, "Seed of the samples")->capture_default_str();
   sub->add_option("--csv", cfg->csv, "Also write the rows as CSV to this file");

@@ -1,6 +1,7 @@
-"""Tests of `tally contention` on the CPU backend: the built binary (TALLY_BIN), its table, its
-JSON and CSV files (environment header, one verified row per case) and its errors (exit code 2,
-naming the option at fault).
+"""Tests of `tally contention`: the built binary (TALLY_BIN), its table, its JSON and CSV files
+(environment header, one verified row per case) and its errors (exit code 2, naming the option at
+fault), on the CPU backend; on the GPU backend with TALLY_TEST_GPU=1 (else those tests skip, and
+`--backend gpu` must fail cleanly instead).
 """
 
 import csv
@@ -11,6 +12,9 @@ import subprocess
 import pytest
 
 TALLY = os.environ.get("TALLY_BIN")
+GPU_WANTED = os.environ.get("TALLY_TEST_GPU") == "1"
+gpu_only = pytest.mark.skipif(not GPU_WANTED, reason="GPU runs only with TALLY_TEST_GPU=1 (a GPU and a CUDA build)")
+gpu_absent = pytest.mark.skipif(GPU_WANTED, reason="TALLY_TEST_GPU=1: this machine has a GPU")
 OPS = ["add", "cas", "max", "exch"]
 METHODS = ["atomic", "critical", "privatized"]
 NOT_APPLICABLE = {("cas", "critical"), ("cas", "privatized"), ("exch", "privatized")}
@@ -109,18 +113,88 @@ def test_bad_arguments_are_usage_errors_naming_the_option(args, option):
     assert result.stdout == ""  # refused before anything ran
 
 
-def test_gpu_backend_is_refused_until_the_gpu_sweep_exists():
+@pytest.mark.parametrize("args, option", [
+    (["--memory", "shared"], "--memory"),
+    (["--scopes", "block"], "--scopes"),
+    (["--aggregation", "warp"], "--aggregation"),
+    (["--block-threads", "128"], "--block-threads"),
+])
+def test_gpu_only_options_are_refused_on_the_cpu(args, option):
+    result = run("contention", "--backend", "cpu", "--addresses", "1", *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert option in result.stderr and "GPU" in result.stderr, result.stderr
+
+
+@gpu_absent
+def test_gpu_backend_without_a_gpu_is_a_usage_error_naming_backend():
     result = run("contention", "--backend", "gpu", "--addresses", "1")
-    assert result.returncode == 2
-    assert "--backend" in result.stderr and "not built yet" in result.stderr
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--backend" in result.stderr and ("no GPU" in result.stderr or "without CUDA" in result.stderr)
+    assert result.stdout == ""
 
 
-def test_auto_backend_runs_on_the_cpu_without_a_gpu_and_is_refused_with_one():
-    no_gpu = run("devices").stdout.startswith("no GPU")
+@gpu_absent
+def test_auto_backend_runs_on_the_cpu_without_a_gpu():
     result = run("contention", "--addresses", "2", "--ops", "add", "--ops-per-thread", "100", "--runs", "1")
-    if no_gpu:
-        assert result.returncode == 0, result.stderr
-        assert "backend cpu" in result.stdout and "0 verification mismatches" in result.stdout
-    else:
-        assert result.returncode == 2
-        assert "--backend" in result.stderr and "not built yet" in result.stderr
+    assert result.returncode == 0, result.stderr
+    assert "backend cpu" in result.stdout and "0 verification mismatches" in result.stdout
+
+
+GPU_METHODS = [f"{m}-{s}-{a}" for m in ("global", "shared") for s in ("block", "device", "system")
+               for a in ("none", "warp")]
+
+
+@gpu_only
+def test_gpu_sweep_checks_every_memory_scope_op_and_aggregation(tmp_path):
+    json_path = tmp_path / "gpu.json"
+    csv_path = tmp_path / "gpu.csv"
+    result = run("contention", "--backend", "gpu", "--addresses", "1,32,4096", "--threads", "4096",
+                 "--ops-per-thread", "16", "--runs", "2", "--json", str(json_path), "--csv", str(csv_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "contention | backend gpu" in result.stdout and "0 verification mismatches" in result.stdout
+    assert "[contention 1/144]" in result.stderr and "[contention 144/144]" in result.stderr
+    doc = json.loads(json_path.read_text())
+    assert doc["backend"] == "gpu"
+    for field in ("device", "build", "date", "tally_version", "layout"):
+        assert doc[field], field
+    rows = doc["rows"]
+    assert {(r["op"], r["method"], r["addresses"]) for r in rows} == {
+        (o, m, a) for o in OPS for m in GPU_METHODS for a in (1, 32, 4096)}
+    for r in rows:
+        assert r["threads"] == 4096 and r["ops_per_thread"] == 16
+        assert r["method"] == f"{r['memory']}-{r['scope']}-{r['aggregation']}"
+        if r["memory"] == "global" and r["scope"] == "block":
+            # Formally racy (block scope across blocks): exact or labelled WRONG, never a mismatch.
+            assert r["check"].startswith("exact (block scope") or r["check"].startswith("WRONG"), r
+            continue
+        if r["check"].startswith("skipped: a CAS loop"):
+            assert r["op"] == "cas" and r["contenders"] > 256, r
+            continue
+        assert r["check"] == "exact", r
+        assert r["timed"] and r["runs"] == 2 and r["ops_per_s"] > 0
+        assert r["ops_per_s"] == pytest.approx(4096 * 16 / (r["median_ms"] * 1e-3), rel=1e-6)
+    lines = csv_path.read_text().splitlines()
+    assert lines[0].startswith("# tally ") and "backend gpu" in lines[0]
+    assert len(list(csv.DictReader(lines[1:]))) == len(rows)
+
+
+@gpu_only
+def test_gpu_sweep_reports_shared_arrays_that_do_not_fit():
+    result = run("contention", "--backend", "gpu", "--memory", "shared", "--scopes", "block", "--aggregation", "none",
+                 "--ops", "add", "--addresses", "2^20", "--threads", "1024", "--ops-per-thread", "4", "--quiet")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "skipped: does not fit" in result.stdout
+
+
+@gpu_only
+@pytest.mark.parametrize("args, option", [
+    (["--threads", "1000"], "--threads"),
+    (["--block-threads", "100"], "--block-threads"),
+    (["--methods", "atomic"], "--methods"),
+    (["--memory", "texture"], "--memory"),
+    (["--threads", "2^20", "--ops-per-thread", "2^12"], "--ops-per-thread"),
+])
+def test_gpu_bad_arguments_are_usage_errors_naming_the_option(args, option):
+    result = run("contention", "--backend", "gpu", *args)
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert option in result.stderr, result.stderr

@@ -1,6 +1,7 @@
-"""Tests of `tally race` on the CPU backend: correct variants exact, racy rows labelled as wrong
-results that never count more than expected, the environment header in JSON and CSV, and errors
-naming the option at fault (exit code 2).
+"""Tests of `tally race` on the CPU backend, and on the GPU with TALLY_TEST_GPU=1 (else `--backend
+gpu` must fail cleanly): correct variants exact, racy rows labelled as wrong results that never
+count more than expected, the environment header in JSON and CSV, and errors naming the option at
+fault (exit code 2).
 """
 
 import csv
@@ -11,6 +12,9 @@ import subprocess
 import pytest
 
 TALLY = os.environ.get("TALLY_BIN")
+GPU_WANTED = os.environ.get("TALLY_TEST_GPU") == "1"
+gpu_only = pytest.mark.skipif(not GPU_WANTED, reason="GPU runs only with TALLY_TEST_GPU=1 (a GPU and a CUDA build)")
+gpu_absent = pytest.mark.skipif(GPU_WANTED, reason="TALLY_TEST_GPU=1: this machine has a GPU")
 
 
 def run(*args):
@@ -81,7 +85,39 @@ def test_bad_arguments_are_usage_errors_naming_the_option(args, option):
     assert result.stdout == ""
 
 
-def test_gpu_backend_is_refused_until_the_gpu_experiments_exist():
+@gpu_absent
+def test_gpu_backend_without_a_gpu_is_a_usage_error_naming_backend():
     result = run("race", "--backend", "gpu")
-    assert result.returncode == 2
-    assert "--backend" in result.stderr and "not built yet" in result.stderr
+    assert result.returncode == 2, result.stdout + result.stderr
+    assert "--backend" in result.stderr and ("no GPU" in result.stderr or "without CUDA" in result.stderr)
+    assert result.stdout == ""
+
+
+@gpu_only
+def test_gpu_races_beside_their_correct_variants(tmp_path):
+    json_path = tmp_path / "race.json"
+    result = run("race", "--backend", "gpu", "--threads", "100,1e6", "--samples", "2^20", "--bins", "256",
+                 "--runs", "2", "--json", str(json_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "race | backend gpu" in result.stdout and "0 verification mismatches" in result.stdout
+    doc = json.loads(json_path.read_text())
+    assert doc["backend"] == "gpu"
+    rows = doc["rows"]
+    assert len(rows) == 8 + 4 + 4
+    for r in rows:
+        if r["correct"]:
+            assert r["check"] == "exact" and r["actual"] == r["expected"], r
+        else:
+            assert 0 <= r["actual"] <= r["expected"] and r["lost"] == r["expected"] - r["actual"], r
+            assert r["check"].startswith("WRONG (racy): lost ") or r["check"].startswith("racy: right this run"), r
+    million = [r for r in rows if r["experiment"] == "counter" and not r["correct"] and r["threads"] == 1000000]
+    assert len(million) == 2 and all(r["lost"] > 0 for r in million), million
+    variants = {(r["experiment"], r["variant"]) for r in rows}
+    assert ("histogram", "racy (strategy racy)") in variants and ("histogram", "global_atomic") in variants
+    assert ("block_histogram", "barrier missing") in variants and ("block_histogram", "barrier") in variants
+
+
+@gpu_only
+def test_gpu_block_histogram_bins_are_limited_to_its_shared_memory():
+    result = run("race", "--backend", "gpu", "--experiments", "block_histogram", "--bins", "20000")
+    assert result.returncode == 2 and "--bins" in result.stderr

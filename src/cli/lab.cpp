@@ -1,0 +1,557 @@
+// `tally lab`: every experiment of the four seeds in one go, at a modest size, on the GPU when there
+// is one (else the CPU; seed 003's OpenMP claims always run on the CPU), and for each claim the
+// seeds make, the seed's words (short, with the seed file), the figure measured here and a verdict:
+// "holds", "partly" or "does not hold here". Every correct variant is checked against the reference
+// before its time counts (a wrong one makes the claim a MISMATCH and the exit code 1); racy variants
+// are reported as what they lost, never timed into a speedup.
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <numeric>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "arguments.hpp"
+#include "commands.hpp"
+#include "contention_experiment.hpp"
+#include "distributions.hpp"
+#include "host_timing.hpp"
+#include "race_experiment.hpp"
+#include "run_environment.hpp"
+#include "tally/cpu.hpp"
+#include "tally/error.hpp"
+#include "tally/gpu.hpp"
+#include "tally/gpu/timing.hpp"
+#include "tally/lab.hpp"
+
+namespace tally::cli {
+namespace {
+
+constexpr const char* command_name = "tally lab";
+
+// The seeds, as /work/shared/seeds names them (000: races, atomics, contention; 001: the block
+// histogram's missing barrier; 002: atomics vs reductions; 003: histograms and throughput).
+constexpr const char* seed_000 = "000 (atomic operations)";
+constexpr const char* seed_001 = "001 (fix the data race)";
+constexpr const char* seed_002 = "002 (atomics vs reductions)";
+constexpr const char* seed_003 = "003 (data race, atomics, throughput)";
+
+struct lab_config {
+  std::string backend_name = "auto";
+  std::string samples;  ///< empty: 2^24 on the GPU, 2^22 on the CPU
+  int runs = 5;
+  std::uint64_t seed = 20261123;
+  std::string csv;
+  std::string json;
+  bool quiet = false;
+};
+
+struct claim_row {
+  std::string backend;  ///< where it was measured: "gpu" or "cpu"
+  std::string seed;
+  std::string claim;     ///< the seed's words, short
+  std::string measured;  ///< what was measured here, with the numbers
+  double figure = 0.0;   ///< the headline number (a ratio, or a fraction lost)
+  std::string unit;      ///< "x" (a speedup) or "lost" (a fraction)
+  std::string verdict;   ///< "holds", "partly: ...", "does not hold here", "MISMATCH: ..."
+  bool mismatch = false;
+};
+
+/// Below this ratio two variants are not told apart (run-to-run noise): "faster" needs 10%.
+constexpr double clearly_faster = 1.1;
+
+/// A speedup claim: holds at `holds_at` or more, partly when clearly faster but by less, else not.
+std::string speedup_verdict(double ratio, double holds_at) {
+  if (ratio >= holds_at) return "holds";
+  if (ratio >= clearly_faster) return fmt::format("partly: faster, but by less than {:g}x", holds_at);
+  return "does not hold here";
+}
+
+/// A race claim: the correct variant must be exact (else a mismatch); the racy one should lose.
+claim_row race_claim(std::string seed, std::string claim, std::uint64_t expected, std::uint64_t racy_actual,
+                     std::uint64_t correct_actual, std::int64_t correct_wrong_bins, double most) {
+  claim_row row;
+  row.seed = std::move(seed);
+  row.claim = std::move(claim);
+  row.unit = "lost";
+  const std::uint64_t lost = expected >= racy_actual ? expected - racy_actual : 0;
+  row.figure = expected > 0 ? static_cast<double>(lost) / static_cast<double>(expected) : 0.0;
+  row.measured = lost > 0 ? fmt::format("racy: WRONG, lost {} of {} ({:.1f}%); correct variant: {} of {}", lost,
+                                        expected, 100.0 * row.figure, correct_actual, expected)
+                          : fmt::format("racy: right this run, by luck (0 of {} lost); correct variant: {} of {}",
+                                        expected, correct_actual, expected);
+  if (correct_actual != expected || correct_wrong_bins != 0 || racy_actual > expected) {
+    row.verdict = "MISMATCH: a correct variant was wrong, or a racy one counted more than was added";
+    row.mismatch = true;
+  } else if (lost == 0) {
+    row.verdict = "does not hold here (the racy run was right this time, by luck)";
+  } else if (row.figure >= most) {
+    row.verdict = "holds";
+  } else {
+    row.verdict = "partly: updates are lost, but fewer than the seed suggests";
+  }
+  return row;
+}
+
+/// Median milliseconds of `runs` host-timed calls of `work`.
+double median_host_ms(int runs, const std::function<void()>& work) {
+  std::vector<double> times;
+  for (int r = 0; r < runs; ++r) times.push_back(host_ms(work));
+  return summarize_ms(std::move(times)).median_ms;
+}
+
+/// Median milliseconds of `runs` CUDA-event-timed launches of `work` after one warm-up.
+double median_gpu_ms(int runs, const std::function<void(gpu::stream_t)>& work) {
+  (void)gpu::time_runs(work, 1);
+  const std::vector<float> times = gpu::time_runs(work, runs);
+  return summarize_ms(std::vector<double>(times.begin(), times.end())).median_ms;
+}
+
+// ---- the GPU experiments ---------------------------------------------------------------------
+
+/// Operations per second of one GPU contention case (every run checked); 0 with `why` set when the
+/// case did not run or was wrong.
+double gpu_ops_per_s(lab::contention_case c, int runs, std::string& why) {
+  const lab::contention_result r = lab::run_contention(c, runs, 1);
+  if (!r.not_run.empty() || !r.wrong.empty()) {
+    why = r.not_run.empty() ? r.wrong : r.not_run;
+    return 0.0;
+  }
+  const double ms = summarize_ms(r.times_ms).median_ms;
+  return static_cast<double>(lab::total_threads(c)) * static_cast<double>(c.ops_per_thread) / (ms * 1e-3);
+}
+
+/// Two contention cases compared: `faster` should beat `slower` by `holds_at`.
+claim_row gpu_contention_claim(std::string seed, std::string claim, const lab::contention_case& faster,
+                               const lab::contention_case& slower, const std::string& faster_name,
+                               const std::string& slower_name, double holds_at, int runs) {
+  claim_row row;
+  row.seed = std::move(seed);
+  row.claim = std::move(claim);
+  row.unit = "x";
+  std::string why;
+  const double fast = gpu_ops_per_s(faster, runs, why);
+  const double slow = fast > 0 ? gpu_ops_per_s(slower, runs, why) : 0.0;
+  if (fast == 0 || slow == 0) {
+    row.verdict = "MISMATCH: " + why;
+    row.mismatch = true;
+    return row;
+  }
+  row.figure = fast / slow;
+  row.measured = fmt::format("{}: {:.0f} Mops/s; {}: {:.0f} Mops/s; ratio {:.2f}x", faster_name, fast * 1e-6,
+                             slower_name, slow * 1e-6, row.figure);
+  row.verdict = speedup_verdict(row.figure, holds_at);
+  return row;
+}
+
+lab::contention_case gpu_case(lab::memory_space memory, lab::atomic_scope scope, lab::aggregation aggregate,
+                              lab::atomic_op op, std::int64_t addresses, int multiprocessors) {
+  lab::contention_case c;
+  c.op = op;
+  c.memory = memory;
+  c.scope = scope;
+  c.aggregate = aggregate;
+  c.addresses = addresses;
+  c.block_threads = 256;
+  c.blocks = std::int64_t{multiprocessors} * 4;
+  c.ops_per_thread = 32;
+  return c;
+}
+
+/// A GPU bincount of `samples` with strategy `s`: checked against `reference`, then timed.
+/// Returns the median ms, or -1 when the counts were wrong.
+double gpu_bincount_ms(const gpu::device_buffer<std::int32_t>& samples, std::span<const std::uint64_t> reference,
+                       strategy s, int runs, gpu::workspace& ws) {
+  gpu::device_buffer<std::uint32_t> counts(reference.size());
+  histogram_options options;
+  options.algorithm = s;
+  const auto run = [&](gpu::stream_t stream) {
+    (void)gpu::bincount_async<std::int32_t, std::uint32_t>(samples.const_span(), counts.span(), ws, options, stream);
+  };
+  counts.fill_bytes(0xab);  // poisoned: every bin must be written
+  run(nullptr);
+  std::vector<std::uint32_t> got(reference.size());
+  counts.download(got);
+  if (!std::equal(got.begin(), got.end(), reference.begin())) return -1.0;
+  return median_gpu_ms(runs, run);
+}
+
+/// The racy GPU histogram's total count (it is never timed into a claim).
+std::uint64_t gpu_racy_bincount_total(const gpu::device_buffer<std::int32_t>& samples, std::size_t bins,
+                                      gpu::workspace& ws) {
+  gpu::device_buffer<std::uint32_t> counts(bins);
+  histogram_options options;
+  options.algorithm = strategy::racy;
+  (void)gpu::bincount_async<std::int32_t, std::uint32_t>(samples.const_span(), counts.span(), ws, options);
+  std::vector<std::uint32_t> got(bins);
+  counts.download(got);
+  return std::accumulate(got.begin(), got.end(), std::uint64_t{0});
+}
+
+/// A GPU int32 sum with strategy `s`: checked against `want` (exact), then timed; -1 when wrong.
+double gpu_sum_ms(const gpu::device_buffer<std::int32_t>& samples, std::int64_t want, strategy s, int runs,
+                  gpu::workspace& ws) {
+  reduce_options options;
+  options.algorithm = s;
+  const auto got = gpu::reduce<std::int32_t>(samples.const_span(), reduce_op::sum, options);
+  if (got.value != want) return -1.0;
+  return median_gpu_ms(runs, [&](gpu::stream_t stream) {
+    (void)gpu::reduce_async<std::int32_t>(samples.const_span(), reduce_op::sum, ws, options, stream);
+  });
+}
+
+/// `slow_ms / fast_ms` as a claim, or a mismatch when either variant was wrong (-1).
+claim_row timed_claim(std::string seed, std::string claim, double fast_ms, double slow_ms,
+                      const std::string& fast_name, const std::string& slow_name, double holds_at) {
+  claim_row row;
+  row.seed = std::move(seed);
+  row.claim = std::move(claim);
+  row.unit = "x";
+  if (fast_ms < 0 || slow_ms < 0) {
+    row.verdict = fmt::format("MISMATCH: {} gave a wrong result", fast_ms < 0 ? fast_name : slow_name);
+    row.mismatch = true;
+    return row;
+  }
+  row.figure = fast_ms > 0 ? slow_ms / fast_ms : 0.0;
+  row.measured = fmt::format("{}: {:.3f} ms; {}: {:.3f} ms; speedup {:.2f}x", fast_name, fast_ms, slow_name, slow_ms,
+                             row.figure);
+  row.verdict = speedup_verdict(row.figure, holds_at);
+  return row;
+}
+
+std::vector<claim_row> gpu_claims(const lab_config& cfg, std::int64_t n,
+                                  const std::function<void(const std::string&)>& progress) {
+  using lab::aggregation;
+  using lab::atomic_op;
+  using lab::atomic_scope;
+  using lab::memory_space;
+  std::vector<claim_row> rows;
+  const int sms = gpu::describe_device().multiprocessors;
+
+  progress("race: one counter, 1,000,000 threads");
+  {
+    const lab::race_count racy = lab::count_with_threads(1000000, true);
+    const lab::race_count atomic = lab::count_with_threads(1000000, false);
+    rows.push_back(race_claim(seed_000, "without atomics most increments are LOST (Part 1)", racy.expected, racy.actual,
+                              atomic.actual, 0, 0.5));
+  }
+
+  progress("contention: 1 vs 256 addresses, global add");
+  rows.push_back(gpu_contention_claim(
+      seed_000, "atomics are slow when many threads compete for one location (Part 4: 1 vs 256 locations)",
+      gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 256, sms),
+      gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 1, sms), "256 addresses",
+      "1 address", 2.0, cfg.runs));
+
+  progress("contention: shared vs global memory, 256 addresses");
+  rows.push_back(gpu_contention_claim(
+      seed_000, "shared-memory atomics are ~10x faster than global (Performance tips)",
+      gpu_case(memory_space::shared, atomic_scope::block, aggregation::none, atomic_op::add, 256, sms),
+      gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 256, sms),
+      "shared, block scope", "global, device scope", 5.0, cfg.runs));
+
+  progress("contention: warp aggregation, 1 address");
+  rows.push_back(gpu_contention_claim(
+      seed_000, "batch updates: one atomic per warp instead of per thread (Performance tips)",
+      gpu_case(memory_space::global, atomic_scope::device, aggregation::warp, atomic_op::add, 1, sms),
+      gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 1, sms),
+      "warp-aggregated", "one atomic per thread", 2.0, cfg.runs));
+
+  progress("contention: native add vs CAS-loop add, 256 addresses, shared memory");
+  rows.push_back(gpu_contention_claim(
+      seed_000, "CAS is the building block of every atomic (Part 7); a native atomic beats the CAS loop",
+      gpu_case(memory_space::shared, atomic_scope::block, aggregation::none, atomic_op::add, 256, sms),
+      gpu_case(memory_space::shared, atomic_scope::block, aggregation::none, atomic_op::cas, 256, sms), "native add",
+      "CAS-loop add", 1.5, cfg.runs));
+
+  progress("contention: block vs device scope, shared memory, 256 addresses");
+  rows.push_back(gpu_contention_claim(
+      seed_001, "reduce the scope of the atomic with cuda::atomic_ref (block scope where a block is enough)",
+      gpu_case(memory_space::shared, atomic_scope::block, aggregation::none, atomic_op::add, 256, sms),
+      gpu_case(memory_space::shared, atomic_scope::device, aggregation::none, atomic_op::add, 256, sms), "block scope",
+      "device scope", 1.1, cfg.runs));
+
+  progress(fmt::format("histograms: {} uniform samples, 256 bins", n));
+  std::vector<std::int32_t> data(static_cast<std::size_t>(n));
+  generate_samples<std::int32_t>(distribution::uniform, 256, cfg.seed, data);
+  const std::vector<std::uint64_t> reference = reference_histogram(data, 256);
+  const gpu::device_buffer<std::int32_t> device_data{std::span<const std::int32_t>(data)};
+  gpu::workspace ws;
+  {
+    const lab::race_count missing = lab::block_histogram(data, reference, false);
+    const lab::race_count fixed = lab::block_histogram(data, reference, true);
+    rows.push_back(race_claim(seed_001, "without __syncthreads() before the flush the block histogram is wrong",
+                              missing.expected, missing.actual, fixed.actual, fixed.wrong_bins, 0.0));
+  }
+  const double global_ms = gpu_bincount_ms(device_data, reference, strategy::global_atomic, cfg.runs, ws);
+  const double shared_ms = gpu_bincount_ms(device_data, reference, strategy::shared_atomic, cfg.runs, ws);
+  rows.push_back(timed_claim(seed_000, "privatization (a shared histogram per block) reduces contention dramatically",
+                             shared_ms, global_ms, "shared_atomic", "global_atomic", 2.0));
+  {
+    // The correct variant is global_atomic, checked bin by bin just above (-1: it was wrong).
+    const std::uint64_t racy_total = gpu_racy_bincount_total(device_data, 256, ws);
+    rows.push_back(race_claim(seed_003, "the naive histogram (hist[bin]++) is incorrect: a data race", data.size(),
+                              racy_total, data.size(), global_ms < 0 ? 1 : 0, 0.0));
+  }
+
+  progress(fmt::format("sums: {} int32 samples", n));
+  const std::int64_t want = std::accumulate(data.begin(), data.end(), std::int64_t{0});
+  const double naive_ms = gpu_sum_ms(device_data, want, strategy::atomic_per_element, cfg.runs, ws);
+  const double block_ms = gpu_sum_ms(device_data, want, strategy::block_reduce_atomic, cfg.runs, ws);
+  const double two_pass_ms = gpu_sum_ms(device_data, want, strategy::two_pass, cfg.runs, ws);
+  rows.push_back(timed_claim(seed_000, "privatized sum (block reduction, one atomic per block) beats one atomic per "
+                                       "element (Part 5)",
+                             block_ms, naive_ms, "block_reduce_atomic", "atomic_per_element", 2.0));
+  rows.push_back(timed_claim(seed_002, "a full parallel reduction avoids the serialization of atomics on one location",
+                             two_pass_ms, naive_ms, "two_pass", "atomic_per_element", 2.0));
+  {
+    claim_row row = timed_claim(seed_002, "the hybrid (block reduce + one atomicAdd per block) is as good when blocks "
+                                          "are few",
+                                block_ms, two_pass_ms, "block_reduce_atomic", "two_pass", 1.0);
+    // "As good": within 10% of the two-pass time counts.
+    if (!row.mismatch) row.verdict = row.figure >= 1.0 / clearly_faster ? "holds" : "does not hold here";
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+// ---- the CPU experiments ---------------------------------------------------------------------
+
+/// Operations per second of one CPU contention case (median of runs, each checked); 0 with `why`.
+double cpu_ops_per_s(const contention_case& c, int runs, std::string& why) {
+  const contention_expectation want = expected_outcome(c);
+  std::vector<double> times;
+  for (int r = 0; r < runs + 1; ++r) {
+    const contention_outcome got = run_contention_case(c);
+    if (const auto wrong = check_contention_outcome(c, want, got)) {
+      why = *wrong;
+      return 0.0;
+    }
+    if (r > 0) times.push_back(got.ms);
+  }
+  const double ms = summarize_ms(std::move(times)).median_ms;
+  return static_cast<double>(c.threads * c.ops_per_thread) / (ms * 1e-3);
+}
+
+claim_row cpu_contention_claim(std::string seed, std::string claim, const contention_case& faster,
+                               const contention_case& slower, const std::string& faster_name,
+                               const std::string& slower_name, double holds_at, int runs) {
+  claim_row row;
+  row.seed = std::move(seed);
+  row.claim = std::move(claim);
+  row.unit = "x";
+  std::string why;
+  const double fast = cpu_ops_per_s(faster, runs, why);
+  const double slow = fast > 0 ? cpu_ops_per_s(slower, runs, why) : 0.0;
+  if (fast == 0 || slow == 0) {
+    row.verdict = "MISMATCH: " + why;
+    row.mismatch = true;
+    return row;
+  }
+  row.figure = fast / slow;
+  row.measured = fmt::format("{}: {:.1f} Mops/s; {}: {:.1f} Mops/s; ratio {:.2f}x", faster_name, fast * 1e-6,
+                             slower_name, slow * 1e-6, row.figure);
+  row.verdict = speedup_verdict(row.figure, holds_at);
+  return row;
+}
+
+/// The CPU's claims: all of them, or (`openmp_only`, beside the GPU's) those only the CPU can test,
+/// seed 003's OpenMP critical, atomic and reduction.
+std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n, bool openmp_only,
+                                  const std::function<void(const std::string&)>& progress) {
+  std::vector<claim_row> rows;
+  const std::int64_t threads = cpu::detail::max_threads();
+
+  if (!openmp_only) {
+    progress("race: one counter, 1,000,000 logical threads");
+    const race_outcome racy = count_with_threads(1000000, true);
+    const race_outcome atomic = count_with_threads(1000000, false);
+    rows.push_back(race_claim(seed_000, "without atomics most increments are LOST (Part 1)", racy.expected, racy.actual,
+                              atomic.actual, 0, 0.5));
+  }
+
+  const auto cpu_case = [&](contention_op op, contention_method m, std::int64_t a) {
+    return contention_case{op, m, a, threads, std::int64_t{1} << 16};
+  };
+  if (!openmp_only) {
+    progress("contention: 1 vs 256 addresses");
+    rows.push_back(cpu_contention_claim(
+        seed_000, "atomics are slow when many threads compete for one location (Part 4: 1 vs 256 locations)",
+        cpu_case(contention_op::add, contention_method::atomic, 256),
+        cpu_case(contention_op::add, contention_method::atomic, 1), "256 addresses", "1 address", 2.0, cfg.runs));
+  }
+  progress("contention: omp critical vs atomics vs private copies");
+  rows.push_back(cpu_contention_claim(
+      seed_003, "#pragma omp critical is a bottleneck next to #pragma omp atomic (256 addresses)",
+      cpu_case(contention_op::add, contention_method::atomic, 256),
+      cpu_case(contention_op::add, contention_method::critical, 256), "atomic", "critical", 1.5, cfg.runs));
+  rows.push_back(cpu_contention_claim(
+      seed_003, "per-thread copies (the OpenMP reduction idea) avoid the cost of synchronizing (256 addresses)",
+      cpu_case(contention_op::add, contention_method::privatized, 256),
+      cpu_case(contention_op::add, contention_method::atomic, 256), "privatized", "atomic", 1.5, cfg.runs));
+
+  progress(fmt::format("{}: {} uniform samples, 256 bins", openmp_only ? "samples" : "histograms", n));
+  std::vector<std::int32_t> data(static_cast<std::size_t>(n));
+  generate_samples<std::int32_t>(distribution::uniform, 256, cfg.seed, data);
+  const std::vector<std::uint64_t> reference = reference_histogram(data, 256);
+  if (!openmp_only) {
+    const race_outcome missing = block_histogram_with_threads(data, reference, false);
+    const race_outcome fixed = block_histogram_with_threads(data, reference, true);
+    rows.push_back(race_claim(seed_001, "without the barrier before the flush the block histogram is wrong",
+                              missing.expected, missing.actual, fixed.actual, fixed.wrong_bins, 0.0));
+    const race_outcome naive = histogram_with_threads(data, reference, true);
+    const race_outcome atomic = histogram_with_threads(data, reference, false);
+    rows.push_back(race_claim(seed_003, "the naive histogram (hist[bin]++) is incorrect: a data race", naive.expected,
+                              naive.actual, atomic.actual, atomic.wrong_bins, 0.0));
+  }
+  const auto histogram_ms = [&](strategy s) {
+    std::vector<std::uint64_t> counts(256);
+    histogram_options options;
+    options.algorithm = s;
+    (void)cpu::bincount<std::int32_t, std::uint64_t>(data, counts, options);
+    if (counts != reference) return -1.0;
+    return median_host_ms(cfg.runs, [&] { (void)cpu::bincount<std::int32_t, std::uint64_t>(data, counts, options); });
+  };
+  if (!openmp_only) {
+    rows.push_back(timed_claim(seed_000,
+                               "privatization (a private histogram per thread) reduces contention dramatically",
+                               histogram_ms(strategy::privatized), histogram_ms(strategy::atomic), "privatized",
+                               "atomic", 2.0));
+  }
+
+  progress(fmt::format("sums: {} int32 samples", n));
+  const std::int64_t want = std::accumulate(data.begin(), data.end(), std::int64_t{0});
+  const auto sum_ms = [&](strategy s) {
+    reduce_options options;
+    options.algorithm = s;
+    if (cpu::reduce<std::int32_t>(data, reduce_op::sum, options).value != want) return -1.0;
+    return median_host_ms(cfg.runs, [&] { (void)cpu::reduce<std::int32_t>(data, reduce_op::sum, options); });
+  };
+  const double critical_ms = sum_ms(strategy::critical);
+  const double atomic_ms = sum_ms(strategy::atomic);
+  const double reduction_ms = sum_ms(strategy::reduction);
+  rows.push_back(timed_claim(seed_003, "reduction(+) instead of a critical section around every addition",
+                             reduction_ms, critical_ms, "reduction", "critical", 2.0));
+  rows.push_back(timed_claim(seed_003, "reduction(+) instead of an atomic per addition", reduction_ms, atomic_ms,
+                             "reduction", "atomic", 2.0));
+  return rows;
+}
+
+// ---- reporting -------------------------------------------------------------------------------
+
+void print_claims(std::FILE* out, const std::vector<claim_row>& rows) {
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const claim_row& r = rows[i];
+    fmt::print(out, "{:>2}. [seed {}; {}] \"{}\"\n    measured: {}\n    verdict:  {}\n", i + 1, r.seed, r.backend,
+               r.claim, r.measured.empty() ? "-" : r.measured, r.verdict);
+  }
+  const auto count = [&](const char* prefix) {
+    return std::count_if(rows.begin(), rows.end(), [&](const claim_row& r) { return r.verdict.starts_with(prefix); });
+  };
+  fmt::print(out, "\n{} claims: {} hold, {} partly, {} do not hold here, {} verification mismatches\n", rows.size(),
+             count("holds"), count("partly"), count("does not hold"), count("MISMATCH"));
+}
+
+void write_csv(const std::string& path, const run_environment& env, const std::vector<claim_row>& rows) {
+  std::ofstream file(path);
+  if (!file) throw error(errc::io_error, "--csv", "cannot write '" + path + "'");
+  file << environment_csv_comment("lab", env) << "\n";
+  file << "backend,seed,claim,measured,figure,unit,verdict\n";
+  const auto quoted = [](std::string text) {
+    std::string out = "\"";
+    for (const char ch : text) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return out + "\"";
+  };
+  for (const claim_row& r : rows) {
+    file << fmt::format("{},{},{},{},{:.6g},{},{}\n", r.backend, quoted(r.seed), quoted(r.claim), quoted(r.measured),
+                        r.figure, r.unit, quoted(r.verdict));
+  }
+}
+
+void write_json(const std::string& path, const run_environment& env, const std::vector<claim_row>& rows) {
+  nlohmann::json doc;
+  add_environment_json(doc, env);
+  nlohmann::json& out_rows = doc["rows"];
+  out_rows = nlohmann::json::array();
+  for (const claim_row& r : rows) {
+    out_rows.push_back({{"backend", r.backend},
+                        {"seed", r.seed},
+                        {"claim", r.claim},
+                        {"measured", r.measured},
+                        {"figure", r.figure},
+                        {"unit", r.unit},
+                        {"verdict", r.verdict}});
+  }
+  std::ofstream file(path);
+  if (!file) throw error(errc::io_error, "--json", "cannot write '" + path + "'");
+  file << doc.dump(2) << "\n";
+}
+
+int run_lab(const lab_config& cfg) {
+  const backend where = resolve_backend(cfg.backend_name, command_name);
+  const bool on_gpu = where == backend::gpu;
+  const std::int64_t n =
+      parse_count(cfg.samples.empty() ? (on_gpu ? "2^24" : "2^22") : cfg.samples, command_name, "--samples");
+  if (n < 1024 || n > (std::int64_t{1} << 30)) {
+    throw_invalid_argument(command_name, "--samples", fmt::format("must be between 1024 and 2^30 (got {})", n));
+  }
+  if (cfg.runs < 1) throw_invalid_argument(command_name, "--runs", "must be >= 1");
+
+  const run_environment env = describe_run_environment(where);
+  print_environment_header(stdout, "lab", env);
+  fmt::print("every experiment of the four seeds at a modest size; correct variants checked before they are timed, "
+             "racy ones reported as what they lost; median of {} runs\n\n",
+             cfg.runs);
+  std::fflush(stdout);
+  int step = 0;
+  const auto progress = [&](const std::string& what) {
+    if (!cfg.quiet) std::fprintf(stderr, "[lab %d] %s\n", ++step, what.c_str());
+  };
+  std::vector<claim_row> rows;
+  if (on_gpu) {
+    rows = gpu_claims(cfg, n, progress);
+    for (claim_row& r : rows) r.backend = "gpu";
+    // Seed 003's OpenMP claims can only be tested on the CPU: they run beside the GPU's, on at most
+    // 2^22 samples (a critical section per addition is slow).
+    std::vector<claim_row> openmp = cpu_claims(cfg, std::min<std::int64_t>(n, std::int64_t{1} << 22), true, progress);
+    for (claim_row& r : openmp) r.backend = "cpu";
+    rows.insert(rows.end(), openmp.begin(), openmp.end());
+  } else {
+    rows = cpu_claims(cfg, n, false, progress);
+    for (claim_row& r : rows) r.backend = "cpu";
+  }
+  print_claims(stdout, rows);
+  if (!cfg.csv.empty()) write_csv(cfg.csv, env, rows);
+  if (!cfg.json.empty()) write_json(cfg.json, env, rows);
+  const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const claim_row& r) { return r.mismatch; });
+  return any_mismatch ? exit_mismatch : exit_success;
+}
+
+}  // namespace
+
+void add_lab_command(CLI::App& app, int& exit_code) {
+  auto cfg = std::make_shared<lab_config>();
+  CLI::App* sub = app.add_subcommand(
+      "lab", "Every seed experiment in one go: each claim of the seeds beside the figure measured here, and a verdict");
+  sub->add_option("--backend", cfg->backend_name, "auto (the GPU when there is one), gpu or cpu")
+      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
+      ->capture_default_str();
+  sub->add_option("--samples", cfg->samples,
+                  "Samples of the histogram and sum experiments (default 2^24 on the GPU, 2^22 on the CPU)");
+  sub->add_option("--runs", cfg->runs, "Timed runs per variant; the median is reported")->capture_default_str();
+  sub->add_option("--seed", cfg->seed, "Seed of the samples")->capture_default_str();
+  sub->add_option("--csv", cfg->csv, "Also write the claims as CSV to this file");
+  sub->add_option("--json", cfg->json, "Also write the claims as JSON to this file");
+  sub->add_flag("--quiet", cfg->quiet, "No progress on stderr");
+  sub->callback([cfg, &exit_code] { exit_code = run_lab(*cfg); });
+}
+
+}  // namespace tally::cli

@@ -1,0 +1,191 @@
+// The GPU runs of tally::lab (tally/lab.hpp): allocates, zeroes, launches through the lab dispatch,
+// times with CUDA events, copies back and checks with the host checks of lab_common.cpp.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime.h>
+
+#include "cuda_check.hpp"
+#include "tally/detail/dispatch/device_properties.cuh"
+#include "tally/detail/dispatch/lab_dispatch.cuh"
+#include "tally/error.hpp"
+#include "tally/gpu.hpp"
+#include "tally/lab.hpp"
+
+namespace tally::lab {
+
+using gpu::device_buffer;
+using gpu::detail::check_cuda;
+
+namespace {
+
+/// A pair of CUDA events, destroyed with the object.
+class event_pair {
+ public:
+  event_pair() {
+    check_cuda(cudaEventCreate(&start_), "cudaEventCreate");
+    if (cudaError_t e = cudaEventCreate(&stop_); e != cudaSuccess) {
+      cudaEventDestroy(start_);
+      check_cuda(e, "cudaEventCreate");
+    }
+  }
+  event_pair(const event_pair&) = delete;
+  event_pair& operator=(const event_pair&) = delete;
+  ~event_pair() {
+    cudaEventDestroy(start_);
+    cudaEventDestroy(stop_);
+  }
+  cudaEvent_t start() const { return start_; }
+  cudaEvent_t stop() const { return stop_; }
+  /// Waits for the stop event; the milliseconds between the two.
+  double elapsed_ms() const {
+    check_cuda(cudaEventSynchronize(stop_), "cudaEventSynchronize");
+    float ms = 0.0f;
+    check_cuda(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+    return ms;
+  }
+
+ private:
+  cudaEvent_t start_ = nullptr;
+  cudaEvent_t stop_ = nullptr;
+};
+
+std::string launch_name(const contention_case& c) {
+  return "contention kernel (" + std::string(to_string(c.op)) + ", " + std::string(to_string(c.memory)) + ", " +
+         std::string(to_string(c.scope)) + " scope, aggregation " + std::string(to_string(c.aggregate)) + ")";
+}
+
+}  // namespace
+
+contention_result run_contention(const contention_case& c, int runs, int warmup) {
+  validate_contention_case(c);
+  if (runs < 1) throw_invalid_argument("tally::lab::run_contention", "runs", "must be >= 1");
+  if (warmup < 0) throw_invalid_argument("tally::lab::run_contention", "warmup", "must be >= 0");
+  contention_result result;
+  const bool shared = c.memory == memory_space::shared;
+  if (shared) {
+    tally::detail::device_properties props;
+    check_cuda(tally::detail::current_device_properties(props), "querying the device");
+    result.shared_bytes = static_cast<std::int64_t>(detail::lab::contention_shared_bytes(c.addresses));
+    if (static_cast<std::size_t>(result.shared_bytes) > props.shared_memory_per_block_optin) {
+      result.not_run = "does not fit: " + std::to_string(c.addresses) + " words need " +
+                       std::to_string(result.shared_bytes / 1024) + " KiB of shared memory per block, the device " +
+                       "allows " + std::to_string(props.shared_memory_per_block_optin / 1024) + " KiB";
+      return result;
+    }
+  }
+  const contention_expectation want = expected_contention(c);
+  const bool exch = c.op == atomic_op::exch;
+  device_buffer<std::uint32_t> words(static_cast<std::size_t>(c.addresses));
+  device_buffer<std::uint32_t> block_words(shared && exch ? static_cast<std::size_t>(c.blocks * c.addresses) : 0);
+  device_buffer<unsigned long long> returned(2);
+
+  detail::lab::contention_launch launch;
+  launch.words = words.data();
+  launch.block_words = block_words.data();
+  launch.returned = returned.data();
+  launch.addresses = static_cast<unsigned>(c.addresses);
+  launch.blocks = static_cast<unsigned>(c.blocks);
+  launch.block_threads = c.block_threads;
+  launch.ops_per_thread = static_cast<unsigned>(c.ops_per_thread);
+
+  event_pair events;
+  const cudaStream_t stream = nullptr;
+  contention_outcome got;
+  for (int run = 0; run < warmup + runs; ++run) {
+    // Zeroed before the first event: only the kernel is timed. (block_words is written whole.)
+    check_cuda(cudaMemsetAsync(words.data(), 0, words.size() * sizeof(std::uint32_t), stream), "cudaMemsetAsync");
+    check_cuda(cudaMemsetAsync(returned.data(), 0, 2 * sizeof(unsigned long long), stream), "cudaMemsetAsync");
+    check_cuda(cudaEventRecord(events.start(), stream), "cudaEventRecord");
+    const cudaError_t launched =
+        detail::lab::launch_contention(c.op, c.memory, c.scope, c.aggregate, launch, stream);
+    if (launched == cudaErrorInvalidConfiguration && shared) {
+      result.not_run = "does not fit: no block of " + std::to_string(c.block_threads) + " threads with " +
+                       std::to_string(result.shared_bytes / 1024) +
+                       " KiB of shared memory is resident on a multiprocessor";
+      (void)cudaGetLastError();
+      return result;
+    }
+    check_cuda(launched, launch_name(c));
+    check_cuda(cudaEventRecord(events.stop(), stream), "cudaEventRecord");
+    const double ms = events.elapsed_ms();
+    check_cuda(cudaGetLastError(), launch_name(c));
+
+    got.words.resize(words.size());
+    words.download(got.words);
+    if (shared && exch) {
+      got.block_words.resize(block_words.size());
+      block_words.download(got.block_words);
+    }
+    unsigned long long sums[2] = {0, 0};
+    returned.download(std::span<unsigned long long>(sums, 2));
+    got.returned_sum = sums[0];
+    got.returned_square_sum = sums[1];
+    if (const auto wrong = check_contention(c, want, got)) {
+      result.wrong = (run < warmup ? "warm-up run " + std::to_string(run) : "run " + std::to_string(run - warmup)) +
+                     ": " + *wrong;
+      result.times_ms.clear();
+      return result;
+    }
+    if (run >= warmup) result.times_ms.push_back(ms);
+  }
+  return result;
+}
+
+race_count count_with_threads(std::int64_t threads, bool racy) {
+  if (threads < 1 || threads > (std::int64_t{1} << 32)) {
+    throw_invalid_argument("tally::lab::count_with_threads", "threads",
+                           "must be between 1 and 2^32 (got " + std::to_string(threads) + ")");
+  }
+  device_buffer<unsigned long long> counter(1);
+  check_cuda(cudaMemset(counter.data(), 0, sizeof(unsigned long long)), "cudaMemset");
+  check_cuda(detail::lab::launch_counter(counter.data(), threads, racy, nullptr), "counter kernel");
+  check_cuda(cudaDeviceSynchronize(), "counter kernel");
+  unsigned long long value = 0;
+  counter.download(std::span<unsigned long long>(&value, 1));
+  race_count out;
+  out.expected = static_cast<std::uint64_t>(threads);
+  out.actual = value;
+  return out;
+}
+
+race_count block_histogram(std::span<const std::int32_t> samples, std::span<const std::uint64_t> reference,
+                           bool barrier) {
+  constexpr const char* function = "tally::lab::block_histogram";
+  const auto bins = static_cast<std::int64_t>(reference.size());
+  // The shared histogram stays within the default 48 KiB, so no launch needs the opt-in.
+  constexpr std::int64_t max_bins = 48 * 1024 / sizeof(unsigned);
+  if (bins < 1 || bins > max_bins) {
+    throw_invalid_argument(function, "reference", "must have between 1 and 12288 bins (got " + std::to_string(bins) + ")");
+  }
+  if (samples.empty() || samples.size() > (std::size_t{1} << 31)) {
+    throw_invalid_argument(function, "samples", "must hold between 1 and 2^31 samples");
+  }
+  const auto outside = std::find_if(samples.begin(), samples.end(), [&](std::int32_t s) { return s < 0 || s >= bins; });
+  if (outside != samples.end()) {
+    throw_invalid_argument(function, "samples",
+                           "must lie in [0, bins): sample " + std::to_string(outside - samples.begin()) + " is " +
+                               std::to_string(*outside));
+  }
+  device_buffer<std::int32_t> device_samples(samples);
+  device_buffer<std::uint32_t> histogram(static_cast<std::size_t>(bins));
+  check_cuda(cudaMemset(histogram.data(), 0, histogram.size() * sizeof(std::uint32_t)), "cudaMemset");
+  check_cuda(detail::lab::launch_block_histogram(device_samples.data(), static_cast<long long>(samples.size()),
+                                                 histogram.data(), static_cast<int>(bins), barrier, nullptr),
+             "block histogram kernel");
+  check_cuda(cudaDeviceSynchronize(), "block histogram kernel");
+  std::vector<std::uint32_t> counts(static_cast<std::size_t>(bins));
+  histogram.download(counts);
+  race_count out;
+  out.expected = samples.size();
+  for (std::size_t b = 0; b < counts.size(); ++b) {
+    out.actual += counts[b];
+    if (counts[b] != reference[b]) ++out.wrong_bins;
+    if (counts[b] > reference[b]) ++out.over_bins;
+  }
+  return out;
+}
+
+}  // namespace tally::lab

@@ -1,0 +1,246 @@
+// The host side of tally::lab in every build: the names of the contention choices, the argument
+// checks, and above all the contention check the GPU runs are judged by. A sequential simulation of
+// the layout (the updates applied one at a time, in an order a correct GPU run could have taken)
+// must pass; copies with one lost update, a wrong maximum, an exchange lost or a final word that is
+// not the last write of any thread must fail.
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tally/error.hpp"
+#include "tally/lab.hpp"
+
+namespace tally::test {
+namespace {
+
+using lab::aggregation;
+using lab::atomic_op;
+using lab::atomic_scope;
+using lab::contention_case;
+using lab::contention_outcome;
+using lab::memory_space;
+
+std::uint32_t value_of(const contention_case& c, std::uint64_t t, std::uint64_t i) {
+  const auto T = static_cast<std::uint64_t>(lab::total_threads(c));
+  if (c.op == atomic_op::add || c.op == atomic_op::cas) return static_cast<std::uint32_t>(1 + ((t ^ i) & 7));
+  return static_cast<std::uint32_t>(i * T + t + 1);
+}
+
+/// A correct run, simulated: round i of every thread, the threads in ascending or descending order
+/// (not always the order of the expectation's own loop); in shared memory a copy per block, then
+/// folded as the kernel folds.
+contention_outcome simulate(const contention_case& c, bool reverse_threads) {
+  const auto T = static_cast<std::uint64_t>(lab::total_threads(c));
+  const auto K = static_cast<std::uint64_t>(c.ops_per_thread);
+  const auto A = static_cast<std::uint64_t>(c.addresses);
+  const bool shared = c.memory == memory_space::shared;
+  const std::uint64_t copies = shared ? static_cast<std::uint64_t>(c.blocks) : 1;
+  std::vector<std::uint32_t> memory(copies * A, 0);
+  contention_outcome out;
+  for (std::uint64_t i = 0; i < K; ++i) {
+    for (std::uint64_t k = 0; k < T; ++k) {
+      const std::uint64_t t = reverse_threads ? T - 1 - k : k;
+      const std::uint64_t copy = shared ? t / static_cast<std::uint64_t>(c.block_threads) : 0;
+      std::uint32_t& word = memory[copy * A + (t + i * T) % A];
+      const std::uint32_t v = value_of(c, t, i);
+      switch (c.op) {
+        case atomic_op::add:
+        case atomic_op::cas: word += v; break;
+        case atomic_op::max: word = std::max(word, v); break;
+        case atomic_op::exch:
+          out.returned_sum += word;
+          out.returned_square_sum += static_cast<std::uint64_t>(word) * word;
+          word = v;
+          break;
+      }
+    }
+  }
+  if (c.op == atomic_op::exch) {
+    (shared ? out.block_words : out.words) = memory;
+    if (shared) out.words.assign(A, 0);
+    return out;
+  }
+  out.words.assign(A, 0);
+  for (std::uint64_t copy = 0; copy < copies; ++copy) {
+    for (std::uint64_t a = 0; a < A; ++a) {
+      const std::uint32_t w = memory[copy * A + a];
+      out.words[a] = c.op == atomic_op::max ? std::max(out.words[a], w) : out.words[a] + w;
+    }
+  }
+  return out;
+}
+
+contention_case make_case(atomic_op op, memory_space memory, std::int64_t addresses, std::int64_t blocks = 3,
+                          int block_threads = 64, std::int64_t ops = 5) {
+  contention_case c;
+  c.op = op;
+  c.memory = memory;
+  c.addresses = addresses;
+  c.blocks = blocks;
+  c.block_threads = block_threads;
+  c.ops_per_thread = ops;
+  return c;
+}
+
+std::string describe(const contention_case& c) {
+  return std::string(lab::to_string(c.op)) + " " + std::string(lab::to_string(c.memory)) +
+         " A=" + std::to_string(c.addresses) + " T=" + std::to_string(lab::total_threads(c)) +
+         " K=" + std::to_string(c.ops_per_thread);
+}
+
+constexpr atomic_op all_ops[] = {atomic_op::add, atomic_op::cas, atomic_op::max, atomic_op::exch};
+// A = 1 (everything collides), A dividing T, A sharing a factor with T, A > T K (untouched words).
+constexpr std::int64_t address_counts[] = {1, 4, 6, 64, 5000};
+
+TEST(LabContentionCheck, AcceptsEverySimulatedCorrectRun) {
+  for (const atomic_op op : all_ops) {
+    for (const memory_space memory : {memory_space::global, memory_space::shared}) {
+      for (const std::int64_t a : address_counts) {
+        for (const bool reverse : {false, true}) {
+          const contention_case c = make_case(op, memory, a);
+          const auto want = lab::expected_contention(c);
+          const auto wrong = lab::check_contention(c, want, simulate(c, reverse));
+          EXPECT_FALSE(wrong.has_value()) << describe(c) << ": " << wrong.value_or("");
+        }
+      }
+    }
+  }
+}
+
+TEST(LabContentionCheck, SumsAndMaximaAreCheckedWordForWord) {
+  for (const atomic_op op : {atomic_op::add, atomic_op::cas, atomic_op::max}) {
+    for (const std::int64_t a : address_counts) {
+      const contention_case c = make_case(op, memory_space::global, a);
+      const auto want = lab::expected_contention(c);
+      contention_outcome got = simulate(c, false);
+      got.words[0] -= op == atomic_op::max ? 1 : value_of(c, 0, 0);  // thread 0's first update lost
+      const auto wrong = lab::check_contention(c, want, got);
+      ASSERT_TRUE(wrong.has_value()) << describe(c);
+      EXPECT_NE(wrong->find("word 0"), std::string::npos) << *wrong;
+    }
+  }
+}
+
+TEST(LabContentionCheck, MaximaFollowTheClosedForm) {
+  // T K = 32 x 1 updates over A = 5 words: word a ends at the largest m < 32 with m mod 5 = a, plus 1.
+  const contention_case c = make_case(atomic_op::max, memory_space::global, 5, 1, 32, 1);
+  EXPECT_EQ(lab::expected_contention(c).words, (std::vector<std::uint32_t>{31, 32, 28, 29, 30}));
+}
+
+TEST(LabContentionCheck, ExchangeLostOrDuplicatedIsCaught) {
+  for (const memory_space memory : {memory_space::global, memory_space::shared}) {
+    for (const std::int64_t a : address_counts) {
+      const contention_case c = make_case(atomic_op::exch, memory, a);
+      const auto want = lab::expected_contention(c);
+      contention_outcome got = simulate(c, false);
+      got.returned_sum += 7;  // one returned value too many
+      EXPECT_TRUE(lab::check_contention(c, want, got).has_value()) << describe(c);
+      got = simulate(c, false);
+      got.returned_square_sum -= 1;
+      EXPECT_TRUE(lab::check_contention(c, want, got).has_value()) << describe(c);
+    }
+  }
+}
+
+TEST(LabContentionCheck, ExchangeFinalWordMustBeTheLastWriteOfSomeThreadThere) {
+  // A = 4 over T = 64 threads: thread t writes word t mod 4 every round; its round-0 value is not
+  // its last there, so a final word holding it is wrong even with the sums made to agree.
+  const contention_case c = make_case(atomic_op::exch, memory_space::global, 4, 1, 64, 3);
+  const auto want = lab::expected_contention(c);
+  contention_outcome got = simulate(c, false);
+  const std::uint32_t stale = value_of(c, 0, 0);  // thread 0, round 0, word 0
+  const std::uint32_t final_word = got.words[0];
+  got.words[0] = stale;
+  got.returned_sum = got.returned_sum + final_word - stale;
+  got.returned_square_sum =
+      got.returned_square_sum + std::uint64_t{final_word} * final_word - std::uint64_t{stale} * stale;
+  const auto wrong = lab::check_contention(c, want, got);
+  ASSERT_TRUE(wrong.has_value());
+  EXPECT_NE(wrong->find("not the last value"), std::string::npos) << *wrong;
+}
+
+TEST(LabContentionCheck, SharedExchangeWordsMustComeFromTheirOwnBlock) {
+  // Two blocks, A = 64 >= T: every thread owns one word per round. Block 1's copy of a word that
+  // only block 0 writes must stay 0.
+  const contention_case c = make_case(atomic_op::exch, memory_space::shared, 256, 2, 32, 1);
+  const auto want = lab::expected_contention(c);
+  contention_outcome got = simulate(c, false);
+  ASSERT_FALSE(lab::check_contention(c, want, got).has_value());
+  std::swap(got.block_words[0], got.block_words[256]);  // block 0's word 0 moved to block 1
+  EXPECT_TRUE(lab::check_contention(c, want, got).has_value());
+}
+
+TEST(LabContentionCheck, UntouchedWordsMustStayZero) {
+  const contention_case c = make_case(atomic_op::exch, memory_space::global, 5000);  // T K = 960 < A
+  const auto want = lab::expected_contention(c);
+  contention_outcome got = simulate(c, false);
+  got.words[4999] = 1;
+  got.returned_sum -= 1;
+  got.returned_square_sum -= 1;
+  const auto wrong = lab::check_contention(c, want, got);
+  ASSERT_TRUE(wrong.has_value());
+  EXPECT_NE(wrong->find("no update went there"), std::string::npos) << *wrong;
+}
+
+TEST(LabContentionCase, BadFieldsAreNamed) {
+  const auto field_of = [](contention_case c) -> std::string {
+    try {
+      lab::validate_contention_case(c);
+    } catch (const error& e) {
+      EXPECT_EQ(e.code(), errc::invalid_argument);
+      return e.argument();
+    }
+    return "";
+  };
+  const contention_case good = make_case(atomic_op::add, memory_space::global, 16);
+  EXPECT_EQ(field_of(good), "");
+  contention_case c = good;
+  c.addresses = 0;
+  EXPECT_EQ(field_of(c), "addresses");
+  c = good;
+  c.block_threads = 100;
+  EXPECT_EQ(field_of(c), "block_threads");
+  c = good;
+  c.blocks = 0;
+  EXPECT_EQ(field_of(c), "blocks");
+  c = good;
+  c.ops_per_thread = 0;
+  EXPECT_EQ(field_of(c), "ops_per_thread");
+  c = good;
+  c.blocks = 1 << 20;
+  c.block_threads = 1024;
+  c.ops_per_thread = 4;  // T K = 2^32: max and exch values would wrap
+  EXPECT_EQ(field_of(c), "ops_per_thread");
+}
+
+TEST(LabContentionCase, NamesRoundTripAndContendersFollowTheLayout) {
+  for (const atomic_op op : all_ops) EXPECT_EQ(lab::parse_atomic_op(lab::to_string(op)), op);
+  for (const auto s : {atomic_scope::block, atomic_scope::device, atomic_scope::system}) {
+    EXPECT_EQ(lab::parse_atomic_scope(lab::to_string(s)), s);
+  }
+  EXPECT_EQ(lab::parse_memory_space("shared"), memory_space::shared);
+  EXPECT_EQ(lab::parse_aggregation("warp"), aggregation::warp);
+  EXPECT_FALSE(lab::parse_atomic_op("fetch_or").has_value());
+
+  contention_case c = make_case(atomic_op::cas, memory_space::global, 1, 4, 256);
+  EXPECT_EQ(lab::contenders_per_address(c), 1024.0);
+  c.aggregate = aggregation::warp;
+  EXPECT_EQ(lab::contenders_per_address(c), 32.0);  // one leader per warp
+  c.memory = memory_space::shared;
+  EXPECT_EQ(lab::contenders_per_address(c), 8.0);  // the block's 8 warps
+  c.addresses = 4096;
+  EXPECT_EQ(lab::contenders_per_address(c), 1.0);
+  c.memory = memory_space::global;
+  c.scope = atomic_scope::block;
+  EXPECT_TRUE(lab::scope_too_narrow(c));
+  c.memory = memory_space::shared;
+  EXPECT_FALSE(lab::scope_too_narrow(c));
+}
+
+}  // namespace
+}  // namespace tally::test
