@@ -22,5 +22,7 @@ void add_hist_command(CLI::App& app, int& exit_code);
 void add_contention_command(CLI::App& app, int& exit_code);
 /** @brief `tally race`: the seeds' data races beside their correct variants: expected, actual, lost. */
 void add_race_command(CLI::App& app, int& exit_code);
+/** @brief `tally plot RESULTS -o FILE`: redraws a saved result JSON as a PNG or SVG (matplotlib). */
+void add_plot_command(CLI::App& app, int& exit_code);
 
 }  // namespace tally::cli

@@ -19,6 +19,7 @@
 #include "commands.hpp"
 #include "contention_experiment.hpp"
 #include "host_timing.hpp"
+#include "plot.hpp"
 #include "run_environment.hpp"
 #include "tally/cpu/parallel.hpp"
 #include "tally/error.hpp"
@@ -45,6 +46,7 @@ struct contention_config {
   int warmup = 1;
   std::string csv;
   std::string json;
+  std::string plot;
   bool quiet = false;
 };
 
@@ -144,7 +146,7 @@ void write_csv(const std::string& path, const run_environment& env, const std::v
 
 void write_json(const std::string& path, const run_environment& env, const std::vector<contention_row>& rows) {
   nlohmann::json doc;
-  add_environment_json(doc, env);
+  add_environment_json(doc, "contention", env);
   doc["layout"] = layout_text;
   nlohmann::json& out_rows = doc["rows"];
   out_rows = nlohmann::json::array();
@@ -172,6 +174,7 @@ int run_contention(const contention_config& cfg) {
   // The GPU sweep (global and shared memory, block/device/system scope, warp aggregation) is not
   // written yet.
   require_cpu_backend(cfg.backend_name, command_name, "sweep");
+  if (!cfg.plot.empty()) check_plot_path(cfg.plot, command_name, "--plot");
   std::vector<contention_op> ops;
   for (const std::string& name : cfg.ops) {
     const auto op = parse_contention_op(name);
@@ -240,6 +243,9 @@ int run_contention(const contention_config& cfg) {
   print_summary(stdout, rows, addresses);
   if (!cfg.csv.empty()) write_csv(cfg.csv, env, rows);
   if (!cfg.json.empty()) write_json(cfg.json, env, rows);
+  if (!cfg.plot.empty()) {
+    plot_result(cfg.plot, cfg.json, command_name, [&](const std::string& path) { write_json(path, env, rows); });
+  }
   const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const contention_row& r) { return r.mismatch; });
   return any_mismatch ? exit_mismatch : exit_success;
 }
@@ -272,6 +278,9 @@ void add_contention_command(CLI::App& app, int& exit_code) {
   sub->add_option("--warmup", cfg->warmup, "Checked but untimed runs before them")->capture_default_str();
   sub->add_option("--csv", cfg->csv, "Also write the rows as CSV to this file");
   sub->add_option("--json", cfg->json, "Also write the rows as JSON to this file");
+  sub->add_option("--plot", cfg->plot,
+                  "Also draw the results to this .png or .svg file: operations per second against addresses, "
+                  "log-log (needs python3 with matplotlib)");
   sub->add_flag("--quiet", cfg->quiet, "No progress on stderr");
   sub->callback([cfg, &exit_code] { exit_code = run_contention(*cfg); });
 }
