@@ -22,6 +22,8 @@ void add_hist_command(CLI::App& app, int& exit_code);
 void add_contention_command(CLI::App& app, int& exit_code);
 /** @brief `tally race`: the seeds' data races beside their correct variants: expected, actual, lost. */
 void add_race_command(CLI::App& app, int& exit_code);
+/** @brief `tally advise`: measures the histogram strategies on an input and explains which to use. */
+void add_advise_command(CLI::App& app, int& exit_code);
 /** @brief `tally plot RESULTS -o FILE`: redraws a saved result JSON as a PNG or SVG (matplotlib). */
 void add_plot_command(CLI::App& app, int& exit_code);
 

@@ -452,7 +452,8 @@ def draw_race(plt, doc):
     return fig
 
 
-DRAW = {"bench": draw_bench, "contention": draw_contention, "race": draw_race}
+# advise writes bench rows (its candidates on one input): drawn as a bench.
+DRAW = {"bench": draw_bench, "advise": draw_bench, "contention": draw_contention, "race": draw_race}
 
 
 def main(argv):
