@@ -191,7 +191,7 @@ def draw_bench(plt, doc):
     most_columns = max(1, int(19 // panel_width))
     fig, axes = new_figure(plt, len(panels), most_columns, panel_width, 3.3)
 
-    wrong_seen = failed_seen = automatic_seen = False
+    wrong_seen = failed_seen = automatic_seen = skipped_seen = False
     top = 1.1
     for (title, groups, strategies, cells), ax in zip(panels, axes):
         width = 0.86 / len(strategies)
@@ -219,6 +219,10 @@ def draw_bench(plt, doc):
                     failed_seen = True
                     ax.plot(x, 0.06, marker="X", color=WRONG_COLOUR, markersize=8, markeredgecolor="black",
                             markeredgewidth=0.6)
+                elif row.get("check", "").startswith("skipped"):
+                    # the strategy cannot run this case (bins beyond its memory...): not a zero speed
+                    skipped_seen = True
+                    ax.plot(x, 0.025, marker="d", color="#aaaaaa", markersize=3.5, linestyle="")
         ax.axhline(1.0, color="#555555", linestyle="--", linewidth=0.9, zorder=0)
         ax.set_xticks(range(len(groups)))
         ax.set_xticklabels(groups, fontsize=9.5)
@@ -247,6 +251,9 @@ def draw_bench(plt, doc):
     if failed_seen:
         handles.append(Line2D([], [], marker="X", color=WRONG_COLOUR, markeredgecolor="black", linestyle=""))
         labels.append("verification FAILED")
+    if skipped_seen:
+        handles.append(Line2D([], [], marker="d", color="#aaaaaa", linestyle="", markersize=4))
+        labels.append("skipped: the strategy cannot run this case")
     handles.append(Line2D([], [], color="#555555", linestyle="--"))
     labels.append("read bandwidth = 1")
 
