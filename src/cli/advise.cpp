@@ -275,13 +275,24 @@ advice explain(const std::vector<bench_row>& rows, const input_shape& shape, con
     text += fmt::format("automatic chose {} ({})", chosen->used, chosen->reason);
     if (chosen->used == w) {
       text += ", the fastest strategy.";
+    } else if (slower <= 0) {
+      text += fmt::format(", and measured as fast as {} (the difference is noise).", w);
     } else if (slower <= noise) {
-      text += fmt::format(", within {:.0f}% of {}: as good within the noise.", 100 * std::max(0.0, slower), w);
+      text += fmt::format(", within {:.0f}% of {}: as good within the noise.", 100 * slower, w);
     } else {
       text += fmt::format(", {:.0f}% slower than {}: for this input, ask for {} by name.", 100 * slower, w, w);
     }
   } else {
     text += "automatic gave no exact result to compare.";
+  }
+  double noisiest = 0;
+  for (const bench_row& r : rows) {
+    if (r.timed) noisiest = std::max(noisiest, r.noise_percent);
+  }
+  if (noisiest > 50) {
+    text += fmt::format(" The timings were noisy (up to {:.0f}% between the 10th and 90th percentile runs): measure "
+                        "again on an idle machine, or with more --runs, before trusting small differences.",
+                        noisiest);
   }
   return {w, text};
 }
