@@ -119,7 +119,8 @@ std::string find_plot_script(std::string_view command, std::string_view option) 
   if (const char* from_env = std::getenv("TALLY_PLOT_SCRIPT"); from_env != nullptr && *from_env != '\0') {
     if (std::filesystem::is_regular_file(from_env)) return from_env;
     throw error(errc::not_supported, std::string(option),
-                fmt::format("{}: {} draws with TALLY_PLOT_SCRIPT='{}', which is not a file", command, option, from_env));
+                fmt::format("{}: {}: TALLY_PLOT_SCRIPT='{}', the plot script to draw with, is not a file", command,
+                            option, from_env));
   }
   std::error_code ec;
   const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);

@@ -259,8 +259,10 @@ def draw_bench(plt, doc):
 
     sizes = sorted({r["samples"] for r in rows})
     size_text = "N = " + ", ".join(count_text(n) for n in sizes) + " samples"
-    title = "tally bench: fraction of the read bandwidth ({:.0f} GB/s, measured in the same run), {}".format(
-        doc.get("read_bytes_per_s", 0) * 1e-9, size_text)
+    title = "tally {}: fraction of the read bandwidth ({:.0f} GB/s, measured in the same run), {}".format(
+        doc.get("command", "bench"), doc.get("read_bytes_per_s", 0) * 1e-9, size_text)
+    if doc.get("recommendation"):  # tally advise
+        title += "; recommendation: " + doc["recommendation"]
     legend_columns = min(len(handles), max(3, int(fig.get_figwidth() // 3.2)))
     add_header(fig, title, doc, handles, labels, legend_columns)
     return fig
@@ -323,7 +325,7 @@ def draw_contention(plt, doc):
                 ax.plot(r["addresses"], 0.05, marker="X", color=WRONG_COLOUR, markersize=8, markeredgecolor="black",
                         transform=ax.get_xaxis_transform())
         skipped = sorted({r["method"] for r in in_panel if r.get("check", "").startswith("skipped")})
-        title = " ".join([pk[0]] + [v for v in pk[1:]])
+        title = ", ".join([pk[0]] + ["{} {}".format(k, v) for k, v in zip(panel_fields, pk[1:])])
         ax.set_title(title, fontsize=11)
         if skipped:
             ax.text(0.02, 0.03, "n/a: " + ", ".join(skipped), transform=ax.transAxes, fontsize=8, color="#666666")
@@ -350,7 +352,7 @@ def draw_contention(plt, doc):
 
     handles = [Line2D([], [], color=colours[lk], marker=markers[i % len(markers)], markersize=4.5)
                for i, lk in enumerate(line_keys)]
-    labels = [" ".join(lk) for lk in line_keys]
+    labels = [", ".join([lk[0]] + ["{} {}".format(k, v) for k, v in zip(line_fields, lk[1:])]) for lk in line_keys]
     if failed_seen:
         handles.append(Line2D([], [], marker="X", color=WRONG_COLOUR, markeredgecolor="black", linestyle=""))
         labels.append("verification FAILED")
