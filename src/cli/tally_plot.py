@@ -17,9 +17,9 @@ Exit codes: 0 drawn; 2 bad arguments or input (unknown kind, unreadable JSON); 4
 missing (the caller turns this into advice on installing it).
 """
 import json
-import math
 import os
 import sys
+import textwrap
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_MATPLOTLIB = 4
@@ -89,17 +89,24 @@ def new_figure(plt, panels, most_columns, panel_width, panel_height):
 def add_header(fig, title, doc, handles, labels, legend_columns):
     """The title, the device line and one legend for every panel, above the panels (never over data)."""
     legend_rows = (len(handles) + legend_columns - 1) // legend_columns if handles else 0
-    header = 0.95 + 0.22 * legend_rows + 0.3
+    panels_width = fig.get_figwidth()
+    # At least 12 inches, so that the title and legend fit; narrower panels stay centred in it.
+    width = max(panels_width, 12.0)
+    title_lines = textwrap.wrap(title, int(width * 8.2))  # about 0.12 inch a character, bold 14 pt
+    title = "\n".join(title_lines)
+    lift = 0.25 * (len(title_lines) - 1)  # each extra title line pushes the rest down
+    header = 0.95 + lift + 0.22 * legend_rows + 0.3
     bottom = 0.6
-    width = fig.get_figwidth()
+    side = (width - panels_width) / 2
     height = fig.tally_panels_height + header + bottom
-    fig.set_figheight(height)
-    fig.subplots_adjust(top=1 - header / height, bottom=bottom / height, left=0.9 / width, right=1 - 0.2 / width,
-                        hspace=0.4, wspace=0.2)
-    fig.suptitle(title, y=1 - 0.12 / height, fontsize=14, fontweight="bold")
-    fig.text(0.5, 1 - 0.5 / height, subtitle(doc), ha="center", va="center", fontsize=10, color="#333333")
+    fig.set_size_inches(width, height)
+    fig.subplots_adjust(top=1 - header / height, bottom=bottom / height, left=(side + 0.9) / width,
+                        right=1 - (side + 0.2) / width, hspace=0.4, wspace=0.2)
+    fig.suptitle(title, y=1 - 0.12 / height, fontsize=14, fontweight="bold", va="top")
+    fig.text(0.5, 1 - (0.5 + lift) / height, subtitle(doc), ha="center", va="center", fontsize=10, color="#333333")
     if handles:
-        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1 - 0.68 / height), ncol=legend_columns,
+        fig.legend(handles, labels, loc="upper center", bbox_to_anchor=(0.5, 1 - (0.68 + lift) / height),
+                   ncol=legend_columns,
                    fontsize=9.5, frameon=False, columnspacing=1.4, handlelength=1.6)
 
 
@@ -192,6 +199,7 @@ def draw_bench(plt, doc):
     fig, axes = new_figure(plt, len(panels), most_columns, panel_width, 3.3)
 
     wrong_seen = failed_seen = automatic_seen = skipped_seen = False
+    label_bars = max(len(groups) * len(strategies) for _, groups, strategies, _ in panels) <= 12
     top = 1.1
     for (title, groups, strategies, cells), ax in zip(panels, axes):
         width = 0.86 / len(strategies)
@@ -204,6 +212,9 @@ def draw_bench(plt, doc):
                 if row.get("timed") and is_right(row):
                     value = row["read_fraction"]
                     top = max(top, value * 1.05)
+                    if label_bars:  # few bars in every panel: print each value over its bar
+                        ax.text(x, value + 0.015, "{:.2f}".format(value), ha="center", va="bottom", fontsize=8,
+                                rotation=90 if len(groups) * len(strategies) > 6 else 0)
                     if name == "automatic":
                         # automatic: the colour of the strategy it chose, hatched
                         automatic_seen = True
