@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -68,6 +69,7 @@ struct input_shape {
   std::int64_t used_bins = 0;  ///< bins with at least one sample
   double top_share = 0;        ///< share of the counted samples in the fullest bin
   double top32_share = 0;      ///< in the 32 fullest bins
+  std::int64_t windows = 0;    ///< runs of 32 consecutive samples measured (none below 32 samples)
   double window_distinct = 0;  ///< mean distinct bins among 32 consecutive samples
   double window_depth = 0;     ///< mean count of the most common bin among 32 consecutive samples
 };
@@ -97,6 +99,7 @@ void describe_counts(std::span<const Counter> counts, input_shape& shape) {
 template <class T>
 void describe_order(std::span<const T> samples, const even_bins& bins, input_shape& shape) {
   const auto windows = static_cast<std::int64_t>(samples.size() / window);
+  shape.windows = windows;
   if (windows == 0) return;
   const double scale = static_cast<double>(bins.num_bins) / (bins.upper - bins.lower);
   double distinct_sum = 0;
@@ -146,8 +149,10 @@ even_bins data_range(std::span<const T> samples, std::int64_t num_bins, const st
                             path));
   }
   if (lo == hi) return {num_bins, lo - 0.5, hi + 0.5};
-  if constexpr (std::is_integral_v<T>) return {num_bins, lo, hi + 1};
-  return {num_bins, lo, std::nextafter(hi, std::numeric_limits<double>::infinity())};
+  const double just_above = std::nextafter(hi, std::numeric_limits<double>::infinity());
+  // Integers beyond 2^53 have no hi + 1 in double: the next double up keeps the largest inside.
+  if constexpr (std::is_integral_v<T>) return {num_bins, lo, std::max(hi + 1, just_above)};
+  return {num_bins, lo, just_above};
 }
 
 const bench_row* find_row(const std::vector<bench_row>& rows, std::string_view strategy_name) {
@@ -205,9 +210,13 @@ advice explain(const std::vector<bench_row>& rows, const input_shape& shape, con
   const char* contention = shape.window_depth >= 16  ? "collide heavily: atomics on one address serialize"
                            : shape.window_depth >= 4 ? "collide often"
                                                      : "rarely collide";
-  text += fmt::format("Among 32 consecutive samples there are {:.1f} distinct bins on average and the most common "
-                      "one takes {:.1f} of them, so updates {}. ",
-                      shape.window_distinct, shape.window_depth, contention);
+  if (shape.windows > 0) {
+    text += fmt::format("Among 32 consecutive samples there are {:.1f} distinct bins on average and the most common "
+                        "one takes {:.1f} of them, so updates {}. ",
+                        shape.window_distinct, shape.window_depth, contention);
+  } else {
+    text += "With fewer than 32 samples there is no run of 32 to measure contention on. ";
+  }
 
   const double copy_bytes = static_cast<double>(bins.num_bins) * static_cast<double>(counter_bytes);
   bool fits_private = true;
@@ -228,7 +237,7 @@ advice explain(const std::vector<bench_row>& rows, const input_shape& shape, con
   const bench_row* atomic = find_row(rows, on_gpu ? "global_atomic" : "atomic");
   const bench_row* lock = on_gpu ? nullptr : find_row(rows, "critical");
   const bench_row* cub = on_gpu ? find_row(rows, "cub") : nullptr;
-  text += fmt::format("Measured, {} was fastest: {:.3f} ms, {:.2f} of the read bandwidth", best->strategy,
+  text += fmt::format("Measured, {} was fastest: {:.3g} ms, {:.2f} of the read bandwidth", best->strategy,
                       best->median_ms, best->read_fraction);
   if (atomic != nullptr && atomic != best) {
     text += fmt::format(", {} the speed of {} (one atomic per sample)", speed_ratio(*best, *atomic), atomic->strategy);
@@ -258,7 +267,7 @@ advice explain(const std::vector<bench_row>& rows, const input_shape& shape, con
       if (parallel == nullptr || r.median_ms < parallel->median_ms) parallel = &r;
     }
     text += parallel != nullptr
-                ? fmt::format("One thread wins: the best parallel strategy, {}, took {:.3f} ms, so at {} samples "
+                ? fmt::format("One thread wins: the best parallel strategy, {}, took {:.3g} ms, so at {} samples "
                               "starting and merging threads (or sharing the cores with other work) costs more "
                               "than it saves. ",
                               parallel->strategy, parallel->median_ms, best->num_samples)
@@ -373,6 +382,7 @@ int advise_typed(const advise_arguments& args, backend where, std::vector<T> sam
                     {"used_bins", shape.used_bins},
                     {"top_bin_share", shape.top_share},
                     {"top_32_bins_share", shape.top32_share},
+                    {"windows_of_32", shape.windows},
                     {"window_distinct_bins", shape.window_distinct},
                     {"window_most_common_bin", shape.window_depth}};
     doc["recommendation"] = a.recommendation;

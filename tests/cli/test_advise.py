@@ -67,6 +67,7 @@ def test_npy_file_gets_a_verified_recommendation_explained_by_its_statistics(tmp
     assert stats["used_bins"] == np.count_nonzero(counts)
     assert stats["top_bin_share"] == pytest.approx(counts.max() / len(samples), rel=1e-12)
     assert stats["top_32_bins_share"] == pytest.approx(np.sort(counts)[-32:].sum() / len(samples), rel=1e-12)
+    assert stats["windows_of_32"] == len(samples) // 32
     distinct, deepest = window_statistics(samples - samples.min())
     assert stats["window_distinct_bins"] == pytest.approx(distinct, rel=1e-9)
     assert stats["window_most_common_bin"] == pytest.approx(deepest, rel=1e-9)
