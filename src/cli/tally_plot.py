@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Draws a result that `tally bench`, `tally contention` or `tally race` saved with --json as a
+"""Draws a result that `tally bench`, `contention`, `race` or `advise` saved with --json as a
 PNG or SVG picture (matplotlib). The `tally` binary runs this script for `--plot FILE` and for
 `tally plot RESULTS -o FILE`; it can also be run by hand:
 
@@ -9,6 +9,7 @@ What is drawn depends on the kind of result: the document's "command" field, or,
 written before that field existed, the fields of its rows.
   bench:       bars per strategy for each distribution, as a fraction of the read bandwidth
                measured in the same run; one panel per (operation, sample type, bins) case.
+  advise:      the same bars for its one input, with the recommendation in the title.
   contention:  operations per second against the number of distinct addresses, log-log; one
                panel per operation (and memory, where rows say), one line per method.
   race:        updates lost against the number of threads; racy variants are labelled wrong.
