@@ -22,7 +22,9 @@
 #include "bench_report.hpp"
 #include "commands.hpp"
 #include "distributions.hpp"
+#include "histogram_measure.hpp"
 #include "host_timing.hpp"
+#include "plot.hpp"
 #include "run_environment.hpp"
 #include "tally/cpu.hpp"
 #include "tally/gpu.hpp"
@@ -44,30 +46,9 @@ struct bench_config {
   std::uint64_t seed = 20261122;
   std::string csv;
   std::string json;
+  std::string plot;
   bool quiet = false;
 };
-
-/// The CPU yardstick: an OpenMP streaming read of 8-byte words over a buffer far larger than
-/// the last-level cache, median of `runs`.
-double cpu_read_bandwidth(std::size_t bytes, int runs) {
-  std::vector<std::uint64_t> data(bytes / sizeof(std::uint64_t));
-  const auto n = static_cast<std::int64_t>(data.size());
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) data[static_cast<std::size_t>(i)] = static_cast<std::uint64_t>(i) * 0x9e37u;
-  std::vector<double> times;
-  volatile std::uint64_t sink = 0;
-  for (int run = 0; run < runs + 1; ++run) {
-    std::uint64_t acc = 0;
-    const double ms = host_ms([&] {
-#pragma omp parallel for schedule(static) reduction(^ : acc)
-      for (std::int64_t i = 0; i < n; ++i) acc ^= data[static_cast<std::size_t>(i)];
-    });
-    sink = sink ^ acc;
-    if (run > 0) times.push_back(ms);  // the first run warms the pages up
-  }
-  std::sort(times.begin(), times.end());
-  return static_cast<double>(n * sizeof(std::uint64_t)) / (times[times.size() / 2] * 1e-3);
-}
 
 struct bench_case {
   const bench_config& config;
@@ -79,27 +60,6 @@ struct bench_case {
   double read_bytes_per_s;
   std::vector<bench_row>& rows;
 };
-
-template <class Counter>
-void verify(bench_row& row, std::span<const Counter> expected, std::span<const Counter> got,
-            std::uint64_t expected_left_out, std::uint64_t got_left_out, strategy used) {
-  if (std::equal(expected.begin(), expected.end(), got.begin()) && expected_left_out == got_left_out) {
-    row.verdict = "exact";
-    return;
-  }
-  const std::uint64_t want = std::accumulate(expected.begin(), expected.end(), std::uint64_t{0});
-  const std::uint64_t have = std::accumulate(got.begin(), got.end(), std::uint64_t{0});
-  if (!is_exact(used) && have <= want) {  // racy loses updates; it never invents them
-    row.verdict = fmt::format("lost {} updates", want - have);
-    return;
-  }
-  std::size_t first = 0;
-  while (first < expected.size() && expected[first] == got[first]) ++first;
-  row.verdict = first < expected.size()
-                    ? fmt::format("MISMATCH bin {}: {} != {}", first, got[first], expected[first])
-                    : fmt::format("MISMATCH left out {} != {}", got_left_out, expected_left_out);
-  row.mismatch = true;
-}
 
 /// Walks the cases that every histogram-shaped operation (histogram, weighted_histogram) covers:
 /// each size, bin count and distribution asked for, with that distribution's samples generated
@@ -141,78 +101,11 @@ void for_each_binned_case(const bench_case& bc, const std::string& type_name, co
 /// Counters are 32-bit while the sizes allow (what users pick, and CUB's fastest), else 64-bit.
 template <class T, class Counter>
 void run_type(const bench_case& bc, const std::string& type_name) {
-  const bench_config& cfg = bc.config;
-  const bool on_gpu = bc.where == backend::gpu;
   const std::int64_t max_bins = *std::max_element(bc.bins.begin(), bc.bins.end());
-  std::vector<Counter> expected(static_cast<std::size_t>(max_bins));
-  std::vector<Counter> got(static_cast<std::size_t>(max_bins));
-  gpu::device_buffer<Counter> device_counts;
-  if (on_gpu) device_counts = gpu::device_buffer<Counter>(static_cast<std::size_t>(max_bins));
-  gpu::workspace ws;
-  gpu::device_buffer<T> device_samples;
-
+  histogram_runner<T, Counter> runner(bc.where, max_bins, bc.config.runs, bc.config.warmup, bc.read_bytes_per_s);
   for_each_binned_case<T>(bc, type_name, "histogram", [&](const bench_row& base, std::span<const T> host_samples,
                                                           const even_bins& bins) {
-    const std::int64_t size = base.num_samples;
-    const auto num_bins = static_cast<std::size_t>(bins.num_bins);
-    const std::span<Counter> want(expected.data(), num_bins);
-    const std::span<Counter> have(got.data(), num_bins);
-    const std::uint64_t want_left_out =
-        cpu::histogram_even(host_samples, want, bins, {strategy::sequential}).left_out;
-    if (on_gpu) {
-      if (device_samples.size() != host_samples.size()) {
-        device_samples = gpu::device_buffer<T>();  // free the last size's buffer before taking the next
-        device_samples = gpu::device_buffer<T>(host_samples.size());
-      }
-      device_samples.upload(host_samples);
-    }
-
-    for (const strategy s : bc.strategies) {
-      bench_row row = base;
-      row.strategy = std::string(to_string(s));
-      const histogram_options options{s};
-      try {
-        std::vector<double> times;
-        if (on_gpu) {
-          const std::span<Counter> counts = device_counts.span().first(num_bins);
-          auto once = [&](gpu::stream_t stream) {
-            return gpu::histogram_even_async(device_samples.const_span(), counts, bins, ws, options, stream);
-          };
-          device_counts.fill_bytes(0xab);  // poison: every bin must be written
-          const choice chose = once(nullptr);
-          const std::uint64_t left_out = ws.read_scalar(nullptr);
-          device_counts.download(have);
-          row.used = std::string(to_string(chose.used));
-          verify<Counter>(row, want, have, want_left_out, left_out, chose.used);
-          if (row.mismatch) {
-            bc.rows.push_back(row);
-            continue;
-          }
-          (void)gpu::time_runs([&](gpu::stream_t stream) { once(stream); }, cfg.warmup);
-          for (const float ms : gpu::time_runs([&](gpu::stream_t stream) { once(stream); }, cfg.runs)) {
-            times.push_back(ms);
-          }
-        } else {
-          std::fill(have.begin(), have.end(), static_cast<Counter>(0xababababababababull));
-          const histogram_result result = cpu::histogram_even(host_samples, have, bins, options);
-          row.used = std::string(to_string(result.chose.used));
-          verify<Counter>(row, want, have, want_left_out, result.left_out, result.chose.used);
-          if (row.mismatch) {
-            bc.rows.push_back(row);
-            continue;
-          }
-          for (int run = 0; run < cfg.warmup + cfg.runs; ++run) {
-            const double ms = host_ms([&] { (void)cpu::histogram_even(host_samples, have, bins, options); });
-            if (run >= cfg.warmup) times.push_back(ms);
-          }
-        }
-        summarize_times(row, std::move(times), size * static_cast<std::int64_t>(sizeof(T)), bc.read_bytes_per_s);
-      } catch (const error& e) {
-        if (e.code() != errc::not_supported) throw;
-        row.verdict = std::string("skipped: ") + e.what();
-      }
-      bc.rows.push_back(row);
-    }
+    runner.run(base, host_samples, bins, bc.strategies, bc.rows);
   });
 }
 
@@ -644,6 +537,7 @@ void with_sample_type(const std::string& type, const Run& run) {
 }
 
 int run_bench(const bench_config& cfg) {
+  if (!cfg.plot.empty()) check_plot_path(cfg.plot, "tally bench", "--plot");
   backend where = backend::cpu;
   if (cfg.backend_name == "gpu" || (cfg.backend_name == "auto" && gpu::device_count() > 0)) where = backend::gpu;
   if (where == backend::gpu && gpu::device_count() == 0) {
@@ -717,16 +611,7 @@ int run_bench(const bench_config& cfg) {
   bench_environment env;
   static_cast<run_environment&>(env) = describe_run_environment(where);
   if (!cfg.quiet) std::fprintf(stderr, "[bench] measuring the read bandwidth\n");
-  if (on_gpu) {
-    const gpu::device_info info = gpu::describe_device();
-    const std::size_t bytes = std::max<std::size_t>(std::size_t{1} << 30, info.l2_cache_bytes * 8);
-    env.read_bytes_per_s = gpu::measure_read_bandwidth(bytes, 20);
-    env.read_method = fmt::format("16-byte streaming loads over {} MiB, median of 20", bytes >> 20);
-  } else {
-    const std::size_t bytes = std::size_t{512} << 20;
-    env.read_bytes_per_s = cpu_read_bandwidth(bytes, 7);
-    env.read_method = fmt::format("OpenMP 8-byte streaming read over {} MiB, median of 7", bytes >> 20);
-  }
+  measure_read_bandwidth(where, env);
   std::vector<bench_row> rows;
   const bench_case run{effective, where, strategies, distributions, bin_counts, sizes, env.read_bytes_per_s, rows};
   print_environment(stdout, env);
@@ -761,6 +646,9 @@ int run_bench(const bench_config& cfg) {
   print_summary(stdout, env, rows);
   if (!cfg.csv.empty()) write_csv(cfg.csv, env, rows);
   if (!cfg.json.empty()) write_json(cfg.json, env, rows);
+  if (!cfg.plot.empty()) {
+    plot_result(cfg.plot, cfg.json, "tally bench", [&](const std::string& path) { write_json(path, env, rows); });
+  }
   const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const bench_row& r) { return r.mismatch; });
   return any_mismatch ? exit_mismatch : exit_success;
 }
@@ -799,6 +687,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   sub->add_option("--seed", cfg->seed, "Seed of the generated inputs")->capture_default_str();
   sub->add_option("--csv", cfg->csv, "Also write the rows as CSV to this file");
   sub->add_option("--json", cfg->json, "Also write the rows as JSON to this file");
+  sub->add_option("--plot", cfg->plot,
+                  "Also draw the results to this .png or .svg file: bars per strategy and distribution as a "
+                  "fraction of the read bandwidth (needs python3 with matplotlib)");
   sub->add_flag("--quiet", cfg->quiet, "No progress on stderr");
   sub->callback([cfg, &exit_code] { exit_code = run_bench(*cfg); });
 }

@@ -212,9 +212,9 @@ void write_csv(const std::string& path, const bench_environment& env, const std:
   }
 }
 
-void write_json(const std::string& path, const bench_environment& env, const std::vector<bench_row>& rows) {
+nlohmann::json bench_json(std::string_view command, const bench_environment& env, const std::vector<bench_row>& rows) {
   nlohmann::json doc;
-  add_environment_json(doc, env);
+  add_environment_json(doc, command, env);
   doc["read_bytes_per_s"] = env.read_bytes_per_s;
   doc["read_method"] = env.read_method;
   nlohmann::json& out_rows = doc["rows"];
@@ -226,6 +226,7 @@ void write_json(const std::string& path, const bench_environment& env, const std
                         {"bins", r.num_bins},
                         {"strategy", r.strategy},
                         {"used", r.used},
+                        {"reason", r.reason},
                         {"check", r.verdict},
                         {"timed", r.timed},
                         {"runs", r.runs},
@@ -239,6 +240,11 @@ void write_json(const std::string& path, const bench_environment& env, const std
                         {"variant", r.variant},
                         {"note", r.note}});
   }
+  return doc;
+}
+
+void write_json(const std::string& path, const bench_environment& env, const std::vector<bench_row>& rows) {
+  const nlohmann::json doc = bench_json("bench", env, rows);
   std::ofstream file(path);
   if (!file) throw error(errc::io_error, "--json", "cannot write '" + path + "'");
   file << doc.dump(2) << "\n";

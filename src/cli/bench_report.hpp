@@ -6,7 +6,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "run_environment.hpp"
 
@@ -28,6 +31,7 @@ struct bench_row {
   std::int64_t num_bins = 0;
   std::string strategy;  ///< as asked for
   std::string used;      ///< what ran (automatic's choice)
+  std::string reason;    ///< why it ran: "asked for", or automatic's reasoning
   std::string verdict;   ///< "exact", "within bound", "MISMATCH ...", "lost N updates", or "skipped: why"
   bool timed = false;
   bool mismatch = false;  ///< an exact strategy gave a wrong result
@@ -60,6 +64,11 @@ void print_reduce_table(std::FILE* out, const std::vector<bench_row>& rows);
  */
 void print_summary(std::FILE* out, const bench_environment& env, const std::vector<bench_row>& rows);
 void write_csv(const std::string& path, const bench_environment& env, const std::vector<bench_row>& rows);
+/**
+ * @brief The JSON document of a run: the environment (with `command`, what `tally plot` draws
+ * by), the read bandwidth and one object per row.
+ */
+nlohmann::json bench_json(std::string_view command, const bench_environment& env, const std::vector<bench_row>& rows);
 void write_json(const std::string& path, const bench_environment& env, const std::vector<bench_row>& rows);
 
 }  // namespace tally::cli

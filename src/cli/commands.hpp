@@ -24,5 +24,9 @@ void add_contention_command(CLI::App& app, int& exit_code);
 void add_race_command(CLI::App& app, int& exit_code);
 /** @brief `tally lab`: every seed experiment, each claim of the seeds beside the figure measured here. */
 void add_lab_command(CLI::App& app, int& exit_code);
+/** @brief `tally advise`: measures the histogram strategies on an input and explains which to use. */
+void add_advise_command(CLI::App& app, int& exit_code);
+/** @brief `tally plot RESULTS -o FILE`: redraws a saved result JSON as a PNG or SVG (matplotlib). */
+void add_plot_command(CLI::App& app, int& exit_code);
 
 }  // namespace tally::cli

@@ -21,6 +21,7 @@
 #include "contention_command.hpp"
 #include "contention_experiment.hpp"
 #include "host_timing.hpp"
+#include "plot.hpp"
 #include "run_environment.hpp"
 #include "tally/cpu/parallel.hpp"
 #include "tally/error.hpp"
@@ -132,7 +133,7 @@ void write_csv(const std::string& path, const run_environment& env, const std::v
 
 void write_json(const std::string& path, const run_environment& env, const std::vector<contention_row>& rows) {
   nlohmann::json doc;
-  add_environment_json(doc, env);
+  add_environment_json(doc, "contention", env);
   doc["layout"] = layout_text;
   nlohmann::json& out_rows = doc["rows"];
   out_rows = nlohmann::json::array();
@@ -157,6 +158,7 @@ void write_json(const std::string& path, const run_environment& env, const std::
 }
 
 int run_contention(const contention_config& cfg) {
+  if (!cfg.plot.empty()) check_plot_path(cfg.plot, command_name, "--plot");
   if (resolve_backend(cfg.backend_name, command_name) == backend::gpu) return run_gpu_contention(cfg);
   if (!cfg.gpu_only_given.empty()) {
     throw_invalid_argument(command_name, cfg.gpu_only_given.front(),
@@ -231,6 +233,9 @@ int run_contention(const contention_config& cfg) {
   print_summary(stdout, rows, addresses);
   if (!cfg.csv.empty()) write_csv(cfg.csv, env, rows);
   if (!cfg.json.empty()) write_json(cfg.json, env, rows);
+  if (!cfg.plot.empty()) {
+    plot_result(cfg.plot, cfg.json, command_name, [&](const std::string& path) { write_json(path, env, rows); });
+  }
   const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const contention_row& r) { return r.mismatch; });
   return any_mismatch ? exit_mismatch : exit_success;
 }
@@ -284,6 +289,9 @@ void add_contention_command(CLI::App& app, int& exit_code) {
   sub->add_option("--warmup", cfg->warmup, "Checked but untimed runs before them")->capture_default_str();
   sub->add_option("--csv", cfg->csv, "Also write the rows as CSV to this file");
   sub->add_option("--json", cfg->json, "Also write the rows as JSON to this file");
+  sub->add_option("--plot", cfg->plot,
+                  "Also draw the results to this .png or .svg file: operations per second against addresses, "
+                  "log-log (needs python3 with matplotlib)");
   sub->add_flag("--quiet", cfg->quiet, "No progress on stderr");
   sub->callback([cfg, &exit_code, methods, memory, scopes, aggregation, block_threads, max_cas] {
     if (methods->count() > 0) cfg->cpu_only_given.push_back("--methods");

@@ -24,6 +24,7 @@ struct contention_config {
   int warmup = 1;
   std::string csv;
   std::string json;
+  std::string plot;  ///< --plot: a .png or .svg drawn from the JSON after the run
   bool quiet = false;
   std::vector<std::string> cpu_only_given;  ///< the CPU-only options named on the command line
   std::vector<std::string> gpu_only_given;  ///< the GPU-only options named on the command line

@@ -19,6 +19,7 @@
 #include "commands.hpp"
 #include "contention_command.hpp"
 #include "host_timing.hpp"
+#include "plot.hpp"
 #include "run_environment.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu.hpp"
@@ -160,7 +161,7 @@ void write_csv(const std::string& path, const run_environment& env, const std::v
 
 void write_json(const std::string& path, const run_environment& env, const std::vector<gpu_row>& rows) {
   nlohmann::json doc;
-  add_environment_json(doc, env);
+  add_environment_json(doc, "contention", env);
   doc["layout"] = gpu_layout_text;
   nlohmann::json& out_rows = doc["rows"];
   out_rows = nlohmann::json::array();
@@ -274,6 +275,9 @@ int run_gpu_contention(const contention_config& cfg) {
   print_summary(stdout, rows, addresses);
   if (!cfg.csv.empty()) write_csv(cfg.csv, env, rows);
   if (!cfg.json.empty()) write_json(cfg.json, env, rows);
+  if (!cfg.plot.empty()) {
+    plot_result(cfg.plot, cfg.json, command_name, [&](const std::string& path) { write_json(path, env, rows); });
+  }
   const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const gpu_row& r) { return r.mismatch; });
   return any_mismatch ? exit_mismatch : exit_success;
 }

@@ -478,7 +478,7 @@ void write_csv(const std::string& path, const run_environment& env, const std::v
 
 void write_json(const std::string& path, const run_environment& env, const std::vector<claim_row>& rows) {
   nlohmann::json doc;
-  add_environment_json(doc, env);
+  add_environment_json(doc, "lab", env);
   nlohmann::json& out_rows = doc["rows"];
   out_rows = nlohmann::json::array();
   for (const claim_row& r : rows) {

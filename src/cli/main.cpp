@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   tally::cli::add_contention_command(app, exit_code);
   tally::cli::add_race_command(app, exit_code);
   tally::cli::add_lab_command(app, exit_code);
+  tally::cli::add_advise_command(app, exit_code);
+  tally::cli::add_plot_command(app, exit_code);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

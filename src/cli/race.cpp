@@ -19,6 +19,7 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "distributions.hpp"
+#include "plot.hpp"
 #include "race_experiment.hpp"
 #include "run_environment.hpp"
 #include "tally/error.hpp"
@@ -41,6 +42,7 @@ struct race_config {
   std::uint64_t seed = 20261122;
   std::string csv;
   std::string json;
+  std::string plot;
   bool quiet = false;
 };
 
@@ -155,7 +157,7 @@ void write_csv(const std::string& path, const run_environment& env, const std::v
 
 void write_json(const std::string& path, const run_environment& env, const std::vector<race_row>& rows) {
   nlohmann::json doc;
-  add_environment_json(doc, env);
+  add_environment_json(doc, "race", env);
   nlohmann::json& out_rows = doc["rows"];
   out_rows = nlohmann::json::array();
   for (const race_row& r : rows) {
@@ -180,6 +182,7 @@ void write_json(const std::string& path, const run_environment& env, const std::
 int run_race(const race_config& cfg) {
   const backend where = resolve_backend(cfg.backend_name, command_name);
   const bool on_gpu = where == backend::gpu;
+  if (!cfg.plot.empty()) check_plot_path(cfg.plot, command_name, "--plot");
   static const std::vector<std::string> known{"counter", "histogram", "block_histogram"};
   for (const std::string& e : cfg.experiments) {
     if (std::find(known.begin(), known.end(), e) == known.end()) {
@@ -276,6 +279,9 @@ int run_race(const race_config& cfg) {
   print_rows(stdout, rows);
   if (!cfg.csv.empty()) write_csv(cfg.csv, env, rows);
   if (!cfg.json.empty()) write_json(cfg.json, env, rows);
+  if (!cfg.plot.empty()) {
+    plot_result(cfg.plot, cfg.json, command_name, [&](const std::string& path) { write_json(path, env, rows); });
+  }
   const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const race_row& r) { return r.mismatch; });
   return any_mismatch ? exit_mismatch : exit_success;
 }
@@ -301,6 +307,9 @@ void add_race_command(CLI::App& app, int& exit_code) {
   sub->add_option("--seed", cfg->seed, "Seed of the samples")->capture_default_str();
   sub->add_option("--csv", cfg->csv, "Also write the rows as CSV to this file");
   sub->add_option("--json", cfg->json, "Also write the rows as JSON to this file");
+  sub->add_option("--plot", cfg->plot,
+                  "Also draw the results to this .png or .svg file: updates lost per variant and thread count "
+                  "(needs python3 with matplotlib)");
   sub->add_flag("--quiet", cfg->quiet, "No progress on stderr");
   sub->callback([cfg, &exit_code] { exit_code = run_race(*cfg); });
 }

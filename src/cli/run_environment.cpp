@@ -67,7 +67,8 @@ std::string environment_csv_comment(std::string_view command, const run_environm
                      env.device, env.build, env.date);
 }
 
-void add_environment_json(nlohmann::json& doc, const run_environment& env) {
+void add_environment_json(nlohmann::json& doc, std::string_view command, const run_environment& env) {
+  doc["command"] = command;
   doc["tally_version"] = env.tally_version;
   doc["backend"] = env.backend;
   doc["device"] = env.device;

@@ -31,7 +31,10 @@ void print_environment_header(std::FILE* out, std::string_view command, const ru
 /** @brief "# tally V COMMAND, backend B, device D, build ..., date ..." with no line end: a CSV file's first line. */
 std::string environment_csv_comment(std::string_view command, const run_environment& env);
 
-/** @brief Sets the top-level fields tally_version, backend, device, build and date of `doc`. */
-void add_environment_json(nlohmann::json& doc, const run_environment& env);
+/**
+ * @brief Sets the top-level fields command (what wrote the result: "bench", "contention"...; `tally
+ * plot` draws by it), tally_version, backend, device, build and date of `doc`.
+ */
+void add_environment_json(nlohmann::json& doc, std::string_view command, const run_environment& env);
 
 }  // namespace tally::cli

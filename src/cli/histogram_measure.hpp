@@ -1,0 +1,168 @@
+// How `tally bench` and `tally advise` measure histogram strategies on one input: the read
+// bandwidth that is the yardstick, and a runner that checks each strategy against the CPU
+// reference (the sequential strategy) before it times it. A wrong result is never timed as if
+// right. Host-only: the GPU is reached through tally/gpu.hpp.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <numeric>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "bench_report.hpp"
+#include "host_timing.hpp"
+#include "tally/cpu.hpp"
+#include "tally/error.hpp"
+#include "tally/gpu.hpp"
+#include "tally/gpu/timing.hpp"
+
+namespace tally::cli {
+
+/**
+ * @brief Measures the read bandwidth of backend `where` into `env` (read_bytes_per_s and
+ * read_method): on a GPU 16-byte streaming loads over max(1 GiB, 8 x L2), median of 20; on CPUs
+ * an OpenMP streaming read of 8-byte words over 512 MiB, median of 7.
+ */
+void measure_read_bandwidth(backend where, bench_environment& env);
+
+/**
+ * @brief Fills `row.verdict` (and `row.mismatch`) from a histogram against the reference: "exact",
+ * "lost N updates" for a strategy that is not exact and counted less, else the first bad bin.
+ */
+template <class Counter>
+void verify_histogram(bench_row& row, std::span<const Counter> expected, std::span<const Counter> got,
+                      std::uint64_t expected_left_out, std::uint64_t got_left_out, strategy used) {
+  if (std::equal(expected.begin(), expected.end(), got.begin()) && expected_left_out == got_left_out) {
+    row.verdict = "exact";
+    return;
+  }
+  const std::uint64_t want = std::accumulate(expected.begin(), expected.end(), std::uint64_t{0});
+  const std::uint64_t have = std::accumulate(got.begin(), got.end(), std::uint64_t{0});
+  if (!is_exact(used) && have <= want) {  // racy loses updates; it never invents them
+    row.verdict = fmt::format("lost {} updates", want - have);
+    return;
+  }
+  std::size_t first = 0;
+  while (first < expected.size() && expected[first] == got[first]) ++first;
+  row.verdict = first < expected.size()
+                    ? fmt::format("MISMATCH bin {}: {} != {}", first, got[first], expected[first])
+                    : fmt::format("MISMATCH left out {} != {}", got_left_out, expected_left_out);
+  row.mismatch = true;
+}
+
+/**
+ * @brief Measures histogram strategies on one case after another (T samples, Counter counts),
+ * reusing its host and device buffers between cases. For each case: the CPU reference, then per
+ * strategy one poisoned, checked run, then `warmup` untimed and `runs` timed runs (GPU: event
+ * timed; CPU: wall clock) of the checked strategy. Strategies the backend cannot run for the
+ * case are reported as skipped.
+ */
+template <class T, class Counter>
+class histogram_runner {
+ public:
+  histogram_runner(backend where, std::int64_t max_bins, int runs, int warmup, double read_bytes_per_s)
+      : where_(where),
+        runs_(runs),
+        warmup_(warmup),
+        read_bytes_per_s_(read_bytes_per_s),
+        expected_(static_cast<std::size_t>(max_bins)),
+        got_(static_cast<std::size_t>(max_bins)) {
+    if (on_gpu()) device_counts_ = gpu::device_buffer<Counter>(static_cast<std::size_t>(max_bins));
+  }
+
+  /**
+   * @brief Appends one row per strategy (`base` with the strategy, what it used, verdict and
+   * times) to `rows`. `bins.num_bins` must not exceed the runner's `max_bins`.
+   */
+  void run(const bench_row& base, std::span<const T> host_samples, const even_bins& bins,
+           std::span<const strategy> strategies, std::vector<bench_row>& rows) {
+    const std::int64_t size = base.num_samples;
+    const auto num_bins = static_cast<std::size_t>(bins.num_bins);
+    const std::span<Counter> want(expected_.data(), num_bins);
+    const std::span<Counter> have(got_.data(), num_bins);
+    reference_left_out_ = cpu::histogram_even(host_samples, want, bins, {strategy::sequential}).left_out;
+    reference_bins_ = num_bins;
+    if (on_gpu()) {
+      if (device_samples_.size() != host_samples.size()) {
+        device_samples_ = gpu::device_buffer<T>();  // free the last size's buffer before taking the next
+        device_samples_ = gpu::device_buffer<T>(host_samples.size());
+      }
+      device_samples_.upload(host_samples);
+    }
+
+    for (const strategy s : strategies) {
+      bench_row row = base;
+      row.strategy = std::string(to_string(s));
+      const histogram_options options{s};
+      try {
+        std::vector<double> times;
+        if (on_gpu()) {
+          const std::span<Counter> counts = device_counts_.span().first(num_bins);
+          auto once = [&](gpu::stream_t stream) {
+            return gpu::histogram_even_async(device_samples_.const_span(), counts, bins, ws_, options, stream);
+          };
+          device_counts_.fill_bytes(0xab);  // poison: every bin must be written
+          const choice chose = once(nullptr);
+          const std::uint64_t left_out = ws_.read_scalar(nullptr);
+          device_counts_.download(have);
+          row.used = std::string(to_string(chose.used));
+          row.reason = std::string(chose.reason);
+          verify_histogram<Counter>(row, want, have, reference_left_out_, left_out, chose.used);
+          if (row.mismatch) {
+            rows.push_back(row);
+            continue;
+          }
+          (void)gpu::time_runs([&](gpu::stream_t stream) { once(stream); }, warmup_);
+          for (const float ms : gpu::time_runs([&](gpu::stream_t stream) { once(stream); }, runs_)) {
+            times.push_back(ms);
+          }
+        } else {
+          std::fill(have.begin(), have.end(), static_cast<Counter>(0xababababababababull));
+          const histogram_result result = cpu::histogram_even(host_samples, have, bins, options);
+          row.used = std::string(to_string(result.chose.used));
+          row.reason = std::string(result.chose.reason);
+          verify_histogram<Counter>(row, want, have, reference_left_out_, result.left_out, result.chose.used);
+          if (row.mismatch) {
+            rows.push_back(row);
+            continue;
+          }
+          for (int run = 0; run < warmup_ + runs_; ++run) {
+            const double ms = host_ms([&] { (void)cpu::histogram_even(host_samples, have, bins, options); });
+            if (run >= warmup_) times.push_back(ms);
+          }
+        }
+        summarize_times(row, std::move(times), size * static_cast<std::int64_t>(sizeof(T)), read_bytes_per_s_);
+      } catch (const error& e) {
+        if (e.code() != errc::not_supported) throw;
+        row.verdict = std::string("skipped: ") + e.what();
+      }
+      rows.push_back(row);
+    }
+  }
+
+  /** @brief The reference histogram of the last case run (the sequential CPU strategy's). */
+  [[nodiscard]] std::span<const Counter> reference() const { return {expected_.data(), reference_bins_}; }
+  /** @brief The samples the last case's bins left out. */
+  [[nodiscard]] std::uint64_t reference_left_out() const { return reference_left_out_; }
+
+ private:
+  [[nodiscard]] bool on_gpu() const { return where_ == backend::gpu; }
+
+  backend where_;
+  int runs_;
+  int warmup_;
+  double read_bytes_per_s_;
+  std::vector<Counter> expected_;
+  std::vector<Counter> got_;
+  std::size_t reference_bins_ = 0;
+  std::uint64_t reference_left_out_ = 0;
+  gpu::device_buffer<Counter> device_counts_;
+  gpu::device_buffer<T> device_samples_;
+  gpu::workspace ws_;
+};
+
+}  // namespace tally::cli
