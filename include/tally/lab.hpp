@@ -17,6 +17,12 @@
 // device-scope max; exch: the words are written out per block), so a correct run leaves exactly
 // what the global run leaves (exch: see check below). The zeroing and the fold are inside the timed
 // kernel: they are what privatizing into shared memory costs.
+//
+// Every update of a contended word is a CUDA atomic intrinsic (atomicAdd_block / atomicAdd /
+// atomicAdd_system and the same for atomicCAS and atomicExch) on a pointer whose state space the
+// compiler sees, so the PTX is atom.shared.* / atom.global.* at scope cta / gpu / sys: the same
+// operation and scope as cuda::atomic_ref<unsigned, thread_scope_block|device|system> (whose inline
+// PTX takes a generic address), without the generic-address path.
 #pragma once
 
 #include <cstdint>
@@ -31,7 +37,7 @@ namespace tally::lab {
 /** @brief Where the contended words live. */
 enum class memory_space : std::uint8_t { global, shared };
 
-/** @brief The cuda::thread_scope of every atomic on the contended words. */
+/** @brief The scope of every atomic on the contended words (as cuda::thread_scope). */
 enum class atomic_scope : std::uint8_t {
   block,   ///< cuda::thread_scope_block: only the threads of one block are guaranteed to see each other
   device,  ///< cuda::thread_scope_device: every thread of the GPU
