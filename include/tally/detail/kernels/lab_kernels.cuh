@@ -1,12 +1,13 @@
 // The kernels of the seeds' experiments (tally::lab, tally/lab.hpp): atomic contention on global
-// or shared memory at a chosen cuda::thread_scope, with or without warp aggregation, and the
-// deliberately racy counter and block histogram of `tally race` beside their correct versions.
-// Launched only by detail/dispatch/lab_dispatch.cuh.
+// memory, shared memory or a global slice per block at a chosen cuda::thread_scope, with or without
+// warp aggregation, and the deliberately racy counter and block histogram of `tally race` beside
+// their correct versions. Launched only by detail/dispatch/lab_dispatch.cuh.
 //
 // The racy kernels (racy_counter_kernel, block_histogram_kernel<false>) are wrong on purpose:
 // compute-sanitizer racecheck flags the second, and neither belongs in a sanitized test.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <cuda/atomic>
@@ -239,6 +240,21 @@ template <atomic_op Op, cuda::thread_scope Scope, bool Aggregate>
 __global__ void contention_global_kernel(unsigned* words, unsigned addresses, unsigned threads,
                                          unsigned ops_per_thread, unsigned long long* returned) {
   const returned_sums mine = make_updates<Op, Scope, Aggregate>(words, addresses, threads, ops_per_thread);
+  if constexpr (Op == atomic_op::exch) add_returned(mine, returned);
+}
+
+/**
+ * Global memory, a slice per block (seed 001's per-block histogram in global memory): block b
+ * updates only its own A words, `words[b A .. (b + 1) A)` (the host zeroed them), with the global
+ * kernel's addresses and values. No other block touches the slice during the kernel and the host
+ * reads it after the kernel, so block scope is enough and legal here: the case where narrowing the
+ * scope is the seed's lesson, on the same global memory as the device-scope rows.
+ */
+template <atomic_op Op, cuda::thread_scope Scope, bool Aggregate>
+__global__ void contention_global_private_kernel(unsigned* words, unsigned addresses, unsigned threads,
+                                                 unsigned ops_per_thread, unsigned long long* returned) {
+  unsigned* const slice = words + static_cast<std::size_t>(blockIdx.x) * addresses;
+  const returned_sums mine = make_updates<Op, Scope, Aggregate>(slice, addresses, threads, ops_per_thread);
   if constexpr (Op == atomic_op::exch) add_returned(mine, returned);
 }
 
