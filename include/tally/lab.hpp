@@ -102,8 +102,8 @@ bool scope_too_narrow(const contention_case& c);
 /**
  * @brief The threads that compete for one word at a time: T / A in global memory (block_threads / A
  * in shared memory and global_private slices), divided by the lanes that combine when
- * warp-aggregated. A compare-and-swap add where
- * every one of them must write costs about that many retries per success.
+ * warp-aggregated. A compare-and-swap add where every one of them must write costs about that
+ * many retries per success.
  */
 double contenders_per_address(const contention_case& c);
 

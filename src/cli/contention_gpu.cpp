@@ -1,9 +1,9 @@
-// The GPU sweep of `tally contention`: memory (global, shared, global_private) x scope (block, device, system) x
-// operation (add, cas, max, exch) x warp aggregation (none, warp) x number of addresses, each case
-// run by tally::lab::run_contention (tally/lab.hpp: the layout, the kernels' behaviour and the
-// checks), every run checked before its time counts. Rows, summary, CSV and JSON have the shape of
-// the CPU sweep's (op, method, addresses, threads, ..., ops_per_s), the method being
-// "<memory>-<scope>-<aggregation>", plus the separate fields.
+// The GPU sweep of `tally contention`: memory (global, shared, global_private) x scope (block,
+// device, system) x operation (add, cas, max, exch) x warp aggregation (none, warp) x number of
+// addresses, each case run by tally::lab::run_contention (tally/lab.hpp: the layout, the kernels'
+// behaviour and the checks), every run checked before its time counts. Rows, summary, CSV and JSON
+// have the shape of the CPU sweep's (op, method, addresses, threads, ..., ops_per_s), the method
+// being "<memory>-<scope>-<aggregation>", plus the separate fields.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
