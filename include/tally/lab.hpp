@@ -16,7 +16,17 @@
 // then folds its array into global memory (add, cas: a device-scope add per non-zero word; max: a
 // device-scope max; exch: the words are written out per block), so a correct run leaves exactly
 // what the global run leaves (exch: see check below). The zeroing and the fold are inside the timed
-// kernel: they are what privatizing into shared memory costs.
+// kernel: they are what privatizing into shared memory costs. Global private (seed 001's per-block
+// histogram in global memory): every block has its own slice of A words in global memory (blocks x A
+// words, block b's at [b A, (b + 1) A)), zeroed before the timed launch, and updates the same
+// addresses with the same values there; nothing is folded, each slice is checked on its own. Only
+// one block touches a slice, so block scope is enough there, as in shared memory.
+//
+// Every update of a contended word is a CUDA atomic intrinsic (atomicAdd_block / atomicAdd /
+// atomicAdd_system and the same for atomicCAS and atomicExch) on a pointer whose state space the
+// compiler sees, so the PTX is atom.shared.* / atom.global.* at scope cta / gpu / sys: the same
+// operation and scope as cuda::atomic_ref<unsigned, thread_scope_block|device|system> (whose inline
+// PTX takes a generic address), without the generic-address path.
 #pragma once
 
 #include <cstdint>
@@ -29,9 +39,13 @@
 namespace tally::lab {
 
 /** @brief Where the contended words live. */
-enum class memory_space : std::uint8_t { global, shared };
+enum class memory_space : std::uint8_t {
+  global,          ///< one array of A words for the whole grid
+  shared,          ///< a zeroed copy of the A words per block in shared memory, folded into global memory
+  global_private,  ///< a slice of A words per block in global memory (blocks x A), no fold
+};
 
-/** @brief The cuda::thread_scope of every atomic on the contended words. */
+/** @brief The scope of every atomic on the contended words (as cuda::thread_scope). */
 enum class atomic_scope : std::uint8_t {
   block,   ///< cuda::thread_scope_block: only the threads of one block are guaranteed to see each other
   device,  ///< cuda::thread_scope_device: every thread of the GPU
@@ -80,14 +94,16 @@ std::int64_t total_threads(const contention_case& c);
  * @brief Whether the case's scope is too narrow for the threads that share a word: block scope on
  * global memory, where threads of different blocks update the same words. The memory model then
  * promises no atomicity between blocks; whatever the run gives is reported, labelled, never as a
- * bug. (In shared memory only one block sees a word: block scope is exactly enough.)
+ * bug. (In shared memory and in a global_private slice only one block sees a word: block scope
+ * is exactly enough.)
  */
 bool scope_too_narrow(const contention_case& c);
 
 /**
  * @brief The threads that compete for one word at a time: T / A in global memory (block_threads / A
- * in shared), divided by the lanes that combine when warp-aggregated. A compare-and-swap add where
- * every one of them must write costs about that many retries per success.
+ * in shared memory and global_private slices), divided by the lanes that combine when
+ * warp-aggregated. A compare-and-swap add where every one of them must write costs about that
+ * many retries per success.
  */
 double contenders_per_address(const contention_case& c);
 
@@ -102,17 +118,18 @@ struct contention_result {
 /**
  * @brief Runs `warmup` + `runs` launches of the case from zeroed memory, each timed with CUDA
  * events and then copied back and checked against the layout's exact expectation: add and cas sums
- * (mod 2^32) and max maxima word for word; exch: every final word is 0 where no update went, else
- * the last value some thread (of that block, in shared memory) wrote there, and the old values
- * returned plus the final words are exactly the values written plus the initial zeros (their sum
- * and sum of squares mod 2^64). Stops at the first wrong run. Throws tally::error for bad arguments
- * (naming them) and CUDA failures.
+ * (mod 2^32) and max maxima word for word (global_private: slice by slice); exch: every final word
+ * is 0 where no update went, else the last value some thread (of that block, in shared memory and
+ * global_private) wrote there, and the old values returned plus the final words are exactly the
+ * values written plus the initial zeros (their sum and sum of squares mod 2^64). Stops at the first
+ * wrong run. Throws tally::error for bad arguments (naming them) and CUDA failures.
  */
 contention_result run_contention(const contention_case& c, int runs, int warmup);
 
 /** @brief What one contention run left in memory, copied back. */
 struct contention_outcome {
-  std::vector<std::uint32_t> words;        ///< the A global words (add, cas, max; global exch)
+  std::vector<std::uint32_t> words;        ///< the A global words (add, cas, max; global exch); global_private:
+                                           ///< the blocks x A words, slice after slice (every op)
   std::vector<std::uint32_t> block_words;  ///< shared exch: each block's A words, block after block
   std::uint64_t returned_sum = 0;          ///< exch: the old values returned, summed mod 2^64
   std::uint64_t returned_square_sum = 0;   ///< exch: their squares, summed mod 2^64
@@ -120,8 +137,10 @@ struct contention_outcome {
 
 /** @brief What a correct run must leave, from the layout alone (computed once per case, on the host). */
 struct contention_expectation {
-  std::vector<std::uint32_t> words;    ///< add, cas: the sums mod 2^32; max: the maxima (exch: empty)
-  std::vector<std::uint8_t> touched;   ///< exch: 1 where some update went (per block and word in shared memory)
+  std::vector<std::uint32_t> words;    ///< add, cas: the sums mod 2^32; max: the maxima (exch: empty);
+                                       ///< global_private: per slice (blocks x A)
+  std::vector<std::uint8_t> touched;   ///< exch: 1 where some update went (per block and word in shared
+                                       ///< memory and global_private)
   std::uint64_t written_sum = 0;       ///< exch: the values written, 1 + 2 + ... + T K, mod 2^64
   std::uint64_t written_square_sum = 0;  ///< exch: their squares, mod 2^64
 };

@@ -261,7 +261,9 @@ void add_contention_command(CLI::App& app, int& exit_code) {
                       "copies merged at the end)")
           ->delimiter(',')
           ->capture_default_str();
-  CLI::Option* memory = sub->add_option("--memory", cfg->memory, "GPU: global, shared (a copy per block)")
+  CLI::Option* memory = sub->add_option("--memory", cfg->memory,
+                                        "GPU: global, shared (a copy per block), global_private (a global slice per "
+                                        "block)")
                             ->delimiter(',')
                             ->capture_default_str();
   CLI::Option* scopes =

@@ -13,7 +13,7 @@ struct contention_config {
   std::vector<std::string> addresses{"1", "4", "16", "64", "256", "1024", "4096", "16384", "65536"};
   std::vector<std::string> ops{"add", "cas", "max", "exch"};
   std::vector<std::string> methods{"atomic", "critical", "privatized"};  ///< CPU only
-  std::vector<std::string> memory{"global", "shared"};                   ///< GPU only
+  std::vector<std::string> memory{"global", "shared", "global_private"};  ///< GPU only
   std::vector<std::string> scopes{"block", "device", "system"};          ///< GPU only
   std::vector<std::string> aggregation{"none", "warp"};                  ///< GPU only
   std::int64_t threads = -1;      ///< -1: the backend's default (CPU: its thread count; GPU: 1024 per SM)

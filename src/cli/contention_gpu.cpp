@@ -1,9 +1,9 @@
-// The GPU sweep of `tally contention`: memory (global, shared) x scope (block, device, system) x
-// operation (add, cas, max, exch) x warp aggregation (none, warp) x number of addresses, each case
-// run by tally::lab::run_contention (tally/lab.hpp: the layout, the kernels' behaviour and the
-// checks), every run checked before its time counts. Rows, summary, CSV and JSON have the shape of
-// the CPU sweep's (op, method, addresses, threads, ..., ops_per_s), the method being
-// "<memory>-<scope>-<aggregation>", plus the separate fields.
+// The GPU sweep of `tally contention`: memory (global, shared, global_private) x scope (block,
+// device, system) x operation (add, cas, max, exch) x warp aggregation (none, warp) x number of
+// addresses, each case run by tally::lab::run_contention (tally/lab.hpp: the layout, the kernels'
+// behaviour and the checks), every run checked before its time counts. Rows, summary, CSV and JSON
+// have the shape of the CPU sweep's (op, method, addresses, threads, ..., ops_per_s), the method
+// being "<memory>-<scope>-<aggregation>", plus the separate fields.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -32,7 +32,9 @@ constexpr const char* command_name = "tally contention";
 constexpr const char* gpu_layout_text =
     "GPU thread t (of T = blocks x block threads) sends its i-th update to word (t + i*T) mod A; add/cas add "
     "1 + ((t xor i) mod 8) (sums mod 2^32), max/exch write i*T + t + 1; 32-bit words; shared memory: a zeroed "
-    "copy of the A words per block, folded into global memory at the end (zeroing and fold timed)";
+    "copy of the A words per block, folded into global memory at the end (zeroing and fold timed); "
+    "global_private: a slice of A global words per block (blocks x A, zeroed before the timed launch), the same "
+    "updates of its block's threads, each slice checked, no fold";
 
 struct gpu_row {
   lab::contention_case what;
@@ -98,13 +100,13 @@ gpu_row measure(const lab::contention_case& c, const contention_config& cfg) {
 }
 
 void print_rows(std::FILE* out, const std::vector<gpu_row>& rows) {
-  fmt::print(out, "{:<5} {:<6} {:<6} {:<4} {:>9} {:>8} {:>10} {:>9}  {:<8} {:>10} {:>6} {:>10}\n", "op", "memory",
+  fmt::print(out, "{:<5} {:<14} {:<6} {:<4} {:>9} {:>8} {:>10} {:>9}  {:<8} {:>10} {:>6} {:>10}\n", "op", "memory",
              "scope", "agg", "addresses", "threads", "ops/thread", "contended", "check", "median ms", "noise", "Mops/s");
   for (const gpu_row& r : rows) {
     const std::string start = fmt::format(
-        "{:<5} {:<6} {:<6} {:<4} {:>9} {:>8} {:>10} {:>9.0f}  ", lab::to_string(r.what.op), lab::to_string(r.what.memory),
-        lab::to_string(r.what.scope), lab::to_string(r.what.aggregate), r.what.addresses, lab::total_threads(r.what),
-        r.what.ops_per_thread, r.contenders);
+        "{:<5} {:<14} {:<6} {:<4} {:>9} {:>8} {:>10} {:>9.0f}  ", lab::to_string(r.what.op),
+        lab::to_string(r.what.memory), lab::to_string(r.what.scope), lab::to_string(r.what.aggregate),
+        r.what.addresses, lab::total_threads(r.what), r.what.ops_per_thread, r.contenders);
     if (!r.timed) {
       fmt::print(out, "{}{}\n", start, r.verdict);
       continue;
@@ -121,11 +123,11 @@ void print_summary(std::FILE* out, const std::vector<gpu_row>& rows, const std::
   std::vector<std::string> order;
   for (const gpu_row& r : rows) {
     if (!r.timed) continue;
-    const std::string key = fmt::format("{:<5} {:<22}", lab::to_string(r.what.op), method_of(r.what));
+    const std::string key = fmt::format("{:<5} {:<28}", lab::to_string(r.what.op), method_of(r.what));
     if (!cells.contains(key)) order.push_back(key);
     cells[key][r.what.addresses] = r.ops_per_s;
   }
-  fmt::print(out, "\nsummary: Mops/s by number of addresses (verified runs only)\n{:<5} {:<22}", "op", "method");
+  fmt::print(out, "\nsummary: Mops/s by number of addresses (verified runs only)\n{:<5} {:<28}", "op", "method");
   for (const std::int64_t a : addresses) fmt::print(out, " {:>9}", a);
   fmt::print(out, "\n");
   for (const std::string& key : order) {
@@ -199,7 +201,7 @@ int run_gpu_contention(const contention_config& cfg) {
   }
   const auto ops = parse_names<lab::atomic_op>(cfg.ops, "--ops", "add, cas, max, exch", lab::parse_atomic_op);
   const auto memories =
-      parse_names<lab::memory_space>(cfg.memory, "--memory", "global, shared", lab::parse_memory_space);
+      parse_names<lab::memory_space>(cfg.memory, "--memory", "global, shared, global_private", lab::parse_memory_space);
   const auto scopes =
       parse_names<lab::atomic_scope>(cfg.scopes, "--scopes", "block, device, system", lab::parse_atomic_scope);
   const auto aggregations =

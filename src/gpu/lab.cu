@@ -78,7 +78,9 @@ contention_result run_contention(const contention_case& c, int runs, int warmup)
   }
   const contention_expectation want = expected_contention(c);
   const bool exch = c.op == atomic_op::exch;
-  device_buffer<std::uint32_t> words(static_cast<std::size_t>(c.addresses));
+  // global_private: a slice of A words per block (validate_contention_case keeps blocks x A <= 2^28).
+  const std::int64_t word_count = c.memory == memory_space::global_private ? c.blocks * c.addresses : c.addresses;
+  device_buffer<std::uint32_t> words(static_cast<std::size_t>(word_count));
   device_buffer<std::uint32_t> block_words(shared && exch ? static_cast<std::size_t>(c.blocks * c.addresses) : 0);
   device_buffer<unsigned long long> returned(2);
 

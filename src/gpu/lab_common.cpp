@@ -11,7 +11,14 @@
 
 namespace tally::lab {
 
-std::string_view to_string(memory_space m) { return m == memory_space::global ? "global" : "shared"; }
+std::string_view to_string(memory_space m) {
+  switch (m) {
+    case memory_space::global: return "global";
+    case memory_space::shared: return "shared";
+    case memory_space::global_private: return "global_private";
+  }
+  return "?";
+}
 
 std::string_view to_string(atomic_scope s) {
   switch (s) {
@@ -45,7 +52,7 @@ std::optional<Enum> parse_among(std::string_view name, const Enum (&values)[N]) 
 }  // namespace
 
 std::optional<memory_space> parse_memory_space(std::string_view name) {
-  return parse_among(name, {memory_space::global, memory_space::shared});
+  return parse_among(name, {memory_space::global, memory_space::shared, memory_space::global_private});
 }
 std::optional<atomic_scope> parse_atomic_scope(std::string_view name) {
   return parse_among(name, {atomic_scope::block, atomic_scope::device, atomic_scope::system});
@@ -64,6 +71,7 @@ bool scope_too_narrow(const contention_case& c) {
 }
 
 double contenders_per_address(const contention_case& c) {
+  // Shared memory and global_private slices: only the threads of one block share a word.
   const double sharers = c.memory == memory_space::global ? static_cast<double>(total_threads(c))
                                                           : static_cast<double>(c.block_threads);
   const double addresses = static_cast<double>(c.addresses);
@@ -102,6 +110,10 @@ void validate_contention_case(const contention_case& c) {
                            "times the blocks must be at most 2^28 for a shared-memory exch (each block's words are "
                            "copied out)");
   }
+  if (c.memory == memory_space::global_private && c.blocks * c.addresses > (std::int64_t{1} << 28)) {
+    throw_invalid_argument(function, "addresses",
+                           "times the blocks must be at most 2^28 for global_private (a slice of A words per block)");
+  }
 }
 
 contention_expectation expected_contention(const contention_case& c) {
@@ -111,7 +123,24 @@ contention_expectation expected_contention(const contention_case& c) {
   const auto K = static_cast<std::uint64_t>(c.ops_per_thread);
   const auto A = static_cast<std::uint64_t>(c.addresses);
   const std::uint64_t updates = T * K;
+  const auto per_block = static_cast<std::uint64_t>(c.block_threads);
   // Update number m = i T + t goes to word m mod A; so do the values m + 1 of max and exch.
+  if (c.memory == memory_space::global_private && c.op != atomic_op::exch) {
+    // A slice per block: thread t's updates land in slice t / block_threads. m grows along the
+    // loops, so the last value a word receives is its maximum.
+    want.words.assign(static_cast<std::size_t>(c.blocks) * A, 0);
+    for (std::uint64_t i = 0; i < K; ++i) {
+      for (std::uint64_t t = 0; t < T; ++t) {
+        std::uint32_t& word = want.words[(t / per_block) * A + (i * T + t) % A];
+        if (c.op == atomic_op::max) {
+          word = static_cast<std::uint32_t>(i * T + t + 1);
+        } else {
+          word += static_cast<std::uint32_t>(1 + ((t ^ i) & 7));  // wraps mod 2^32, as the GPU
+        }
+      }
+    }
+    return want;
+  }
   switch (c.op) {
     case atomic_op::add:
     case atomic_op::cas:
@@ -133,9 +162,8 @@ contention_expectation expected_contention(const contention_case& c) {
       if (c.memory == memory_space::global) {
         want.touched.assign(A, 0);
         std::fill(want.touched.begin(), want.touched.begin() + static_cast<std::ptrdiff_t>(std::min(A, updates)), 1);
-      } else {
+      } else {  // shared, global_private: per block
         want.touched.assign(static_cast<std::size_t>(c.blocks) * A, 0);
-        const auto per_block = static_cast<std::uint64_t>(c.block_threads);
         for (std::uint64_t t = 0; t < T; ++t) {
           std::uint8_t* row = want.touched.data() + (t / per_block) * A;
           for (std::uint64_t i = 0; i < std::min(K, A); ++i) row[(i * T + t) % A] = 1;  // repeats after A rounds
@@ -153,7 +181,8 @@ contention_expectation expected_contention(const contention_case& c) {
 
 namespace {
 
-/// Whether `word` can be the final value of word `a` (of block `block` in shared memory, else -1):
+/// Whether `word` can be the final value of word `a` (of block `block` in shared memory and
+/// global_private, else -1):
 /// a value some thread wrote there, and that thread's last write there.
 bool is_last_write_of_a_thread(const contention_case& c, std::uint32_t word, std::uint64_t a, std::int64_t block) {
   if (word == 0) return false;
@@ -171,8 +200,10 @@ bool is_last_write_of_a_thread(const contention_case& c, std::uint32_t word, std
 
 std::optional<std::string> check_exchange(const contention_case& c, const contention_expectation& want,
                                           const contention_outcome& got) {
-  const bool shared = c.memory == memory_space::shared;
-  const std::vector<std::uint32_t>& finals = shared ? got.block_words : got.words;
+  // Shared memory: each block's words were copied out to block_words; global_private: the slices
+  // are the words themselves. Both are checked block by block.
+  const bool per_block = c.memory != memory_space::global;
+  const std::vector<std::uint32_t>& finals = c.memory == memory_space::shared ? got.block_words : got.words;
   if (finals.size() != want.touched.size()) return std::string("the copied-back memory has the wrong size");
   const auto A = static_cast<std::uint64_t>(c.addresses);
   std::uint64_t final_sum = 0;
@@ -183,12 +214,12 @@ std::optional<std::string> check_exchange(const contention_case& c, const conten
     final_square_sum += static_cast<std::uint64_t>(word) * word;
     const std::uint64_t a = k % A;
     const std::string where =
-        shared ? "block " + std::to_string(k / A) + "'s word " + std::to_string(a) : "word " + std::to_string(a);
+        per_block ? "block " + std::to_string(k / A) + "'s word " + std::to_string(a) : "word " + std::to_string(a);
     if (want.touched[k] == 0) {
       if (word != 0) return where + " holds " + std::to_string(word) + ", but no update went there";
       continue;
     }
-    if (!is_last_write_of_a_thread(c, word, a, shared ? static_cast<std::int64_t>(k / A) : -1)) {
+    if (!is_last_write_of_a_thread(c, word, a, per_block ? static_cast<std::int64_t>(k / A) : -1)) {
       return where + " holds " + std::to_string(word) + ", which is not the last value any thread wrote there";
     }
   }
@@ -208,8 +239,12 @@ std::optional<std::string> check_contention(const contention_case& c, const cont
   if (got.words.size() != want.words.size()) return std::string("the copied-back memory has the wrong size");
   const auto bad = std::mismatch(want.words.begin(), want.words.end(), got.words.begin());
   if (bad.first == want.words.end()) return std::nullopt;
-  return "word " + std::to_string(bad.first - want.words.begin()) + " holds " + std::to_string(*bad.second) +
-         ", expected " + std::to_string(*bad.first);
+  const auto k = static_cast<std::uint64_t>(bad.first - want.words.begin());
+  const auto A = static_cast<std::uint64_t>(c.addresses);
+  const std::string where = c.memory == memory_space::global_private
+                                ? "block " + std::to_string(k / A) + "'s word " + std::to_string(k % A)
+                                : "word " + std::to_string(k);
+  return where + " holds " + std::to_string(*bad.second) + ", expected " + std::to_string(*bad.first);
 }
 
 }  // namespace tally::lab

@@ -1,8 +1,8 @@
 // The host side of tally::lab in every build: the names of the contention choices, the argument
 // checks, and above all the contention check the GPU runs are judged by. A sequential simulation of
 // the layout (the updates applied one at a time, in an order a correct GPU run could have taken)
-// must pass; copies with one lost update, a wrong maximum, an exchange lost or a final word that is
-// not the last write of any thread must fail.
+// must pass; copies with one lost update, a wrong maximum, an exchange lost, a final word that is
+// not the last write of any thread, or (global_private) an update in another block's slice must fail.
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -33,19 +33,20 @@ std::uint32_t value_of(const contention_case& c, std::uint64_t t, std::uint64_t 
 
 /// A correct run, simulated: round i of every thread, the threads in ascending or descending order
 /// (not always the order of the expectation's own loop); in shared memory a copy per block, then
-/// folded as the kernel folds.
+/// folded as the kernel folds; global_private a slice per block, left as it is.
 contention_outcome simulate(const contention_case& c, bool reverse_threads) {
   const auto T = static_cast<std::uint64_t>(lab::total_threads(c));
   const auto K = static_cast<std::uint64_t>(c.ops_per_thread);
   const auto A = static_cast<std::uint64_t>(c.addresses);
   const bool shared = c.memory == memory_space::shared;
-  const std::uint64_t copies = shared ? static_cast<std::uint64_t>(c.blocks) : 1;
+  const bool per_block = c.memory != memory_space::global;
+  const std::uint64_t copies = per_block ? static_cast<std::uint64_t>(c.blocks) : 1;
   std::vector<std::uint32_t> memory(copies * A, 0);
   contention_outcome out;
   for (std::uint64_t i = 0; i < K; ++i) {
     for (std::uint64_t k = 0; k < T; ++k) {
       const std::uint64_t t = reverse_threads ? T - 1 - k : k;
-      const std::uint64_t copy = shared ? t / static_cast<std::uint64_t>(c.block_threads) : 0;
+      const std::uint64_t copy = per_block ? t / static_cast<std::uint64_t>(c.block_threads) : 0;
       std::uint32_t& word = memory[copy * A + (t + i * T) % A];
       const std::uint32_t v = value_of(c, t, i);
       switch (c.op) {
@@ -59,6 +60,10 @@ contention_outcome simulate(const contention_case& c, bool reverse_threads) {
           break;
       }
     }
+  }
+  if (c.memory == memory_space::global_private) {
+    out.words = memory;  // the slices are the result, for every op
+    return out;
   }
   if (c.op == atomic_op::exch) {
     (shared ? out.block_words : out.words) = memory;
@@ -94,12 +99,13 @@ std::string describe(const contention_case& c) {
 }
 
 constexpr atomic_op all_ops[] = {atomic_op::add, atomic_op::cas, atomic_op::max, atomic_op::exch};
+constexpr memory_space all_memories[] = {memory_space::global, memory_space::shared, memory_space::global_private};
 // A = 1 (everything collides), A dividing T, A sharing a factor with T, A > T K (untouched words).
 constexpr std::int64_t address_counts[] = {1, 4, 6, 64, 5000};
 
 TEST(LabContentionCheck, AcceptsEverySimulatedCorrectRun) {
   for (const atomic_op op : all_ops) {
-    for (const memory_space memory : {memory_space::global, memory_space::shared}) {
+    for (const memory_space memory : all_memories) {
       for (const std::int64_t a : address_counts) {
         for (const bool reverse : {false, true}) {
           const contention_case c = make_case(op, memory, a);
@@ -126,6 +132,39 @@ TEST(LabContentionCheck, SumsAndMaximaAreCheckedWordForWord) {
   }
 }
 
+TEST(LabContentionCheck, GlobalPrivateSlicesAreCheckedSliceBySlice) {
+  // Three blocks of 64 threads, A = 4: slice b holds only block b's updates.
+  for (const atomic_op op : {atomic_op::add, atomic_op::cas, atomic_op::max}) {
+    const contention_case c = make_case(op, memory_space::global_private, 4);
+    const auto want = lab::expected_contention(c);
+    ASSERT_EQ(want.words.size(), 3u * 4u) << describe(c);
+    contention_outcome got = simulate(c, true);
+    ASSERT_FALSE(lab::check_contention(c, want, got).has_value()) << describe(c);
+    // One update of block 2's thread 128 (round 0, word 0 of its slice) lost.
+    got.words[2 * 4 + 0] -= op == atomic_op::max ? 1 : value_of(c, 128, 0);
+    const auto wrong = lab::check_contention(c, want, got);
+    ASSERT_TRUE(wrong.has_value()) << describe(c);
+    EXPECT_NE(wrong->find("block 2's word 0"), std::string::npos) << *wrong;
+  }
+  // An update counted in the wrong block's slice: the totals over the slices still agree (a fold
+  // would hide it), the slices do not.
+  const contention_case c = make_case(atomic_op::add, memory_space::global_private, 4);
+  const auto want = lab::expected_contention(c);
+  contention_outcome got = simulate(c, false);
+  got.words[0] -= 1;
+  got.words[4] += 1;
+  const auto wrong = lab::check_contention(c, want, got);
+  ASSERT_TRUE(wrong.has_value());
+  EXPECT_NE(wrong->find("block 0's word 0"), std::string::npos) << *wrong;
+}
+
+TEST(LabContentionCheck, GlobalPrivateMaximaAreEachBlocksOwn) {
+  // Two blocks of 32 threads, K = 1, A = 4: block 0 writes 1..32, block 1 writes 33..64; slice b's
+  // word a ends at the largest of its block's values with (value - 1) mod 4 = a.
+  const contention_case c = make_case(atomic_op::max, memory_space::global_private, 4, 2, 32, 1);
+  EXPECT_EQ(lab::expected_contention(c).words, (std::vector<std::uint32_t>{29, 30, 31, 32, 61, 62, 63, 64}));
+}
+
 TEST(LabContentionCheck, MaximaFollowTheClosedForm) {
   // T K = 32 x 1 updates over A = 5 words: word a ends at the largest m < 32 with m mod 5 = a, plus 1.
   const contention_case c = make_case(atomic_op::max, memory_space::global, 5, 1, 32, 1);
@@ -133,7 +172,7 @@ TEST(LabContentionCheck, MaximaFollowTheClosedForm) {
 }
 
 TEST(LabContentionCheck, ExchangeLostOrDuplicatedIsCaught) {
-  for (const memory_space memory : {memory_space::global, memory_space::shared}) {
+  for (const memory_space memory : all_memories) {
     for (const std::int64_t a : address_counts) {
       const contention_case c = make_case(atomic_op::exch, memory, a);
       const auto want = lab::expected_contention(c);
@@ -164,15 +203,20 @@ TEST(LabContentionCheck, ExchangeFinalWordMustBeTheLastWriteOfSomeThreadThere) {
   EXPECT_NE(wrong->find("not the last value"), std::string::npos) << *wrong;
 }
 
-TEST(LabContentionCheck, SharedExchangeWordsMustComeFromTheirOwnBlock) {
-  // Two blocks, A = 64 >= T: every thread owns one word per round. Block 1's copy of a word that
+TEST(LabContentionCheck, PerBlockExchangeWordsMustComeFromTheirOwnBlock) {
+  // Two blocks, A = 256 >= T: every thread owns one word per round. Block 1's copy of a word that
   // only block 0 writes must stay 0.
-  const contention_case c = make_case(atomic_op::exch, memory_space::shared, 256, 2, 32, 1);
-  const auto want = lab::expected_contention(c);
-  contention_outcome got = simulate(c, false);
-  ASSERT_FALSE(lab::check_contention(c, want, got).has_value());
-  std::swap(got.block_words[0], got.block_words[256]);  // block 0's word 0 moved to block 1
-  EXPECT_TRUE(lab::check_contention(c, want, got).has_value());
+  for (const memory_space memory : {memory_space::shared, memory_space::global_private}) {
+    const contention_case c = make_case(atomic_op::exch, memory, 256, 2, 32, 1);
+    const auto want = lab::expected_contention(c);
+    contention_outcome got = simulate(c, false);
+    ASSERT_FALSE(lab::check_contention(c, want, got).has_value()) << describe(c);
+    // Block 0's word 0 moved to block 1.
+    std::vector<std::uint32_t>& finals = memory == memory_space::shared ? got.block_words : got.words;
+    ASSERT_EQ(finals.size(), 512u) << describe(c);
+    std::swap(finals[0], finals[256]);
+    EXPECT_TRUE(lab::check_contention(c, want, got).has_value()) << describe(c);
+  }
 }
 
 TEST(LabContentionCheck, UntouchedWordsMustStayZero) {
@@ -216,6 +260,16 @@ TEST(LabContentionCase, BadFieldsAreNamed) {
   c.block_threads = 1024;
   c.ops_per_thread = 4;  // T K = 2^32: max and exch values would wrap
   EXPECT_EQ(field_of(c), "ops_per_thread");
+  c = good;
+  c.memory = memory_space::global_private;
+  c.blocks = 1 << 12;
+  c.block_threads = 32;
+  c.addresses = 1 << 16;  // blocks x A = 2^28: the largest slice array
+  EXPECT_EQ(field_of(c), "");
+  c.addresses = (1 << 16) + 1;
+  EXPECT_EQ(field_of(c), "addresses");
+  c.memory = memory_space::global;  // one array of A words: fine
+  EXPECT_EQ(field_of(c), "");
 }
 
 TEST(LabContentionCase, NamesRoundTripAndContendersFollowTheLayout) {
@@ -223,7 +277,9 @@ TEST(LabContentionCase, NamesRoundTripAndContendersFollowTheLayout) {
   for (const auto s : {atomic_scope::block, atomic_scope::device, atomic_scope::system}) {
     EXPECT_EQ(lab::parse_atomic_scope(lab::to_string(s)), s);
   }
-  EXPECT_EQ(lab::parse_memory_space("shared"), memory_space::shared);
+  for (const memory_space m : all_memories) EXPECT_EQ(lab::parse_memory_space(lab::to_string(m)), m);
+  EXPECT_EQ(lab::parse_memory_space("global_private"), memory_space::global_private);
+  EXPECT_FALSE(lab::parse_memory_space("private").has_value());
   EXPECT_EQ(lab::parse_aggregation("warp"), aggregation::warp);
   EXPECT_FALSE(lab::parse_atomic_op("fetch_or").has_value());
 
@@ -240,6 +296,11 @@ TEST(LabContentionCase, NamesRoundTripAndContendersFollowTheLayout) {
   EXPECT_TRUE(lab::scope_too_narrow(c));
   c.memory = memory_space::shared;
   EXPECT_FALSE(lab::scope_too_narrow(c));
+  c.memory = memory_space::global_private;  // a slice per block: block scope is enough
+  EXPECT_FALSE(lab::scope_too_narrow(c));
+  c.addresses = 1;
+  c.aggregate = aggregation::none;
+  EXPECT_EQ(lab::contenders_per_address(c), 256.0);  // the block's threads, not the grid's
 }
 
 }  // namespace

@@ -1,10 +1,12 @@
 // GPU tests of the seeds' experiments (tally/lab.hpp). Every contention variant (operation x
-// memory x scope x warp aggregation) runs a small sweep of address counts and must pass the exact
-// check of every run; block scope on global memory shared by blocks is formally a race, so there
-// it must run but is not required to be exact. The race experiments: the atomic counter and the
-// block histogram with its barrier are exact; the racy counter loses updates at 1,000,000 threads;
-// the histogram without its barrier never counts more than the reference. Tests of deliberately
-// racy kernels carry "Racy" in their names: scripts/gpu-check leaves them out of racecheck.
+// memory (global, shared, global_private) x scope x warp aggregation) runs a small sweep of address
+// counts and must pass the exact check of every run; block scope on global memory shared by blocks
+// is formally a race, so there it must run but is not required to be exact (on a global_private
+// slice, which only its block touches, block scope must be exact). The race experiments: the
+// atomic counter and the block histogram with its barrier are exact; the racy counter loses
+// updates at 1,000,000 threads; the histogram without its barrier never counts more than the
+// reference. Tests of deliberately racy kernels carry "Racy" in their names: scripts/gpu-check
+// leaves them out of racecheck.
 // Without a GPU the program exits 77 (skipped).
 #include <cstdint>
 #include <random>
@@ -37,10 +39,11 @@ class LabContention : public ::testing::TestWithParam<atomic_op> {};
 
 TEST_P(LabContention, EveryVariantPassesItsExactCheckOnEveryRun) {
   // A = 1 (all collide), 3 (lanes of a warp share words unevenly), 32, 1000 (a word per thread of a
-  // block), 40000 (> T K: untouched words; shared memory past the default 48 KiB: the opt-in).
+  // block), 40000 (> T K: untouched words; shared memory past the default 48 KiB: the opt-in;
+  // global_private: a slice of 40000 words per block).
   const std::vector<std::int64_t> address_counts = quick_mode() ? std::vector<std::int64_t>{1, 3, 1000}
                                                                 : std::vector<std::int64_t>{1, 3, 32, 1000, 40000};
-  for (const memory_space memory : {memory_space::global, memory_space::shared}) {
+  for (const memory_space memory : {memory_space::global, memory_space::shared, memory_space::global_private}) {
     for (const atomic_scope scope : {atomic_scope::block, atomic_scope::device, atomic_scope::system}) {
       for (const aggregation aggregate : {aggregation::none, aggregation::warp}) {
         for (const std::int64_t a : address_counts) {

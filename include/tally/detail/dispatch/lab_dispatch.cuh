@@ -1,5 +1,5 @@
 // The dispatch of the seeds' experiments (tally::lab): turns a contention case's run-time choices
-// (operation, memory, scope, aggregation) into one of the 48 kernel instantiations and launches it,
+// (operation, memory, scope, aggregation) into one of the 72 kernel instantiations and launches it,
 // and launches the racy counter and block histogram of `tally race`. The only code that launches
 // lab kernels. Functions return cudaError_t and never throw; src/gpu/lab.cu validates, allocates,
 // times and checks.
@@ -22,7 +22,8 @@ using tally::lab::memory_space;
 
 /// Device pointers and sizes of one contention launch.
 struct contention_launch {
-  unsigned* words = nullptr;                 ///< A words (global memory, and the shared fold's target)
+  unsigned* words = nullptr;                 ///< A words (global memory, and the shared fold's target);
+                                             ///< global_private: blocks x A words, a slice per block
   unsigned* block_words = nullptr;           ///< shared exch: blocks x A words
   unsigned long long* returned = nullptr;    ///< exch: two words, the old values' sum and sum of squares
   unsigned addresses = 1;
@@ -41,6 +42,11 @@ cudaError_t launch_contention_kernel(memory_space memory, const contention_launc
   const unsigned threads = l.blocks * static_cast<unsigned>(l.block_threads);
   if (memory == memory_space::global) {
     contention_global_kernel<Op, Scope, Aggregate><<<l.blocks, l.block_threads, 0, stream>>>(
+        l.words, l.addresses, threads, l.ops_per_thread, l.returned);
+    return cudaGetLastError();
+  }
+  if (memory == memory_space::global_private) {
+    contention_global_private_kernel<Op, Scope, Aggregate><<<l.blocks, l.block_threads, 0, stream>>>(
         l.words, l.addresses, threads, l.ops_per_thread, l.returned);
     return cudaGetLastError();
   }

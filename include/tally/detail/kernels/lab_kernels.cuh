@@ -1,12 +1,13 @@
 // The kernels of the seeds' experiments (tally::lab, tally/lab.hpp): atomic contention on global
-// or shared memory at a chosen cuda::thread_scope, with or without warp aggregation, and the
-// deliberately racy counter and block histogram of `tally race` beside their correct versions.
-// Launched only by detail/dispatch/lab_dispatch.cuh.
+// memory, shared memory or a global slice per block at a chosen cuda::thread_scope, with or without
+// warp aggregation, and the deliberately racy counter and block histogram of `tally race` beside
+// their correct versions. Launched only by detail/dispatch/lab_dispatch.cuh.
 //
 // The racy kernels (racy_counter_kernel, block_histogram_kernel<false>) are wrong on purpose:
 // compute-sanitizer racecheck flags the second, and neither belongs in a sanitized test.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #include <cuda/atomic>
@@ -55,27 +56,98 @@ struct returned_sums {
   }
 };
 
-/// One update of `word` with `value`, one atomic, at scope Scope. Returns the old value for exch.
+/**
+ * The atomics on the contended words, one intrinsic per scope: atomicAdd_block / atomicAdd /
+ * atomicAdd_system (and atomicCAS_*, atomicExch_*) are relaxed atomics at PTX scope cta / gpu / sys,
+ * the operation and scope that cuda::atomic_ref<unsigned, thread_scope_block|device|system> with
+ * memory_order_relaxed gives. The difference is the state space: cuda::atomic_ref's inline PTX takes
+ * a generic address (`atom.relaxed.cta.add.u32 [generic]`, a generic ATOM in SASS, which resolves the
+ * window at run time), while the intrinsics are compiler built-ins, so on a pointer the compiler can
+ * trace to `extern __shared__` or to a kernel parameter (after inlining: everything here is
+ * __forceinline__) they become `atom.shared.<scope>.*` and `atom.global.<scope>.*` (checked in the
+ * PTX of src/gpu/lab.cu, nvcc 13, sm_90: no generic atom is left in the contention kernels). A
+ * result left unused (add) is ptxas' to turn into a reduction (RED) with no round trip.
+ *
+ * Scope on shared memory: a shared word is visible to the threads of its block only (no cluster is
+ * launched here, so no other block can map it), so `.gpu` or `.sys` on an `atom.shared` orders it
+ * against no more threads than `.cta` does: a wider scope buys nothing there, and relaxed atomics at
+ * any of the three scopes need no fence. Whether the hardware then runs the three as the same ATOMS
+ * is what the shared rows of the three scopes measure.
+ */
+template <cuda::thread_scope Scope>
+struct scoped_atomic;
+
+template <>
+struct scoped_atomic<cuda::thread_scope_block> {
+  static __device__ __forceinline__ unsigned add(unsigned* word, unsigned value) {
+    return atomicAdd_block(word, value);
+  }
+  static __device__ __forceinline__ unsigned cas(unsigned* word, unsigned expected, unsigned desired) {
+    return atomicCAS_block(word, expected, desired);
+  }
+  static __device__ __forceinline__ unsigned exch(unsigned* word, unsigned value) {
+    return atomicExch_block(word, value);
+  }
+};
+
+template <>
+struct scoped_atomic<cuda::thread_scope_device> {
+  static __device__ __forceinline__ unsigned add(unsigned* word, unsigned value) { return atomicAdd(word, value); }
+  static __device__ __forceinline__ unsigned cas(unsigned* word, unsigned expected, unsigned desired) {
+    return atomicCAS(word, expected, desired);
+  }
+  static __device__ __forceinline__ unsigned exch(unsigned* word, unsigned value) { return atomicExch(word, value); }
+};
+
+template <>
+struct scoped_atomic<cuda::thread_scope_system> {
+  static __device__ __forceinline__ unsigned add(unsigned* word, unsigned value) {
+    return atomicAdd_system(word, value);
+  }
+  static __device__ __forceinline__ unsigned cas(unsigned* word, unsigned expected, unsigned desired) {
+    return atomicCAS_system(word, expected, desired);
+  }
+  static __device__ __forceinline__ unsigned exch(unsigned* word, unsigned value) {
+    return atomicExch_system(word, value);
+  }
+};
+
+/// The first guess of a compare-and-swap loop: a volatile load (ld.volatile in the word's state
+/// space; PTX treats it as a relaxed load). A stale guess only costs one failed swap, which returns
+/// the word's value for the next try.
+__device__ __forceinline__ unsigned first_guess(const unsigned* word) {
+  return *static_cast<const volatile unsigned*>(word);
+}
+
+/// One update of `*word` with `value`, one atomic (or a CAS loop), at scope Scope. Returns the old
+/// value for exch.
 template <atomic_op Op, cuda::thread_scope Scope>
-__device__ __forceinline__ unsigned update_word(unsigned& word, unsigned value) {
-  cuda::atomic_ref<unsigned, Scope> ref(word);
+__device__ __forceinline__ unsigned update_word(unsigned* word, unsigned value) {
+  using atomic = scoped_atomic<Scope>;
   if constexpr (Op == atomic_op::add) {
-    ref.fetch_add(value, cuda::memory_order_relaxed);  // result unused: may become a RED, no round trip
+    atomic::add(word, value);  // result unused: may become a RED, no round trip
     return 0;
   } else if constexpr (Op == atomic_op::cas) {
-    // The seed's compare-and-swap loop: on failure `seen` becomes the value found, and we retry.
-    unsigned seen = ref.load(cuda::memory_order_relaxed);
-    while (!ref.compare_exchange_weak(seen, seen + value, cuda::memory_order_relaxed)) {
+    // The seed's compare-and-swap loop: on failure the swap returns the value found, and we retry.
+    unsigned seen = first_guess(word);
+    for (;;) {
+      const unsigned found = atomic::cas(word, seen, seen + value);
+      if (found == seen) break;
+      seen = found;
     }
     return 0;
   } else if constexpr (Op == atomic_op::max) {
-    // Stops as soon as the word is already >= value: a larger value landed, ours has nothing to do.
-    unsigned seen = ref.load(cuda::memory_order_relaxed);
-    while (seen < value && !ref.compare_exchange_weak(seen, value, cuda::memory_order_relaxed)) {
+    // The seed's CAS-loop max (not atomicMax): stops as soon as the word is already >= value, a
+    // larger value landed and ours has nothing to do.
+    unsigned seen = first_guess(word);
+    while (seen < value) {
+      const unsigned found = atomic::cas(word, seen, value);
+      if (found == seen) break;
+      seen = found;
     }
     return 0;
   } else {
-    return ref.exchange(value, cuda::memory_order_relaxed);
+    return atomic::exch(word, value);
   }
 }
 
@@ -98,16 +170,16 @@ __device__ __forceinline__ unsigned update_word_aggregated(unsigned* words, unsi
   const unsigned below = group & lanes_below(lane);
   if constexpr (Op == atomic_op::add || Op == atomic_op::cas) {
     const unsigned sum = group_sum(group, value);
-    if (below == 0) update_word<Op, Scope>(words[address], sum);
+    if (below == 0) update_word<Op, Scope>(words + address, sum);
     return 0;
   } else if constexpr (Op == atomic_op::max) {
     const unsigned best = group_max(group, value);
-    if (below == 0) update_word<Op, Scope>(words[address], best);
+    if (below == 0) update_word<Op, Scope>(words + address, best);
     return 0;
   } else {
     const unsigned last = 31u - static_cast<unsigned>(__clz(static_cast<int>(group)));
     unsigned old = 0;
-    if (lane == last) old = update_word<Op, Scope>(words[address], value);
+    if (lane == last) old = update_word<Op, Scope>(words + address, value);
     const unsigned from_memory = __shfl_sync(group, old, static_cast<int>(last));
     const unsigned previous_lane = below != 0 ? 31u - static_cast<unsigned>(__clz(static_cast<int>(below))) : lane;
     const unsigned previous_value = __shfl_sync(group, value, static_cast<int>(previous_lane));
@@ -140,7 +212,7 @@ __device__ __forceinline__ returned_sums make_updates(unsigned* words, unsigned 
     if constexpr (Aggregate) {
       old = update_word_aggregated<Op, Scope>(words, address, value);
     } else {
-      old = update_word<Op, Scope>(words[address], value);
+      old = update_word<Op, Scope>(words + address, value);
     }
     if constexpr (Op == atomic_op::exch) returned.add(old);
     address += step;
@@ -158,9 +230,8 @@ __device__ __forceinline__ void add_returned(const returned_sums& mine, unsigned
     square_sum += __shfl_xor_sync(full_warp, square_sum, offset);
   }
   if ((threadIdx.x & 31u) == 0) {
-    using returned_ref = cuda::atomic_ref<unsigned long long, cuda::thread_scope_device>;
-    returned_ref(returned[0]).fetch_add(sum, cuda::memory_order_relaxed);
-    returned_ref(returned[1]).fetch_add(square_sum, cuda::memory_order_relaxed);
+    atomicAdd(returned, sum);  // device scope, relaxed: atom.global, as the contended words
+    atomicAdd(returned + 1, square_sum);
   }
 }
 
@@ -173,12 +244,28 @@ __global__ void contention_global_kernel(unsigned* words, unsigned addresses, un
 }
 
 /**
+ * Global memory, a slice per block (seed 001's per-block histogram in global memory): block b
+ * updates only its own A words, `words[b A .. (b + 1) A)` (the host zeroed them), with the global
+ * kernel's addresses and values. No other block touches the slice during the kernel and the host
+ * reads it after the kernel, so block scope is enough and legal here: the case where narrowing the
+ * scope is the seed's lesson, on the same global memory as the device-scope rows.
+ */
+template <atomic_op Op, cuda::thread_scope Scope, bool Aggregate>
+__global__ void contention_global_private_kernel(unsigned* words, unsigned addresses, unsigned threads,
+                                                 unsigned ops_per_thread, unsigned long long* returned) {
+  unsigned* const slice = words + static_cast<std::size_t>(blockIdx.x) * addresses;
+  const returned_sums mine = make_updates<Op, Scope, Aggregate>(slice, addresses, threads, ops_per_thread);
+  if constexpr (Op == atomic_op::exch) add_returned(mine, returned);
+}
+
+/**
  * Shared memory: each block zeroes its own A words (dynamic shared memory), makes the same updates
  * as the global kernel there, then folds them into global memory: add and cas by a device-scope add
  * of each non-zero word into `words`, max by a device-scope max, exch by writing the block's words
  * to its own row of `block_words` (blocks x A). The barriers order the zeroing, the updates and the
  * fold; the updates themselves are atomics at scope Scope (block is enough: only this block sees
- * them).
+ * them), `atom.shared.*` in PTX (scoped_atomic), and so is the fold into global memory
+ * (`atom.global.*`: atomicAdd, and atomicMax for max, which is what folding maxima needs).
  */
 template <atomic_op Op, cuda::thread_scope Scope, bool Aggregate>
 __global__ void contention_shared_kernel(unsigned* words, unsigned* block_words, unsigned addresses, unsigned threads,
@@ -193,11 +280,10 @@ __global__ void contention_shared_kernel(unsigned* words, unsigned* block_words,
     if constexpr (Op == atomic_op::exch) {
       block_words[static_cast<std::size_t>(blockIdx.x) * addresses + a] = word;
     } else if (word != 0) {
-      cuda::atomic_ref<unsigned, cuda::thread_scope_device> out(words[a]);
       if constexpr (Op == atomic_op::max) {
-        out.fetch_max(word, cuda::memory_order_relaxed);
+        atomicMax(words + a, word);
       } else {
-        out.fetch_add(word, cuda::memory_order_relaxed);
+        atomicAdd(words + a, word);
       }
     }
   }
