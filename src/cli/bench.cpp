@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -138,6 +139,18 @@ void for_each_binned_case(const bench_case& bc, const std::string& type_name, co
   }
 }
 
+/// The verdict of a histogram row that cannot run, or nothing for an error that must stop the
+/// bench: a strategy that refuses the case is skipped; one that needs more device memory than
+/// there is (CUB's per-block copies of millions of bins), or whose CUB call refuses the sizes,
+/// "cannot run". A failure of tally's own strategies otherwise stops the bench.
+std::optional<std::string> unrunnable_verdict(const error& e, strategy s) {
+  if (e.code() == errc::not_supported) return std::string("skipped: ") + e.what();
+  if (e.code() == errc::out_of_memory || (s == strategy::cub && e.code() == errc::cuda_error)) {
+    return std::string("cannot run: ") + e.what();
+  }
+  return std::nullopt;
+}
+
 /// Counters are 32-bit while the sizes allow (what users pick, and CUB's fastest), else 64-bit.
 template <class T, class Counter>
 void run_type(const bench_case& bc, const std::string& type_name) {
@@ -208,8 +221,11 @@ void run_type(const bench_case& bc, const std::string& type_name) {
         }
         summarize_times(row, std::move(times), size * static_cast<std::int64_t>(sizeof(T)), bc.read_bytes_per_s);
       } catch (const error& e) {
-        if (e.code() != errc::not_supported) throw;
-        row.verdict = std::string("skipped: ") + e.what();
+        if (const auto verdict = unrunnable_verdict(e, s)) {
+          row.verdict = *verdict;
+        } else {
+          throw;
+        }
       }
       bc.rows.push_back(row);
     }
