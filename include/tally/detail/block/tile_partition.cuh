@@ -37,28 +37,40 @@ struct partition_output {
   int buckets;
 };
 
-/// A sample's rank among the tile's samples of its bucket, from the bucket's shared counter. Lanes
-/// of a warp whose bucket is the first valid lane's take consecutive ranks from one atomic by that
-/// lane (sorted input, one hot bin, a bucket holding most samples: a returning shared atomic per
-/// lane on one word would serialize 32 deep); the others take one atomic each. Ranks come in any
-/// order between warps, which is fine: only how many samples a bucket gets matters, not which
-/// slot each one lands in. Every lane of the warp must call it; `bin` < 0 means left out.
+/// A sample's rank among the tile's samples of its bucket, from the bucket's shared counter. In
+/// each of `Rounds` rounds the lanes whose bucket is that of the first lane still waiting take
+/// consecutive ranks from one atomic by that lane; the lanes left after that take one atomic each.
+/// A returning shared atomic per lane on one word would serialize up to 32 deep: sorted input and
+/// one hot bin (one round), two hot buckets or a bucket holding most samples where the first lane
+/// happens to be elsewhere (loguniform: 3 in 4 samples in bucket 0 at 2^20 bins; the second
+/// round). Ranks come in any order between warps, which is fine: only how many samples a bucket
+/// gets matters, not which slot each one lands in. Every lane of the warp must call it; `bin` < 0
+/// means left out.
+template <int Rounds>
 __device__ __forceinline__ std::uint32_t rank_in_bucket(int bin, std::uint32_t* bucket_count) {
   constexpr unsigned all_lanes = 0xffffffffu;
-  const bool valid = bin >= 0;
-  const unsigned valid_lanes = __ballot_sync(all_lanes, valid);
-  if (valid_lanes == 0) return 0;
   const int lane = static_cast<int>(threadIdx.x % 32);
-  const int leader = __ffs(static_cast<int>(valid_lanes)) - 1;
   const int bucket = bin >> tuning::bucket_bits;
-  const int leader_bucket = __shfl_sync(all_lanes, bucket, leader);
-  const bool joins = valid && bucket == leader_bucket;
-  const unsigned joined = __ballot_sync(all_lanes, joins);
-  std::uint32_t base = 0;
-  if (lane == leader) base = atomicAdd(bucket_count + leader_bucket, static_cast<std::uint32_t>(__popc(joined)));
-  base = __shfl_sync(all_lanes, base, leader);
-  if (joins) return base + static_cast<std::uint32_t>(__popc(joined & ((1u << lane) - 1u)));
-  return valid ? atomicAdd(bucket_count + bucket, 1u) : 0u;
+  bool waiting = bin >= 0;
+  unsigned waiting_lanes = __ballot_sync(all_lanes, waiting);
+  std::uint32_t rank = 0;
+#pragma unroll
+  for (int round = 0; round < Rounds; ++round) {
+    if (waiting_lanes == 0) return rank;  // the same in every lane
+    const int leader = __ffs(static_cast<int>(waiting_lanes)) - 1;
+    const int leader_bucket = __shfl_sync(all_lanes, bucket, leader);
+    const bool joins = waiting && bucket == leader_bucket;  // the leader joins its own group
+    const unsigned joined = __ballot_sync(all_lanes, joins);
+    std::uint32_t base = 0;
+    if (lane == leader) base = atomicAdd(bucket_count + leader_bucket, static_cast<std::uint32_t>(__popc(joined)));
+    base = __shfl_sync(all_lanes, base, leader);
+    if (joins) {
+      rank = base + static_cast<std::uint32_t>(__popc(joined & ((1u << lane) - 1u)));
+      waiting = false;
+    }
+    waiting_lanes &= ~joined;
+  }
+  return waiting ? atomicAdd(bucket_count + bucket, 1u) : rank;
 }
 
 /// The shared memory of a partition block besides its per-bucket arrays (dynamic: 2 x 4 bytes per
@@ -72,7 +84,10 @@ struct partition_shared {
 
 /// Partitions tile `tile` (`size` samples from `tile_samples`, at most partition_tile) into
 /// `out`; returns how many of its samples this thread left out. Every thread of the block must
-/// call it; it begins and ends with a __syncthreads, so calls may follow each other.
+/// call it. Calls may follow each other with no barrier between them: a call's last shared-memory
+/// reads (the staging buffer, in the copy out) come before the next call's first barrier, and the
+/// next call writes the staging buffer only after it; the counts and starts it zeroes and
+/// rewrites were last read before the previous call's last barrier.
 /// `bucket_count` and `bucket_start` are shared arrays of out.buckets words.
 template <int Threads, int Items, class Sample, class Mapper>
 __device__ __forceinline__ std::uint32_t partition_tile(const Sample* tile_samples, int size, std::int64_t tile,
@@ -81,19 +96,17 @@ __device__ __forceinline__ std::uint32_t partition_tile(const Sample* tile_sampl
                                                         std::uint32_t* bucket_count, std::uint32_t* bucket_start) {
   static_assert(Threads * Items == tuning::partition_tile, "a tile is what the block holds in registers");
   const int thread = static_cast<int>(threadIdx.x);
-  __syncthreads();  // the last tile's copy out and scan are done with the shared arrays
   for (int b = thread; b < out.buckets; b += Threads) bucket_count[b] = 0;
-
   __syncthreads();  // the counters are zero
 
-  // Bins below 2^26 (max_partitioned_bins) travel as ints: fewer registers.
-  // Ranks are below partition_tile <= 2^16: two to a register, which keeps the kernel within the
-  // 64 registers of two blocks a multiprocessor without spilling.
+  // Bins below 2^26 (max_partitioned_bins) travel as ints, and ranks, below partition_tile <=
+  // 2^16, two to a register: fewer registers, which keeps the kernel within the 64 of two blocks
+  // a multiprocessor without spilling.
   static_assert(tuning::partition_tile <= 65536 && Items % 2 == 0 && tuning::partition_tile % 8 == 0);
   int bins[Items];
   std::uint32_t rank_pairs[Items / 2];
   std::uint32_t left_out = 0;
-  // Samples are loaded LoadGroup at a time, all in flight at once, then ranked: sample
+  // Samples are loaded load_group at a time, all in flight at once, then ranked: sample
   // j * Threads + thread, so each warp reads 32 consecutive samples (coalesced) and the samples of
   // sorted input share buckets across a warp. Groups of half the items keep the loaded samples,
   // bins and ranks within the registers.
@@ -115,7 +128,7 @@ __device__ __forceinline__ std::uint32_t partition_tile(const Sample* tile_sampl
         if constexpr (!maps_every_sample<Mapper>) left_out += bin < 0 ? 1u : 0u;
       }
       bins[j] = bin;
-      const std::uint32_t rank = rank_in_bucket(bin, bucket_count);
+      const std::uint32_t rank = rank_in_bucket<tuning::partition_rank_rounds>(bin, bucket_count);
       if (j % 2 == 0) {
         rank_pairs[j / 2] = rank;
       } else {

@@ -19,6 +19,9 @@ inline constexpr std::int64_t bucket_bins = std::int64_t{1} << bucket_bits;
 inline constexpr int partition_threads = 512;
 inline constexpr int partition_items = 14;
 inline constexpr std::int64_t partition_tile = std::int64_t{partition_threads} * partition_items;
+/// Rounds of warp-grouped ranking in a partition block (rank_in_bucket): each takes, with one
+/// shared atomic, every lane whose bucket is that of the first lane still waiting.
+inline constexpr int partition_rank_rounds = 2;
 /// Threads of a bucket-histogram block (one per multiprocessor: its copy takes 128 KiB), and the
 /// 16-bit offsets each lane loads before it counts them.
 inline constexpr int bucket_threads = 1024;
