@@ -123,6 +123,8 @@ class workspace {
 
   /** @brief At least `bytes` of device storage, valid until the next reserve; ordered on `stream`. */
   void* reserve(std::size_t bytes, stream_t stream);
+  /** @brief Bytes of storage held now (0 before the first reserve). */
+  std::size_t reserved_bytes() const noexcept { return bytes_; }
   /** @brief The device word the last call wrote its scalar result to (left-out count, count, index...). */
   std::uint64_t* scalar();
   /** @brief Waits for `stream` and returns the scalar result as 64 raw bits. */
@@ -169,6 +171,15 @@ choice find_first_if_async(std::span<const T> samples, compare_to<T> predicate, 
 /**
  * @brief Even-bin histogram on the GPU; never synchronizes. The left-out count lands in
  * `ws.scalar()`. Same semantics and errors as tally::cpu::histogram_even.
+ *
+ * Temporary storage (reserved in `ws`) for the large-bin strategies, with c = min(N, 2^28)
+ * samples (both take the input in chunks of 2^28), each part rounded up to 256 bytes:
+ * - `partitioned`: 2 * 7168 * t + 6 * B * t + 4 bytes plus CUB's scan storage, where
+ *   t = ceil(c / 7168) tiles and B = ceil(num_bins / 2^15) buckets (at most 2^26 bins);
+ * - `radix_sort`: 8 * c + 4 * min(c, num_bins + 1) + 8 bytes plus CUB's sort storage (at most
+ *   2^31 - 1 bins).
+ * Any strategy whose storage exceeds the free device memory (plus what `ws` holds) is refused
+ * before anything runs: errc::out_of_memory, naming `samples`.
  */
 template <class Sample, class Counter>
 choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> counts, const even_bins& bins,

@@ -39,6 +39,8 @@ enum class strategy : std::uint8_t {
   atomic_per_element,  ///< reductions, counts: one device atomic per sample into the one result (the naive lesson)
   atomic_per_thread,   ///< reductions, counts: each thread folds its share, then one atomic per thread
   two_pass,            ///< reductions, counts: block results written out, a second kernel combines them; no atomics
+  partitioned,  ///< histograms of many bins: samples grouped by ranges of 2^15 bins, then each range counted in shared memory
+  radix_sort,   ///< histograms: bin indices radix-sorted, then run lengths; no atomics, deterministic (CUB)
 };
 
 /** @brief What a call computes; strategies are supported per operation. */
@@ -49,7 +51,7 @@ struct strategy_name {
   strategy value;
   std::string_view name;
 };
-inline constexpr std::array<strategy_name, 19> strategy_names{{
+inline constexpr std::array<strategy_name, 21> strategy_names{{
     {strategy::automatic, "automatic"},
     {strategy::sequential, "sequential"},
     {strategy::critical, "critical"},
@@ -69,15 +71,18 @@ inline constexpr std::array<strategy_name, 19> strategy_names{{
     {strategy::atomic_per_element, "atomic_per_element"},
     {strategy::atomic_per_thread, "atomic_per_thread"},
     {strategy::two_pass, "two_pass"},
+    {strategy::partitioned, "partitioned"},
+    {strategy::radix_sort, "radix_sort"},
 }};
-static_assert(strategy_names.size() == static_cast<std::size_t>(strategy::two_pass) + 1,
-              "every strategy has a name: add new ones to strategy_names (and keep two_pass last or update this)");
+static_assert(strategy_names.size() == static_cast<std::size_t>(strategy::radix_sort) + 1,
+              "every strategy has a name: add new ones to strategy_names (and keep radix_sort last or update this)");
 
 inline constexpr std::array cpu_strategies{strategy::sequential, strategy::critical, strategy::atomic,
                                            strategy::privatized, strategy::reduction};
 inline constexpr std::array gpu_histogram_strategies{
     strategy::racy,          strategy::global_atomic,    strategy::global_privatized, strategy::shared_atomic,
-    strategy::shared_two_phase, strategy::warp_aggregated, strategy::replicated, strategy::packed16, strategy::cub};
+    strategy::shared_two_phase, strategy::warp_aggregated, strategy::replicated, strategy::packed16,
+    strategy::partitioned,   strategy::radix_sort,       strategy::cub};
 /// Weighted histograms: per-thread sums merged in thread order (CPU), one atomic per sample or a
 /// shared-memory copy per block (GPU).
 inline constexpr std::array cpu_weighted_strategies{strategy::sequential, strategy::privatized};

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -52,6 +53,18 @@ void verify_histogram(bench_row& row, std::span<const Counter> expected, std::sp
                     ? fmt::format("MISMATCH bin {}: {} != {}", first, got[first], expected[first])
                     : fmt::format("MISMATCH left out {} != {}", got_left_out, expected_left_out);
   row.mismatch = true;
+}
+
+/// The verdict of a histogram row that cannot run, or nothing for an error that must stop the
+/// measurement: a strategy that refuses the case is skipped; one that needs more device memory
+/// than there is (CUB's per-block copies of millions of bins), or whose CUB call refuses the
+/// sizes, "cannot run". A failure of tally's own strategies otherwise stops it.
+inline std::optional<std::string> unrunnable_verdict(const error& e, strategy s) {
+  if (e.code() == errc::not_supported) return std::string("skipped: ") + e.what();
+  if (e.code() == errc::out_of_memory || (s == strategy::cub && e.code() == errc::cuda_error)) {
+    return std::string("cannot run: ") + e.what();
+  }
+  return std::nullopt;
 }
 
 /**
@@ -137,8 +150,9 @@ class histogram_runner {
         }
         summarize_times(row, std::move(times), size * static_cast<std::int64_t>(sizeof(T)), read_bytes_per_s_);
       } catch (const error& e) {
-        if (e.code() != errc::not_supported) throw;
-        row.verdict = std::string("skipped: ") + e.what();
+        const auto verdict = unrunnable_verdict(e, s);
+        if (!verdict) throw;
+        row.verdict = *verdict;
       }
       rows.push_back(row);
     }

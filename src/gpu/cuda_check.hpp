@@ -16,4 +16,12 @@ inline void check_cuda(cudaError_t status, std::string_view what) {
   throw error(code, "", std::string(what) + ": " + cudaGetErrorName(status) + ": " + cudaGetErrorString(status));
 }
 
+/// Checks a call that may fail without harming the context (an allocation, a CUB call refusing
+/// its sizes): a failed one also leaves its error as the runtime's "last error", which the next
+/// launch check (cudaGetLastError) would report as its own, so it is cleared first.
+inline void check_cuda_clearing_last_error(cudaError_t status, std::string_view what) {
+  if (status != cudaSuccess) (void)cudaGetLastError();
+  check_cuda(status, what);
+}
+
 }  // namespace tally::gpu::detail

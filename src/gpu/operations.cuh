@@ -50,6 +50,26 @@ inline device_properties current_properties() {
 }
 
 /**
+ * Refuses, before anything runs, a call whose temporary storage cannot fit the device: more than
+ * the free memory plus what the workspace already holds (and would give back to grow). The error
+ * names `samples`, the size that the storage grows with, and says what the strategy needed.
+ * Storage the workspace holds already, or under 1 MiB, skips the query (microseconds of host time).
+ */
+inline void check_temporary_storage_fits(std::string_view function, strategy s, std::size_t bytes, const workspace& ws,
+                                         std::int64_t num_samples, std::int64_t num_bins) {
+  if (bytes <= ws.reserved_bytes() || bytes < (std::size_t{1} << 20)) return;
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  check_cuda(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  if (bytes <= free_bytes + ws.reserved_bytes()) return;
+  throw error(errc::out_of_memory, "samples",
+              std::string(function) + ": argument 'samples' (" + std::to_string(num_samples) + " samples over " +
+                  std::to_string(num_bins) + " bins) needs " + std::to_string(bytes) +
+                  " bytes of temporary device memory with strategy '" + std::string(to_string(s)) + "', more than the " +
+                  std::to_string(free_bytes + ws.reserved_bytes()) + " bytes free on the device");
+}
+
+/**
  * Runs a histogram with any mapper. `cub_call(temp, temp_bytes, device_edges, stream)` runs CUB's
  * version when the cub strategy is chosen (CUB's sizing contract: a null `temp` only sets
  * `temp_bytes`); `prepare(storage)` is called with the reserved storage before any launch, or
@@ -75,7 +95,8 @@ choice run_histogram(std::string_view function, std::span<const Sample> samples,
       throw_unsupported(function, chose.used, "counts half-open bins only; upper_edge::inclusive is not available");
     }
     std::size_t bytes = 0;
-    check_cuda(cub_call(nullptr, bytes, nullptr, stream), "cub histogram (sizing)");
+    check_cuda_clearing_last_error(cub_call(nullptr, bytes, nullptr, stream), "cub histogram (sizing)");
+    check_temporary_storage_fits(function, chose.used, offset + bytes, ws, n, num_bins);
     auto* storage = static_cast<char*>(ws.reserve(offset + bytes, stream));
     (void)prepare(storage);
     tally::detail::set_value_kernel<<<1, 1, 0, stream>>>(left_out, static_cast<std::uint64_t>(n));
@@ -84,7 +105,7 @@ choice run_histogram(std::string_view function, std::span<const Sample> samples,
       check_cuda(cudaMemsetAsync(counts.data(), 0, counts.size_bytes(), stream), "cudaMemsetAsync");
       return chose;
     }
-    check_cuda(cub_call(storage + offset, bytes, storage, stream), "cub histogram");
+    check_cuda_clearing_last_error(cub_call(storage + offset, bytes, storage, stream), "cub histogram");
     const int blocks = static_cast<int>(std::min<std::int64_t>((num_bins + 255) / 256, props.multiprocessors * 4LL));
     tally::detail::subtract_counts_kernel<<<blocks, 256, 0, stream>>>(counts.data(), num_bins, left_out);
     check_cuda(cudaGetLastError(), "launch");
@@ -99,6 +120,8 @@ choice run_histogram(std::string_view function, std::span<const Sample> samples,
   check_cuda(tally::detail::dispatch_histogram(nullptr, bytes, chose.used, samples.data(), n, counts.data(),
                                                sizing_map, left_out, stream),
              std::string(function) + " (sizing)");
+  check_temporary_storage_fits(function, chose.used, offset + bytes, ws, n, num_bins);
+  check_cuda(cudaMemsetAsync(left_out, 0, sizeof(std::uint64_t), stream), "cudaMemsetAsync");
   auto* storage = static_cast<char*>(ws.reserve(offset + bytes, stream));
   const auto map = prepare(storage);
   check_cuda(tally::detail::dispatch_histogram(storage + offset, bytes, chose.used, samples.data(), n,

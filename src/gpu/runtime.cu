@@ -59,7 +59,7 @@ namespace detail {
 
 void* device_allocate(std::size_t bytes) {
   void* pointer = nullptr;
-  check_cuda(cudaMalloc(&pointer, bytes), "cudaMalloc of " + std::to_string(bytes) + " bytes");
+  check_cuda_clearing_last_error(cudaMalloc(&pointer, bytes), "cudaMalloc of " + std::to_string(bytes) + " bytes");
   return pointer;
 }
 
@@ -114,7 +114,7 @@ void* workspace::reserve(std::size_t bytes, stream_t stream) {
   if (storage_ != nullptr) detail::check_cuda(cudaFreeAsync(storage_, stream), "cudaFreeAsync");
   storage_ = nullptr;
   bytes_ = 0;
-  detail::check_cuda(cudaMallocAsync(&storage_, bytes, stream),
+  detail::check_cuda_clearing_last_error(cudaMallocAsync(&storage_, bytes, stream),
                      "cudaMallocAsync of " + std::to_string(bytes) + " bytes of temporary storage");
   bytes_ = bytes;
   return storage_;

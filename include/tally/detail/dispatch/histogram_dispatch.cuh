@@ -12,6 +12,7 @@
 #include <cuda_runtime.h>
 
 #include "tally/detail/dispatch/device_properties.cuh"
+#include "tally/detail/dispatch/large_bins_dispatch.cuh"
 #include "tally/detail/kernels/histogram_kernels.cuh"
 #include "tally/detail/tuning/histogram_tuning.cuh"
 #include "tally/detail/workspace_slots.hpp"
@@ -54,6 +55,17 @@ inline const char* histogram_strategy_unfit(strategy s, std::int64_t num_bins, c
       shared_copy_bytes(num_bins) > tuning::block_copies_budget_bytes) {
     return "needs num_bins * 4 bytes of global memory per block, more than its budget";
   }
+  if (s == strategy::partitioned) {
+    if (num_bins > tuning::max_partitioned_bins) {
+      return "takes at most 2^26 bins (2^11 buckets of 2^15): its per-tile tables grow with the number of buckets";
+    }
+    if (bucket_copy_bytes(num_bins) > props.shared_memory_per_block_optin) {
+      return "needs min(num_bins, 2^15) * 4 bytes of shared memory per block, more than this GPU gives a block";
+    }
+  }
+  if (s == strategy::radix_sort && num_bins >= (std::int64_t{1} << 31)) {
+    return "sorts 32-bit bin keys with one key kept for left-out samples: at most 2^31 - 1 bins";
+  }
   return nullptr;
 }
 
@@ -85,7 +97,12 @@ inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, st
             "the bins fit in shared memory as 16-bit counters: two per word, spilling to global memory before they "
             "overflow"};
   }
-  return {strategy::global_atomic, "too many bins for shared memory: one global atomic per sample"};
+  if (histogram_strategy_unfit(strategy::partitioned, num_bins, props) == nullptr) {
+    return {strategy::partitioned,
+            "too many bins for one block's shared memory: the samples are partitioned by ranges of 2^15 bins, then "
+            "each range is counted in shared memory"};
+  }
+  return {strategy::global_atomic, "too many bins to partition: one global atomic per sample"};
 }
 
 /// A kernel launch shape: enough blocks to fill the GPU, no block with more than 2^31 samples.
@@ -144,6 +161,10 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
   int blocks = 1;
 
   switch (s) {
+    case strategy::partitioned:
+      return dispatch_partitioned(temp, temp_bytes, samples, num_samples, counts, map, left_out, props, stream);
+    case strategy::radix_sort:
+      return dispatch_radix_sort(temp, temp_bytes, samples, num_samples, counts, map, left_out, props, stream);
     case strategy::global_privatized: {
       auto kernel = global_privatized_histogram_kernel<Sample, Mapper>;
       if (cudaError_t e = histogram_grid(kernel, num_samples, 0, props, max_copies, blocks, threads); e != cudaSuccess) return e;

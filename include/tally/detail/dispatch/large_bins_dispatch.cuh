@@ -1,0 +1,197 @@
+// The dispatch of the large-bin strategies: partitioned (partition by bucket, then a shared-memory
+// histogram per bucket) and radix_sort (CUB's radix sort and run-length encoding). Same contract
+// as dispatch_histogram: a null `temp` only sets `temp_bytes`; cudaError_t, never an exception.
+// Both take the input in chunks of at most tuning::large_bins_chunk samples, so their storage
+// (large_bins_layout.hpp) stops growing there.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
+#include <cuda_runtime.h>
+
+#include "tally/detail/dispatch/device_properties.cuh"
+#include "tally/detail/kernels/large_bins_kernels.cuh"
+#include "tally/detail/large_bins_layout.hpp"
+#include "tally/detail/tuning/histogram_tuning.cuh"
+
+namespace tally::detail {
+
+/// Shared memory a bucket-histogram block needs: one 32-bit counter per bin of a bucket.
+inline std::size_t bucket_copy_bytes(std::int64_t num_bins) {
+  return static_cast<std::size_t>(std::min(num_bins, tuning::bucket_bins)) * 4;
+}
+
+/// Blocks to fill the GPU with `kernel` (at least one), at most `cap`.
+template <class Kernel>
+cudaError_t filling_grid(Kernel kernel, int threads, std::size_t shared_bytes, const device_properties& props,
+                         std::int64_t cap, int& blocks) {
+  int per_sm = 0;
+  if (cudaError_t e = resident_blocks_per_multiprocessor(kernel, threads, shared_bytes, per_sm); e != cudaSuccess) {
+    return e;
+  }
+  const std::int64_t fill = std::int64_t{std::max(per_sm, 1)} * props.multiprocessors;
+  blocks = static_cast<int>(std::max<std::int64_t>(1, std::min(fill, cap)));
+  return cudaSuccess;
+}
+
+/// partitioned over `samples` into `counts` (zeroed here); left-out samples are added to *left_out.
+template <class Sample, class Counter, class Mapper>
+cudaError_t dispatch_partitioned(void* temp, std::size_t& temp_bytes, const Sample* samples, std::int64_t num_samples,
+                                 Counter* counts, const Mapper& map, std::uint64_t* left_out,
+                                 const device_properties& props, cudaStream_t stream) {
+  const std::int64_t num_bins = map.num_bins();
+  const partitioned_layout layout(num_samples, num_bins);
+  if (num_samples == 0) {  // nothing to partition: only the counts to zero
+    if (temp == nullptr) {
+      temp_bytes = 1;  // never zero: a null `temp` is how callers ask for the size
+      return cudaSuccess;
+    }
+    return cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream);
+  }
+  std::size_t scan_bytes = 0;
+  if (cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<std::uint32_t*>(nullptr),
+                                                    static_cast<int>(layout.max_cells + 1), stream);
+      e != cudaSuccess) {
+    return e;
+  }
+  if (temp == nullptr) {
+    temp_bytes = layout.bytes(scan_bytes);
+    return cudaSuccess;
+  }
+  auto* storage = static_cast<char*>(temp);
+  auto* offsets = reinterpret_cast<std::uint16_t*>(storage + layout.offsets_at);
+  auto* cell_first = reinterpret_cast<std::uint32_t*>(storage + layout.cell_first_at);
+  auto* cell_start = reinterpret_cast<std::uint16_t*>(storage + layout.cell_start_at);
+  void* scan_storage = storage + layout.scan_at;
+
+  auto partition = partition_kernel<Sample, Mapper>;
+  const std::size_t bucket_words_bytes = static_cast<std::size_t>(layout.buckets) * 2 * 4;
+  int partition_blocks = 1;
+  if (cudaError_t e = filling_grid(partition, tuning::partition_threads, bucket_words_bytes, props, layout.max_tiles,
+                                   partition_blocks);
+      e != cudaSuccess) {
+    return e;
+  }
+  auto count = bucket_histogram_kernel<Counter>;
+  const std::size_t copy_bytes = bucket_copy_bytes(num_bins);
+  int count_blocks = 1;
+  if (cudaError_t e = filling_grid(count, tuning::bucket_threads, copy_bytes, props, std::int64_t{1} << 20, count_blocks);
+      e != cudaSuccess) {
+    return e;
+  }
+
+  if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
+  for (std::int64_t begin = 0; begin < num_samples; begin += tuning::large_bins_chunk) {
+    const std::int64_t size = std::min(num_samples - begin, tuning::large_bins_chunk);
+    const std::int64_t tiles = (size + tuning::partition_tile - 1) / tuning::partition_tile;
+    const std::int64_t cells = layout.buckets * tiles;
+    // The entry past the last cell becomes the chunk's total in the exclusive scan.
+    if (cudaError_t e = cudaMemsetAsync(cell_first + cells, 0, sizeof(std::uint32_t), stream); e != cudaSuccess) {
+      return e;
+    }
+    const partition_output out{offsets, cell_first, cell_start, tiles, static_cast<int>(layout.buckets)};
+    partition<<<static_cast<int>(std::min<std::int64_t>(partition_blocks, tiles)), tuning::partition_threads,
+                bucket_words_bytes, stream>>>(samples + begin, size, map, out, left_out);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    // In place: cell counts become each cell's first position in bucket order.
+    if (cudaError_t e = cub::DeviceScan::ExclusiveSum(scan_storage, scan_bytes, cell_first, static_cast<int>(cells + 1),
+                                                      stream);
+        e != cudaSuccess) {
+      return e;
+    }
+    const cell_table table{offsets, cell_first, cell_start, tiles, cells};
+    count<<<count_blocks, tuning::bucket_threads, copy_bytes, stream>>>(table, num_bins, counts);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+/// radix_sort over `samples` into `counts` (zeroed here); left-out samples are added to *left_out.
+/// Keys are 32-bit bin indices, num_bins < 2^31 (histogram_strategy_unfit).
+template <class Sample, class Counter, class Mapper>
+cudaError_t dispatch_radix_sort(void* temp, std::size_t& temp_bytes, const Sample* samples, std::int64_t num_samples,
+                                Counter* counts, const Mapper& map, std::uint64_t* left_out,
+                                const device_properties& props, cudaStream_t stream) {
+  const std::int64_t num_bins = map.num_bins();
+  const radix_sort_layout layout(num_samples, num_bins);
+  if (num_samples == 0) {
+    if (temp == nullptr) {
+      temp_bytes = 1;
+      return cudaSuccess;
+    }
+    return cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream);
+  }
+  // The left-out key num_bins must fit the sorted bits too.
+  const int end_bit = std::bit_width(static_cast<std::uint64_t>(num_bins));
+  const int max_chunk = static_cast<int>(layout.chunk);
+  std::size_t sort_bytes = 0;
+  std::size_t encode_bytes = 0;
+  {
+    cub::DoubleBuffer<std::uint32_t> keys(nullptr, nullptr);
+    if (cudaError_t e = cub::DeviceRadixSort::SortKeys(nullptr, sort_bytes, keys, max_chunk, 0, end_bit, stream);
+        e != cudaSuccess) {
+      return e;
+    }
+    if (cudaError_t e = cub::DeviceRunLengthEncode::Encode(nullptr, encode_bytes, static_cast<const std::uint32_t*>(nullptr),
+                                                           static_cast<std::uint32_t*>(nullptr),
+                                                           static_cast<std::uint32_t*>(nullptr),
+                                                           static_cast<int*>(nullptr), max_chunk, stream);
+        e != cudaSuccess) {
+      return e;
+    }
+  }
+  std::size_t cub_bytes = std::max(sort_bytes, encode_bytes);
+  if (temp == nullptr) {
+    temp_bytes = layout.bytes(cub_bytes);
+    return cudaSuccess;
+  }
+  auto* storage = static_cast<char*>(temp);
+  auto* keys_a = reinterpret_cast<std::uint32_t*>(storage + layout.keys_at);
+  auto* keys_b = reinterpret_cast<std::uint32_t*>(storage + layout.other_keys_at);
+  auto* lengths = reinterpret_cast<std::uint32_t*>(storage + layout.lengths_at);
+  auto* num_runs = reinterpret_cast<int*>(storage + layout.num_runs_at);
+  void* cub_storage = storage + layout.cub_at;
+
+  constexpr int threads = tuning::merge_block_threads;
+  auto to_keys = bin_keys_kernel<Sample, Mapper>;
+  int key_blocks = 1;
+  if (cudaError_t e = filling_grid(to_keys, threads, 0, props, (layout.chunk + threads - 1) / threads, key_blocks);
+      e != cudaSuccess) {
+    return e;
+  }
+  const int run_blocks = static_cast<int>(std::min<std::int64_t>((layout.max_runs + threads - 1) / threads,
+                                                                  std::int64_t{props.multiprocessors} * 8));
+
+  if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
+  for (std::int64_t begin = 0; begin < num_samples; begin += tuning::large_bins_chunk) {
+    const int size = static_cast<int>(std::min(num_samples - begin, tuning::large_bins_chunk));
+    to_keys<<<key_blocks, threads, 0, stream>>>(samples + begin, size, map, keys_a, left_out);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    cub::DoubleBuffer<std::uint32_t> keys(keys_a, keys_b);
+    std::size_t bytes = cub_bytes;
+    if (cudaError_t e = cub::DeviceRadixSort::SortKeys(cub_storage, bytes, keys, size, 0, end_bit, stream);
+        e != cudaSuccess) {
+      return e;
+    }
+    // The sort leaves its result in one buffer (keys.Current()); the unique keys go to the other.
+    std::uint32_t* unique = keys.Alternate();
+    bytes = cub_bytes;
+    if (cudaError_t e = cub::DeviceRunLengthEncode::Encode(cub_storage, bytes, keys.Current(), unique, lengths,
+                                                           num_runs, size, stream);
+        e != cudaSuccess) {
+      return e;
+    }
+    add_runs_kernel<<<std::max(run_blocks, 1), threads, 0, stream>>>(unique, lengths, num_runs,
+                                                                     static_cast<std::uint32_t>(num_bins), counts);
+    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  return cudaSuccess;
+}
+
+}  // namespace tally::detail

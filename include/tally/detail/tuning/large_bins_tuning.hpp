@@ -1,0 +1,37 @@
+// Tuning of the large-bin strategies (partitioned, radix_sort), kept apart from their logic. A
+// host-safe header: the temporary-storage formula (large_bins_layout.hpp) and its CPU tests use it.
+// First choices for sm_90 (H100), reasoned, not yet measured.
+#pragma once
+
+#include <cstdint>
+
+namespace tally::detail::tuning {
+
+/// partitioned: a bucket is a range of 2^15 bins, so a sample's place in its bucket fits 16 bits
+/// and one bucket's 32-bit counters take 128 KiB, one block per multiprocessor.
+inline constexpr int bucket_bits = 15;
+inline constexpr std::int64_t bucket_bins = std::int64_t{1} << bucket_bits;
+/// Threads of a partition block and samples each holds in registers: a tile of 7168 samples,
+/// whose 16-bit offsets (14 KiB) are staged in shared memory. Larger tiles mean fewer, larger
+/// cells (cells average tile / buckets samples: 14 at 2^24 bins) but more registers: two blocks a
+/// multiprocessor allow 64 a thread, and 16 items spilled a few of them for some mappers (ptxas,
+/// sm_90), 14 none.
+inline constexpr int partition_threads = 512;
+inline constexpr int partition_items = 14;
+inline constexpr std::int64_t partition_tile = std::int64_t{partition_threads} * partition_items;
+/// Rounds of warp-grouped ranking in a partition block (rank_in_bucket): each takes, with one
+/// shared atomic, every lane whose bucket is that of the first lane still waiting.
+inline constexpr int partition_rank_rounds = 2;
+/// Threads of a bucket-histogram block (one per multiprocessor: its copy takes 128 KiB), and the
+/// 16-bit offsets each lane loads before it counts them.
+inline constexpr int bucket_threads = 1024;
+inline constexpr int bucket_unroll = 4;
+/// Both strategies take the input in chunks of at most this many samples, so their temporary
+/// storage stops growing there (and positions within a chunk fit 32 bits).
+inline constexpr std::int64_t large_bins_chunk = std::int64_t{1} << 28;
+/// partitioned takes at most 2^26 bins (2^11 buckets): its per-tile tables hold 6 bytes per bucket,
+/// so at the limit they take 1.7 bytes per sample next to the 2 bytes of offsets, and a partition
+/// block's two per-bucket arrays (16 KiB) still leave room for two blocks a multiprocessor.
+inline constexpr std::int64_t max_partitioned_bins = std::int64_t{1} << 26;
+
+}  // namespace tally::detail::tuning
