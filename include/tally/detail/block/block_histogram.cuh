@@ -110,23 +110,6 @@ __device__ __forceinline__ void add_to_copy(std::uint32_t* counter, std::uint32_
   }
 }
 
-/// Whether the lanes of a warp share bytes often enough that merged increments of one copy beat a
-/// replica per lane: of the 512 bytes where a lane's vector and its neighbour's (lane xor 1) can
-/// agree, at least one in eight do. Uniform bytes agree in 2 of 512 on average, bytes spread like
-/// 1/x over 256 values in about 27, one value in all 512. All lanes of the warp must call it.
-__device__ __forceinline__ bool warp_shares_bytes(const sample_vector<std::uint8_t>& v, bool valid) {
-  std::uint32_t words[4];
-  memcpy(words, &v, sizeof(words));
-  std::uint32_t agreeing = 0;
-#pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const std::uint32_t neighbour = __shfl_xor_sync(0xffffffffu, words[k], 1);
-    agreeing += static_cast<std::uint32_t>(__popc(__vcmpeq4(words[k], neighbour))) / 8;  // 0xff per equal byte
-  }
-  const bool both_valid = valid && __shfl_xor_sync(0xffffffffu, static_cast<int>(valid), 1) != 0;
-  return warp_sum(both_valid ? agreeing : 0u) >= 64;
-}
-
 /// Adds the 16 bytes of one vector to a copy with `Copies` interleaved replicas, where byte x
 /// counts at base[x * Copies] (byte_shift_mapper: `base` already holds the shift and the replica).
 /// Bytes come out of the four words with shifts and the stride is a constant: at one
@@ -164,22 +147,13 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
       add(bin, 1);
     }
   };
-  bool byte_mode_chosen = false;    // bytes with one replica per lane: whether this warp has chosen
-  std::uint32_t* byte_base = replica;  // ... to count into its lane's replica or into replica 0
   const auto visit = [&](const sample_vector<Sample>& v, bool valid) {
     if constexpr (std::is_same_v<Mapper, byte_shift_mapper> && Aggregate == aggregation::none &&
                   Memory == copy_memory::shared) {
-      // The dispatch gives bytes one replica or one per lane (byte_replica_count). With one per
-      // lane, each warp first looks at its first vectors (a cheap sample of the input): where
-      // neighbouring lanes share many bytes, all its lanes count into replica 0, where the
-      // hardware merges a warp's increments of one word; otherwise each lane keeps its own.
-      if (copies == 32 && !byte_mode_chosen) {
-        byte_mode_chosen = true;
-        if (warp_shares_bytes(v, valid)) byte_base = copy;
-      }
+      // The dispatch gives bytes one replica or one per lane (byte_replica_count).
       if (valid) {
         if (copies == 32) {
-          add_vector_of_bytes<32>(byte_base + map.shift() * 32, v);
+          add_vector_of_bytes<32>(replica + map.shift() * 32, v);
         } else {
           add_vector_of_bytes<1>(replica + map.shift(), v);
         }
