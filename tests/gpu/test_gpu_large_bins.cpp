@@ -157,7 +157,10 @@ TYPED_TEST_SUITE(GpuLargeBins, LargeBinSampleTypes);
 TYPED_TEST(GpuLargeBins, BothStrategiesMatchTheCpuReferenceOnEveryDistribution) {
   using T = TypeParam;
   int case_index = 0;
-  for (const std::int64_t num_bins : {std::int64_t{65537}, std::int64_t{1} << 20, std::int64_t{1} << 24}) {
+  // Few bins too (one bucket, most of it empty): test_gpu_histogram's matrix leaves these two
+  // strategies to this test.
+  for (const std::int64_t num_bins :
+       {std::int64_t{7}, std::int64_t{4096}, std::int64_t{65537}, std::int64_t{1} << 20, std::int64_t{1} << 24}) {
     // The widest histogram (2^24 counters to poison, download and compare) gets fewer sizes.
     const std::vector<std::size_t> sizes =
         num_bins == (1 << 24) ? std::vector<std::size_t>{1, 100003}
@@ -262,6 +265,23 @@ TEST(GpuLargeBinsRefusals, PartitionedRefusesMoreThan2To26BinsAndAutomaticFallsB
   EXPECT_EQ(result[0], 1u);
   EXPECT_EQ(result[1 << 25], 1u);
   EXPECT_EQ(result[1 << 26], 1u);
+}
+
+/// CUB's histogram offsets its blocks' copies of the bins in 32-bit arithmetic; at 2^24 bins that
+/// wrapped and crashed the context on an H100, so the cub strategy refuses such bin counts up front.
+TEST(GpuLargeBinsRefusals, CubRefusesBinCountsWhoseBlockCopiesWouldWrapItsOffsets) {
+  const std::int64_t num_bins = std::int64_t{1} << 24;
+  const std::vector<std::int32_t> host(1000, 7);
+  auto samples = to_device(host);
+  gpu::device_buffer<std::uint32_t> counts(static_cast<std::size_t>(num_bins));
+  counts.fill_bytes(poison_byte);
+  try {
+    gpu::histogram_even(samples.const_span(), counts.span(), even_bins{num_bins, 0.0, 16777216.0}, {strategy::cub});
+    ADD_FAILURE() << "no error";
+  } catch (const error& e) {
+    EXPECT_EQ(e.code(), errc::not_supported) << e.what();
+  }
+  for (const std::uint32_t c : download(counts)) ASSERT_EQ(c, 0xababababu);
 }
 
 /// A request whose temporary storage cannot fit the device is refused before anything runs, with

@@ -43,6 +43,17 @@ inline int byte_replica_count(std::int64_t num_bins) {
 
 /// Why strategy `s` cannot count `num_bins` bins on this device, or nullptr if it can.
 inline const char* histogram_strategy_unfit(strategy s, std::int64_t num_bins, const device_properties& props) {
+  // CUB's sweep finds each block's global copy of the bins at blockId * num_bins, computed in int
+  // (cub/agent/agent_histogram.cuh), which wraps past 2^31 counters: 2^24 int32 bins crashed with
+  // an illegal address on an H100, leaving the context unusable. Its blocks have 384 threads or
+  // more, so a multiprocessor (at most 2048 threads) holds at most 8; refuse where that many
+  // copies could pass 2^31 (2^20 bins ran on the H100's 132 multiprocessors).
+  constexpr std::int64_t cub_blocks_per_multiprocessor = 8;
+  if (s == strategy::cub &&
+      num_bins * props.multiprocessors * cub_blocks_per_multiprocessor >= (std::int64_t{1} << 31)) {
+    return "CUB's DeviceHistogram offsets each block's copy of the bins in 32-bit arithmetic, which wraps at this many "
+           "bins";
+  }
   const bool shared = s == strategy::shared_atomic || s == strategy::shared_two_phase ||
                       s == strategy::warp_aggregated || s == strategy::replicated;
   if (shared && shared_copy_bytes(num_bins) > props.shared_memory_per_block_optin) {
