@@ -361,7 +361,8 @@ class even_bin_mapper {
       const double span = (std::fabs(lower_) + std::fabs(static_cast<double>(last_edge_))) / step_;
       if (mantissa == 0.5 && is_whole(lower_ / step_) && span < 16777216.0 && static_cast<double>(first_edge_) == lower_ &&
           static_cast<double>(last_edge_) == lower_ + static_cast<double>(num_bins_) * step_ &&
-          detail::exact_float_bin_mapper::gpu_form_fits(lower_ / step_, num_bins_)) {
+          detail::exact_float_bin_mapper::gpu_form_fits(lower_ / step_, num_bins_) &&
+          std::isfinite(1.0f / static_cast<float>(step_))) {  // below 2^-127, 1 / step is no float
         shortcut_ = even_shortcut::exact_float_edges;
         float_ = exact_float_mapper();
       }

@@ -112,9 +112,6 @@ choice run_histogram(std::string_view function, std::span<const Sample> samples,
     return chose;
   }
 
-  if (!tally::detail::zeroes_own_output(chose.used, n)) {
-    check_cuda(cudaMemsetAsync(left_out, 0, sizeof(std::uint64_t), stream), "cudaMemsetAsync");
-  }
   const auto sizing_map = prepare(nullptr);
   std::size_t bytes = 0;
   check_cuda(tally::detail::dispatch_histogram(nullptr, bytes, chose.used, samples.data(), n, counts.data(),

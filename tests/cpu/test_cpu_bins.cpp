@@ -201,6 +201,7 @@ const std::vector<even_case>& even_cases() {
       {64, 0.5, 16.5},                  // float shortcut: step 1/4, lower a whole number of steps off zero
       {16, -8388608.0, -8388592.0},     // float shortcut at its limit: 2^23 - lower / step = 2^24
       {16, -8388609.0, -8388593.0},     // past it: 2^23 - lower / step = 2^24 + 1 is no float
+      {4, 0.0, 0x1p-126},               // a power-of-two step of 2^-128, whose inverse is no float
   };
   return cases;
 }

@@ -459,5 +459,32 @@ TEST(GpuHistogramAsync, CallsOnOneWorkspaceNeedNoSynchronization) {
   EXPECT_GT(want_b.left_out, 0u);
 }
 
+/// The shared-memory strategies zero their own counts through workspace words that the last block
+/// of each launch puts back: one call after another on one workspace, each into counts poisoned
+/// before it, must each start from zero, with every left-out count right.
+TEST(GpuHistogramAsync, StrategiesThatZeroTheirOwnCountsCanFollowEachOtherOnOneWorkspace) {
+  const even_bins bins{256, 0.0, 256.0};
+  gpu::workspace ws;
+  int round = 0;
+  for (const strategy s : {strategy::shared_atomic, strategy::replicated, strategy::warp_aggregated,
+                           strategy::shared_atomic, strategy::replicated}) {
+    for (const pattern p : {pattern::with_outliers, pattern::single}) {
+      ++round;
+      SCOPED_TRACE(::testing::Message() << to_string(s) << " " << to_string(p) << " round " << round);
+      const auto host = make_samples<float>(p, 100003 + static_cast<std::size_t>(round), 0.0, 256.0, seed + round);
+      auto samples = to_device(host);
+      gpu::device_buffer<std::uint32_t> counts(256);
+      counts.fill_bytes(poison_byte);
+      gpu::histogram_even_async(samples.const_span(), counts.span(), bins, ws, {s});
+      const std::uint64_t left_out = ws.read_scalar(nullptr);
+      std::vector<std::uint32_t> expected(256);
+      const auto want = cpu::histogram_even(std::span<const float>(host), std::span<std::uint32_t>(expected), bins,
+                                            {strategy::sequential});
+      EXPECT_EQ(download(counts), expected);
+      EXPECT_EQ(left_out, want.left_out);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace tally::test

@@ -14,8 +14,9 @@ inline constexpr int count = 8;
 inline constexpr int result = 0;
 /// Weighted histograms with `deterministic`: 1 when a weight was too large for the fixed point.
 inline constexpr int out_of_range = 1;
-/// Histograms that zero their own output: 0 between calls, 1 while a block zeroes the counts and
-/// the left-out word, 2 once it has (block_histogram.cuh, start_output).
+/// Histograms that zero their own counts: 0 between calls, 1 while a block zeroes them, 2 once it
+/// has (block_histogram.cuh, start_output). A launch that dies part-way leaves it at 1 or 2; that
+/// takes a sticky CUDA error, after which the workspace must be made anew with its context.
 inline constexpr int output_zeroed = 4;
 /// Those histograms' count of blocks past their flush: zero between calls.
 inline constexpr int output_blocks_finished = 5;

@@ -46,8 +46,8 @@ inline const char* histogram_strategy_unfit(strategy s, std::int64_t num_bins, c
   // CUB's sweep finds each block's global copy of the bins at blockId * num_bins, computed in int
   // (cub/agent/agent_histogram.cuh), which wraps past 2^31 counters: 2^24 int32 bins crashed with
   // an illegal address on an H100, leaving the context unusable. Its blocks have 384 threads or
-  // more, so a multiprocessor (at most 2048 threads) holds at most 8; refuse where that many
-  // copies could pass 2^31 (2^20 bins ran on the H100's 132 multiprocessors).
+  // more, so a multiprocessor (at most 2048 threads) holds at most 5 of them; refuse where 8 a
+  // multiprocessor, a margin over that, could pass 2^31 (2^20 bins ran on the H100's 132).
   constexpr std::int64_t cub_blocks_per_multiprocessor = 8;
   if (s == strategy::cub &&
       num_bins * props.multiprocessors * cub_blocks_per_multiprocessor >= (std::int64_t{1} << 31)) {
@@ -146,8 +146,8 @@ inline cudaError_t launch_merge(const std::uint32_t* copies, int num_copies, std
   return cudaGetLastError();
 }
 
-/// Whether strategy `s` zeroes its own counts and left-out word in its launch (start_output):
-/// the shared-memory strategies, which write the output only after counting.
+/// Whether strategy `s` zeroes its own counts in its launch (start_output): the shared-memory
+/// strategies, which write the counts only after counting.
 inline bool zeroes_own_output(strategy s, std::int64_t num_samples) {
   return num_samples > 0 &&
          (s == strategy::shared_atomic || s == strategy::warp_aggregated || s == strategy::replicated);
@@ -155,7 +155,7 @@ inline bool zeroes_own_output(strategy s, std::int64_t num_samples) {
 
 /**
  * Runs strategy `s` (not automatic, not cub) over `samples` into `counts` and adds the samples it
- * leaves out to `*left_out`, which the caller zeroes unless zeroes_own_output(s, num_samples).
+ * leaves out to `*left_out`, which the caller zeroes.
  * `left_out` is the result word of a workspace's scalar block, whose other words
  * (workspace_slots.hpp) those strategies use. Counts need not be zeroed by the caller.
  */

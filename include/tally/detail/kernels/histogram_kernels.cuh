@@ -51,7 +51,7 @@ global_privatized_histogram_kernel(const Sample* samples, std::int64_t num_sampl
 /// A shared-memory histogram per block, then one device-scope atomic per non-zero bin. With
 /// aggregation::warp, equal bins within a lane or across a whole warp add as one (warp_aggregated);
 /// with `copies` > 1 the block keeps that many interleaved replicas (replicated). The launch zeroes
-/// `counts` and the left-out word itself (start_output), so they need no memset before it.
+/// `counts` itself (start_output), so they need no memset before it.
 template <aggregation Aggregate, class Sample, class Counter, class Mapper>
 __global__ void __launch_bounds__(tuning::histogram_block_threads<Sample>, tuning::histogram_min_blocks<Sample>)
 shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
