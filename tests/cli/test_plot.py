@@ -158,7 +158,7 @@ def test_lab_plot_flag_draws_a_png_and_its_json_redraws_as_svg(tmp_path):
     result = run("plot", str(json_path), "-o", str(svg))
     assert result.returncode == 0, result.stderr
     assert_svg(svg)
-    # every claim drawn with its number: the SVG keeps the labels as text (glyph ids and a title)
+    # every claim labelled: matplotlib writes each text it draws as paths with the string in a comment
     assert svg.read_text().count("seed 00") >= len(doc["rows"])
 
 
