@@ -24,6 +24,7 @@
 #include "contention_experiment.hpp"
 #include "distributions.hpp"
 #include "host_timing.hpp"
+#include "plot.hpp"
 #include "race_experiment.hpp"
 #include "run_environment.hpp"
 #include "tally/cpu.hpp"
@@ -51,6 +52,7 @@ struct lab_config {
   std::uint64_t seed = 20261123;
   std::string csv;
   std::string json;
+  std::string plot;
   bool quiet = false;
 };
 
@@ -501,6 +503,7 @@ void write_json(const std::string& path, const run_environment& env, const std::
 int run_lab(const lab_config& cfg) {
   const backend where = resolve_backend(cfg.backend_name, command_name);
   const bool on_gpu = where == backend::gpu;
+  if (!cfg.plot.empty()) check_plot_path(cfg.plot, command_name, "--plot");
   const std::int64_t n =
       parse_count(cfg.samples.empty() ? (on_gpu ? "2^24" : "2^22") : cfg.samples, command_name, "--samples");
   if (n < 1024 || n > (std::int64_t{1} << 30)) {
@@ -534,6 +537,9 @@ int run_lab(const lab_config& cfg) {
   print_claims(stdout, rows);
   if (!cfg.csv.empty()) write_csv(cfg.csv, env, rows);
   if (!cfg.json.empty()) write_json(cfg.json, env, rows);
+  if (!cfg.plot.empty()) {
+    plot_result(cfg.plot, cfg.json, command_name, [&](const std::string& path) { write_json(path, env, rows); });
+  }
   const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const claim_row& r) { return r.mismatch; });
   return any_mismatch ? exit_mismatch : exit_success;
 }
@@ -553,6 +559,9 @@ void add_lab_command(CLI::App& app, int& exit_code) {
   sub->add_option("--seed", cfg->seed, "Seed of the samples")->capture_default_str();
   sub->add_option("--csv", cfg->csv, "Also write the claims as CSV to this file");
   sub->add_option("--json", cfg->json, "Also write the claims as JSON to this file");
+  sub->add_option("--plot", cfg->plot,
+                  "Also draw the claims to this .png or .svg file: the figure measured for each claim, coloured by "
+                  "verdict (needs python3 with matplotlib)");
   sub->add_flag("--quiet", cfg->quiet, "No progress on stderr");
   sub->callback([cfg, &exit_code] { exit_code = run_lab(*cfg); });
 }

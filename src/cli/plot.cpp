@@ -192,7 +192,8 @@ void add_plot_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<plot_arguments>();
   CLI::App* sub = app.add_subcommand(
       "plot",
-      "Draw a saved result (tally bench / contention / race / advise --json) as a PNG or SVG picture (matplotlib)");
+      "Draw a saved result (tally bench / contention / race / advise / lab --json) as a PNG or SVG picture "
+      "(matplotlib)");
   sub->add_option("results", args->results, "The result JSON, as written by --json")->required();
   sub->add_option("-o,--output", args->output, "The picture to write: a .png or .svg file")->required();
   sub->callback([args, &exit_code] {

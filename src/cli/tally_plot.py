@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Draws a result that `tally bench`, `contention`, `race` or `advise` saved with --json as a
+"""Draws a result that `tally bench`, `contention`, `race`, `advise` or `lab` saved with --json as a
 PNG or SVG picture (matplotlib). The `tally` binary runs this script for `--plot FILE` and for
 `tally plot RESULTS -o FILE`; it can also be run by hand:
 
@@ -13,6 +13,8 @@ written before that field existed, the fields of its rows.
   contention:  operations per second against the number of distinct addresses, log-log; one
                panel per operation (and memory, where rows say), one line per method.
   race:        updates lost against the number of threads; racy variants are labelled wrong.
+  lab:         one horizontal bar per claim of the seeds, coloured by verdict: speedups (x) in
+               one panel with a line at 1x, the fraction of updates racy variants lost in another.
 
 Exit codes: 0 drawn; 2 bad arguments or input (unknown kind, unreadable JSON); 4 matplotlib is
 missing (the caller turns this into advice on installing it).
@@ -49,7 +51,9 @@ def result_kind(doc):
         return "contention"
     if {"experiment", "variant", "lost"} <= fields:
         return "race"
-    raise BadInput("no \"command\" field, and the rows match no known result (bench, contention, race)")
+    if {"claim", "figure", "unit", "verdict"} <= fields:
+        return "lab"
+    raise BadInput("no \"command\" field, and the rows match no known result (bench, contention, race, lab)")
 
 
 def subtitle(doc):
@@ -473,8 +477,112 @@ def draw_race(plt, doc):
     return fig
 
 
+# ---- lab ------------------------------------------------------------------------------------
+
+# Verdicts in the order of the legend: (prefix of the row's verdict, colour, legend text).
+VERDICTS = [("holds", "#59a14f", "holds"), ("partly", "#f28e2b", "partly"),
+            ("does not hold", "#9d9d9d", "does not hold here"), ("MISMATCH", WRONG_COLOUR, "MISMATCH (a wrong result)")]
+CLAIM_WRAP = 52  # characters a line of a claim's label
+CLAIM_LINES = 3  # lines at most; longer claims end in "..."
+
+
+def verdict_style(verdict):
+    """(colour, short text) of a row's verdict: "holds", "partly: ...", "does not hold here (...)", "MISMATCH: ..."."""
+    for prefix, colour, _ in VERDICTS:
+        if verdict.startswith(prefix):
+            return colour, "no" if prefix == "does not hold" else prefix
+    return "#cccccc", verdict[:20]
+
+
+def claim_label(number, row):
+    """#3  000 [gpu]  and the claim, wrapped to a few lines."""
+    lines = textwrap.wrap(row["claim"], CLAIM_WRAP)
+    if len(lines) > CLAIM_LINES:
+        lines = lines[:CLAIM_LINES]
+        lines[-1] = lines[-1][:CLAIM_WRAP - 3].rstrip() + "..."
+    seed = str(row["seed"]).split(" ")[0]
+    return "{}. seed {} [{}]: {}".format(number, seed, row.get("backend", "?"), "\n".join(lines))
+
+
+def draw_lab(plt, doc):
+    from matplotlib.patches import Patch
+    from matplotlib.lines import Line2D
+    from matplotlib.ticker import FuncFormatter
+
+    rows = doc.get("rows") or []
+    if not rows:
+        raise BadInput("a lab result with no rows")
+    numbered = list(enumerate(rows, 1))  # the numbers of the printed table
+    speedups = [(i, r) for i, r in numbered if r["unit"] == "x"]
+    losses = [(i, r) for i, r in numbered if r["unit"] != "x"]
+    groups = [g for g in (speedups, losses) if g]
+    row_height = 0.5
+    heights = [row_height * len(g) + 0.9 for g in groups]
+    fig, axes = plt.subplots(len(groups), 1, figsize=(13.0, sum(heights)), squeeze=False,
+                             gridspec_kw={"height_ratios": heights})
+    fig.tally_panels_height = sum(heights)
+    axes = [row[0] for row in axes]
+    for group, ax in zip(groups, axes):
+        ratio = group is speedups
+        ys = list(range(len(group)))
+        figures = [float(r["figure"]) for _, r in group]
+        shown = [f for f, (_, r) in zip(figures, group) if not r["verdict"].startswith("MISMATCH") and f > 0]
+        if ratio:
+            low, high = (min(shown + [1.0]), max(shown + [1.0])) if shown else (1.0, 1.0)
+            logarithmic = high / low >= 10
+            if logarithmic:
+                ax.set_xscale("log")
+                left, right = low / 1.6, high * 2.6  # room for the value written after the bar
+            else:
+                left, right = 0.0, high * 1.3
+            base = 1.0 if logarithmic else 0.0  # log: bars grow from 1x, left for slower, right for faster
+        else:
+            left, right, base = 0.0, 118.0, 0.0  # a fraction lost: 0 to 100%, room for the value after 100%
+            ax.set_xticks(range(0, 101, 20))
+        for y, f, (_, r) in zip(ys, figures, group):
+            colour, short = verdict_style(r["verdict"])
+            if r["verdict"].startswith("MISMATCH") or (ratio and f <= 0):
+                ax.plot(left if not ratio or not logarithmic else 1.0, y, marker="X", color=WRONG_COLOUR,
+                        markersize=10, markeredgecolor="black", clip_on=False, zorder=4)
+                ax.text(1.0 if ratio and logarithmic else right * 0.02, y, "   MISMATCH", va="center", fontsize=9,
+                        color=WRONG_COLOUR, fontweight="bold")
+                continue
+            value = f if ratio else 100.0 * f
+            ax.barh(y, value - base, left=base, height=0.62, color=colour, linewidth=0)
+            text = "{:.2f}x".format(f) if ratio else ("{:.3g}% lost".format(value) if f > 0 else "0 lost (luck)")
+            ax.text(max(value, base), y, "  {}  ({})".format(text, short), va="center", fontsize=9)
+        ax.set_xlim(left, right)
+        ax.set_yticks(ys)
+        ax.set_yticklabels([claim_label(i, r) for i, r in group], fontsize=8.5, linespacing=1.0)
+        ax.set_ylim(len(group) - 0.5, -0.5)  # the first claim on top, as in the table
+        ax.grid(axis="x", which="major", color="#dddddd", linewidth=0.6)
+        ax.set_axisbelow(True)
+        ax.tick_params(axis="x", labelsize=9)
+        if ratio:
+            ax.axvline(1.0, color="#333333", linestyle="--", linewidth=1.0, zorder=3)
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "{:g}x".format(v)))
+            ax.set_xlabel("speedup of the variant the seed favours (its time over the other's; 1x: no difference"
+                          + (", log scale)" if logarithmic else ")"), fontsize=9.5)
+            ax.set_title("claims about speed", fontsize=11, loc="left")
+        else:
+            ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "{:g}%".format(v)))
+            ax.set_xlabel("updates the racy variant lost (its correct variant must lose none)", fontsize=9.5)
+            ax.set_title("claims about data races", fontsize=11, loc="left")
+    handles = [Patch(color=colour) for _, colour, _ in VERDICTS]
+    labels = [text for _, _, text in VERDICTS]
+    if speedups:
+        handles.append(Line2D([], [], color="#333333", linestyle="--"))
+        labels.append("1x: no faster")
+    title = "tally lab: each claim of the seeds beside the figure measured here ({} claims)".format(len(rows))
+    add_header(fig, title, doc, handles, labels, len(handles))
+    # the claims' labels take the left of the figure
+    fig.subplots_adjust(left=4.6 / fig.get_figwidth(), right=1 - 0.3 / fig.get_figwidth(), hspace=0.3)
+    return fig
+
+
 # advise writes bench rows (its candidates on one input): drawn as a bench.
-DRAW = {"bench": draw_bench, "advise": draw_bench, "contention": draw_contention, "race": draw_race}
+DRAW = {"bench": draw_bench, "advise": draw_bench, "contention": draw_contention, "race": draw_race,
+        "lab": draw_lab}
 
 
 def main(argv):

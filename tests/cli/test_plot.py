@@ -1,5 +1,5 @@
-"""Tests of the pictures: `tally plot RESULTS -o FILE` redraws a saved bench / contention / race
-JSON as PNG or SVG, `--plot FILE` on bench, contention and race draws after the results are
+"""Tests of the pictures: `tally plot RESULTS -o FILE` redraws a saved bench / contention / race /
+lab JSON as PNG or SVG, `--plot FILE` on bench, contention, race and lab draws after the results are
 written, and the errors (exit code 2) name the argument at fault and, when python3 or matplotlib
 is missing, say how to install it. CPU backend, tiny sizes.
 """
@@ -146,11 +146,32 @@ def test_missing_input_file_and_bad_output_names_the_argument(tmp_path):
     assert result.returncode == 2 and "--output" in result.stderr and ".png or .svg" in result.stderr
 
 
+@needs_matplotlib
+def test_lab_plot_flag_draws_a_png_and_its_json_redraws_as_svg(tmp_path):
+    json_path, png, svg = tmp_path / "lab.json", tmp_path / "lab.png", tmp_path / "lab.svg"
+    result = run("lab", "--backend", "cpu", "--samples", "2^12", "--runs", "1", "--quiet", "--json", str(json_path),
+                 "--plot", str(png))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(json_path.read_text())
+    assert doc["command"] == "lab" and doc["rows"]
+    assert_png(png)
+    result = run("plot", str(json_path), "-o", str(svg))
+    assert result.returncode == 0, result.stderr
+    assert_svg(svg)
+    # every claim labelled: matplotlib writes each text it draws as paths with the string in a comment
+    assert svg.read_text().count("seed 00") >= len(doc["rows"])
+
+
 def test_a_bad_plot_file_is_refused_before_anything_is_measured(tmp_path):
     result = run("bench", "--backend", "cpu", "--sizes", "2^16", "--plot", str(tmp_path / "x.pdf"))
     assert result.returncode == 2
     assert "'--plot'" in result.stderr and ".png or .svg" in result.stderr
     assert "read bandwidth" not in result.stdout
+
+    result = run("lab", "--backend", "cpu", "--samples", "2^12", "--runs", "1", "--plot", str(tmp_path / "x.jpg"))
+    assert result.returncode == 2
+    assert "'--plot'" in result.stderr and ".png or .svg" in result.stderr
+    assert "claims:" not in result.stdout and "[lab" not in result.stderr  # nothing was measured
 
 
 def test_missing_matplotlib_or_python_is_an_error_after_the_results(tmp_path):
