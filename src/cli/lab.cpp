@@ -117,6 +117,32 @@ double median_gpu_ms(int runs, const std::function<void(gpu::stream_t)>& work) {
   return summarize_ms(std::vector<double>(times.begin(), times.end())).median_ms;
 }
 
+/// Two contention cases compared, on either backend: `faster` should beat `slower` by `holds_at`.
+/// `ops_per_s(case, runs, why)` measures one (every run checked), 0 with `why` set when it did not
+/// run or was wrong, which makes the row a mismatch; `digits` are the decimals of the Mops/s shown.
+template <class Case, class OpsPerSecond>
+claim_row ratio_claim(std::string seed, std::string claim, const Case& faster, const Case& slower,
+                      const std::string& faster_name, const std::string& slower_name, double holds_at, int runs,
+                      int digits, OpsPerSecond ops_per_s) {
+  claim_row row;
+  row.seed = std::move(seed);
+  row.claim = std::move(claim);
+  row.unit = "x";
+  std::string why;
+  const double fast = ops_per_s(faster, runs, why);
+  const double slow = fast > 0 ? ops_per_s(slower, runs, why) : 0.0;
+  if (fast == 0 || slow == 0) {
+    row.verdict = "MISMATCH: " + why;
+    row.mismatch = true;
+    return row;
+  }
+  row.figure = fast / slow;
+  row.measured = fmt::format("{}: {:.{}f} Mops/s; {}: {:.{}f} Mops/s; ratio {:.2f}x", faster_name, fast * 1e-6, digits,
+                             slower_name, slow * 1e-6, digits, row.figure);
+  row.verdict = speedup_verdict(row.figure, holds_at);
+  return row;
+}
+
 // ---- the GPU experiments ---------------------------------------------------------------------
 
 /// Operations per second of one GPU contention case (every run checked); 0 with `why` set when the
@@ -131,27 +157,12 @@ double gpu_ops_per_s(lab::contention_case c, int runs, std::string& why) {
   return static_cast<double>(lab::total_threads(c)) * static_cast<double>(c.ops_per_thread) / (ms * 1e-3);
 }
 
-/// Two contention cases compared: `faster` should beat `slower` by `holds_at`.
+/// Two GPU contention cases compared: `faster` should beat `slower` by `holds_at`.
 claim_row gpu_contention_claim(std::string seed, std::string claim, const lab::contention_case& faster,
                                const lab::contention_case& slower, const std::string& faster_name,
                                const std::string& slower_name, double holds_at, int runs) {
-  claim_row row;
-  row.seed = std::move(seed);
-  row.claim = std::move(claim);
-  row.unit = "x";
-  std::string why;
-  const double fast = gpu_ops_per_s(faster, runs, why);
-  const double slow = fast > 0 ? gpu_ops_per_s(slower, runs, why) : 0.0;
-  if (fast == 0 || slow == 0) {
-    row.verdict = "MISMATCH: " + why;
-    row.mismatch = true;
-    return row;
-  }
-  row.figure = fast / slow;
-  row.measured = fmt::format("{}: {:.0f} Mops/s; {}: {:.0f} Mops/s; ratio {:.2f}x", faster_name, fast * 1e-6,
-                             slower_name, slow * 1e-6, row.figure);
-  row.verdict = speedup_verdict(row.figure, holds_at);
-  return row;
+  return ratio_claim(std::move(seed), std::move(claim), faster, slower, faster_name, slower_name, holds_at, runs, 0,
+                     gpu_ops_per_s);
 }
 
 lab::contention_case gpu_case(lab::memory_space memory, lab::atomic_scope scope, lab::aggregation aggregate,
@@ -346,26 +357,12 @@ double cpu_ops_per_s(const contention_case& c, int runs, std::string& why) {
   return static_cast<double>(c.threads * c.ops_per_thread) / (ms * 1e-3);
 }
 
+/// Two CPU contention cases compared: `faster` should beat `slower` by `holds_at`.
 claim_row cpu_contention_claim(std::string seed, std::string claim, const contention_case& faster,
                                const contention_case& slower, const std::string& faster_name,
                                const std::string& slower_name, double holds_at, int runs) {
-  claim_row row;
-  row.seed = std::move(seed);
-  row.claim = std::move(claim);
-  row.unit = "x";
-  std::string why;
-  const double fast = cpu_ops_per_s(faster, runs, why);
-  const double slow = fast > 0 ? cpu_ops_per_s(slower, runs, why) : 0.0;
-  if (fast == 0 || slow == 0) {
-    row.verdict = "MISMATCH: " + why;
-    row.mismatch = true;
-    return row;
-  }
-  row.figure = fast / slow;
-  row.measured = fmt::format("{}: {:.1f} Mops/s; {}: {:.1f} Mops/s; ratio {:.2f}x", faster_name, fast * 1e-6,
-                             slower_name, slow * 1e-6, row.figure);
-  row.verdict = speedup_verdict(row.figure, holds_at);
-  return row;
+  return ratio_claim(std::move(seed), std::move(claim), faster, slower, faster_name, slower_name, holds_at, runs, 1,
+                     cpu_ops_per_s);
 }
 
 /// The CPU's claims: all of them, or (`openmp_only`, beside the GPU's) those only the CPU can test,
