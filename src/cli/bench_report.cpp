@@ -205,7 +205,7 @@ void write_csv(const std::string& path, const bench_environment& env, const std:
   file << "type,samples,distribution,bins,strategy,used,check,runs,median_ms,min_ms,noise_percent,samples_per_s,"
           "bytes_per_s,read_fraction,operation,variant,note\n";
   for (const bench_row& r : rows) {
-    file << fmt::format("{},{},{},{},{},{},\"{}\",{},{:.6f},{:.6f},{:.2f},{:.6e},{:.6e},{:.4f},{},\"{}\",\"{}\"\n",
+    file << fmt::format("{},{},{},{},{},{},\"{}\",{},{:.6f},{:.6f},{:.2f},{:.6e},{:.6e},{:.4g},{},\"{}\",\"{}\"\n",
                         r.sample_type, r.num_samples, r.distribution, r.num_bins, r.strategy, r.used, r.verdict, r.runs,
                         r.median_ms, r.min_ms, r.noise_percent, r.samples_per_s, r.bytes_per_s, r.read_fraction,
                         r.operation, r.variant, r.note);
