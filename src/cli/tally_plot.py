@@ -303,6 +303,28 @@ def contention_dimensions(rows):
     return [k for k in varying if k in CONTENTION_PANEL_FIELDS], [k for k in varying if k not in CONTENTION_PANEL_FIELDS]
 
 
+def skipped_note(skipped):
+    """One short line per reason for the rows a panel could not run: which address counts, and why."""
+    if not skipped:
+        return ""
+    reasons = {}
+    for r in skipped:
+        why = r["check"][len("skipped"):].lstrip(": ")
+        if "does not fit" in why:
+            why = "do not fit in shared memory"
+        elif "CAS" in why:
+            why = "too many CAS contenders per word"
+        else:
+            why = why.split(":")[0][:40]
+        reasons.setdefault(why, set()).add(r["addresses"])
+    lines = []
+    for why, addresses in reasons.items():
+        shown = sorted(addresses)
+        span = count_text(shown[0]) if len(shown) == 1 else "{}-{}".format(count_text(shown[0]), count_text(shown[-1]))
+        lines.append("not run: {} addresses ({})".format(span, why))
+    return "\n".join(lines)
+
+
 def draw_contention(plt, doc):
     from matplotlib.lines import Line2D
     from matplotlib.ticker import FuncFormatter, NullFormatter
@@ -311,40 +333,61 @@ def draw_contention(plt, doc):
     if not rows:
         raise BadInput("a contention result with no rows")
     panel_fields, line_fields = contention_dimensions(rows)
+    # A GPU sweep's method names its memory, scope and aggregation ("shared-block-warp"): when the
+    # fields say all the method says, lines are keyed by the fields alone, so that one legend entry
+    # serves every panel.
+    dimensions = lambda r: tuple(str(r.get(k)) for k in panel_fields + line_fields)
+    method_is_redundant = bool(line_fields) and \
+        len({(r["method"],) + dimensions(r) for r in rows}) == len({dimensions(r) for r in rows})
+
+    def line_of(r):
+        return (() if method_is_redundant else (r["method"],)) + tuple(str(r.get(k)) for k in line_fields)
+
+    def panel_of(r):
+        return (r["op"],) + tuple(str(r.get(k)) for k in panel_fields)
+
     panel_keys, line_keys = [], []
     for r in rows:
-        pk = (r["op"],) + tuple(str(r.get(k)) for k in panel_fields)
-        lk = (r["method"],) + tuple(str(r.get(k)) for k in line_fields)
-        if pk not in panel_keys:
-            panel_keys.append(pk)
-        if lk not in line_keys and r.get("timed"):
-            line_keys.append(lk)
-    colours = {lk: PALETTE[i % len(PALETTE)] for i, lk in enumerate(line_keys)}
+        if panel_of(r) not in panel_keys:
+            panel_keys.append(panel_of(r))
+        if line_of(r) not in line_keys and r.get("timed"):
+            line_keys.append(line_of(r))
     markers = "osD^v<>ph*"
+    if method_is_redundant and len(line_fields) >= 2:
+        # colour and marker by the first field (scope), line style by the second (aggregation)
+        firsts = sorted({lk[0] for lk in line_keys}, key=[lk[0] for lk in line_keys].index)
+        seconds = sorted({lk[1] for lk in line_keys}, key=[lk[1] for lk in line_keys].index)
+        dashes = ["-", "--", ":", "-."]
+        colours = {lk: PALETTE[firsts.index(lk[0]) % len(PALETTE)] for lk in line_keys}
+        marks = {lk: markers[firsts.index(lk[0]) % len(markers)] for lk in line_keys}
+        styles = {lk: dashes[seconds.index(lk[1]) % len(dashes)] for lk in line_keys}
+    else:
+        colours = {lk: PALETTE[i % len(PALETTE)] for i, lk in enumerate(line_keys)}
+        marks = {lk: markers[i % len(markers)] for i, lk in enumerate(line_keys)}
+        styles = {lk: "-" for lk in line_keys}
     fig, axes = new_figure(plt, len(panel_keys), 4 if len(panel_keys) != 3 else 3, 4.6, 3.7)
     failed_seen = False
     all_rates = [r["ops_per_s"] for r in rows if r.get("timed") and r.get("ops_per_s", 0) > 0]
     scale, unit = (1e9, "G") if all_rates and max(all_rates) >= 1e10 else (1e6, "M")
     for pk, ax in zip(panel_keys, axes):
-        in_panel = [r for r in rows if (r["op"],) + tuple(str(r.get(k)) for k in panel_fields) == pk]
+        in_panel = [r for r in rows if panel_of(r) == pk]
         for lk in line_keys:
-            line = sorted((r for r in in_panel if r.get("timed") and
-                           (r["method"],) + tuple(str(r.get(k)) for k in line_fields) == lk),
-                          key=lambda r: r["addresses"])
+            line = sorted((r for r in in_panel if r.get("timed") and line_of(r) == lk), key=lambda r: r["addresses"])
             if not line:
                 continue
             ax.plot([r["addresses"] for r in line], [r["ops_per_s"] / scale for r in line], color=colours[lk],
-                    marker=markers[line_keys.index(lk) % len(markers)], markersize=4.5, linewidth=1.6)
+                    marker=marks[lk], linestyle=styles[lk], markersize=4.5, linewidth=1.6)
         for r in in_panel:
             if r.get("check", "").startswith("MISMATCH"):
                 failed_seen = True
                 ax.plot(r["addresses"], 0.05, marker="X", color=WRONG_COLOUR, markersize=8, markeredgecolor="black",
                         transform=ax.get_xaxis_transform())
-        skipped = sorted({r["method"] for r in in_panel if r.get("check", "").startswith("skipped")})
+        skipped = skipped_note([r for r in in_panel if r.get("check", "").startswith("skipped")])
         title = ", ".join([pk[0]] + ["{} {}".format(k, v) for k, v in zip(panel_fields, pk[1:])])
         ax.set_title(title, fontsize=11)
         if skipped:
-            ax.text(0.02, 0.03, "n/a: " + ", ".join(skipped), transform=ax.transAxes, fontsize=8, color="#666666")
+            ax.text(0.02, 0.03, skipped, transform=ax.transAxes, fontsize=8, color="#666666", va="bottom",
+                    wrap=True)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: "{:g}".format(v)))
@@ -366,9 +409,11 @@ def draw_contention(plt, doc):
             narrow = max(highs) / min(lows) < 10
             ax.yaxis.set_minor_formatter(FuncFormatter(lambda v, _: "{:g}".format(v)) if narrow else NullFormatter())
 
-    handles = [Line2D([], [], color=colours[lk], marker=markers[i % len(markers)], markersize=4.5)
-               for i, lk in enumerate(line_keys)]
-    labels = [", ".join([lk[0]] + ["{} {}".format(k, v) for k, v in zip(line_fields, lk[1:])]) for lk in line_keys]
+    handles = [Line2D([], [], color=colours[lk], marker=marks[lk], linestyle=styles[lk], markersize=4.5)
+               for lk in line_keys]
+    named = ([] if method_is_redundant else ["method"]) + list(line_fields)
+    labels = [", ".join(("{}" if k == "method" else k + " {}").format(v) for k, v in zip(named, lk))
+              for lk in line_keys]
     if failed_seen:
         handles.append(Line2D([], [], marker="X", color=WRONG_COLOUR, markeredgecolor="black", linestyle=""))
         labels.append("verification FAILED")
@@ -429,7 +474,7 @@ def draw_race(plt, doc):
                         ax.plot(x, 0, marker="X", color=WRONG_COLOUR, markersize=9, markeredgecolor="black",
                                 clip_on=False, zorder=4)
                     if lost > 0:
-                        ax.bar(x, lost, width, color=colour, linewidth=0)
+                        ax.bar(x, lost, width, color=colour, edgecolor="white", linewidth=0.8)  # runs side by side stay apart
                     elif correct:
                         ax.plot(x, 0, marker="o", color=colour, markersize=4, clip_on=False, zorder=3)
                     else:
@@ -438,7 +483,9 @@ def draw_race(plt, doc):
                         ax.plot(x, 0, marker="o", markerfacecolor="white", markeredgecolor=colour, markersize=5,
                                 markeredgewidth=1.4, clip_on=False, zorder=3)
         ax.set_xticks(range(len(threads)))
-        ax.set_xticklabels([count_text(t) if t >= 10**6 else "{:,}".format(t) for t in threads], fontsize=9)
+        # 0 threads: a GPU histogram of the library, which sizes its own grid
+        ax.set_xticklabels(["the library's grid" if t == 0 else count_text(t) if t >= 10**6 else "{:,}".format(t)
+                            for t in threads], fontsize=9)
         ax.set_xlim(-0.6, len(threads) - 0.4)
         ax.set_yscale("symlog", linthresh=1)
         ax.set_ylim(0, top)
@@ -450,8 +497,9 @@ def draw_race(plt, doc):
         if len(expected) == 1:
             title += " ({} updates a run)".format(count_text(expected[0]))
         ax.set_title(title, fontsize=11)
-        ax.set_xlabel("threads" + (" (logical, each adds 1)" if experiment == "counter" else " (the OpenMP team)"),
-                      fontsize=9.5)
+        on_gpu = doc.get("backend") == "gpu"
+        ax.set_xlabel("logical threads, each adds 1" if experiment == "counter" else
+                      "GPU threads" if on_gpu else "threads (the OpenMP team)", fontsize=9.5)
         ax.grid(axis="y", color="#dddddd", linewidth=0.6)
         ax.set_axisbelow(True)
         ax.tick_params(axis="y", labelsize=9)
@@ -532,7 +580,9 @@ def draw_lab(plt, doc):
             logarithmic = high / low >= 10
             if logarithmic:
                 ax.set_xscale("log")
-                left, right = low / 1.6, high * 2.6  # room for the value written after the bar
+                # room for the value written after the longest bar: a quarter of the axis, whatever its span
+                left = low / 1.6
+                right = high * max(2.6, (high / left) ** 0.3)
             else:
                 left, right = 0.0, high * 1.3
             base = 1.0 if logarithmic else 0.0  # log: bars grow from 1x, left for slower, right for faster
