@@ -122,7 +122,8 @@ choice run_histogram(std::string_view function, std::span<const Sample> samples,
   auto* storage = static_cast<char*>(ws.reserve(offset + bytes, stream));
   const auto map = prepare(storage);
   check_cuda(tally::detail::dispatch_histogram(storage + offset, bytes, chose.used, samples.data(), n,
-                                               counts.data(), map, left_out, stream),
+                                               counts.data(), map, left_out, stream,
+                                               options.algorithm == strategy::automatic),
              function);
   return chose;
 }

@@ -325,6 +325,28 @@ TEST(GpuHistogramStrategies, ByteSamplesInBinsOfWidthOneAreCountedWithoutRangeCh
   }
 }
 
+TEST(GpuHistogramStrategies, BytesCountExactlyWhateverLayoutEachBlockSamplesItsWayTo) {
+  // automatic lets each block of the byte kernel sample its first bytes and count into 32
+  // replicas (spread bytes) or one diagonal copy (bytes piled on few values). Blocks of one launch
+  // may choose differently, and a block's later bytes may look nothing like its sample: segments
+  // of uniform bytes alternate with segments of one value, at a block's first reach (32 KiB) and
+  // well inside it, and a run of one value turns uniform after the sampled start.
+  const std::size_t n = (std::size_t{1} << 22) + 9;
+  std::mt19937_64 rng(seed + 23);
+  for (const std::size_t segment : {std::size_t{32768}, std::size_t{4096}, n / 2}) {
+    std::vector<std::uint8_t> host(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      host[i] = (i / segment) % 2 == 0 ? static_cast<std::uint8_t>(rng()) : std::uint8_t{77};
+    }
+    if (segment == n / 2) std::reverse(host.begin(), host.end());  // one value first, uniform after
+    for (const even_bins bins : {even_bins{256, 0.0, 256.0}, even_bins{260, -4.0, 256.0}}) {
+      SCOPED_TRACE(::testing::Message() << "segment=" << segment << " bins=" << bins.num_bins);
+      expect_even_matches<std::uint8_t, std::uint32_t>(host, bins, strategy::automatic, upper_edge::exclusive);
+      expect_even_matches<std::uint8_t, std::uint64_t>(host, bins, strategy::automatic, upper_edge::exclusive);
+    }
+  }
+}
+
 /// packed16's 16-bit counters must hand 2^12 to the global counts, exactly once per crossing of a
 /// multiple of 2^12, before they overflow: 2^24 samples (over 100000 per block) pile into three bins, two of them the
 /// low and high halves of one packed word, first in a long run of one bin (counted by the

@@ -124,14 +124,53 @@ __device__ __forceinline__ void add_vector_of_bytes(std::uint32_t* base, const s
   for (int j = 0; j < 16; ++j) atomicAdd(base + ((words[j / 4] >> (8 * (j % 4))) & 0xffu) * Copies, 1u);
 }
 
+/// Adds the 16 bytes of one vector to a copy laid out for 32 replicas (bin b of replica r at
+/// b * 32 + r) using one replica per bin, replica b % 32 (a diagonal): `base` holds the shift,
+/// so byte x counts at base[x * 32 + x % 32]. The bins then sit in consecutive banks, as in a
+/// single copy, and lanes that hit one bin hit one word, whose increments the hardware merges into
+/// one; the flush sums every replica as usual, the unused ones holding zeros.
+__device__ __forceinline__ void add_vector_of_bytes_diagonally(std::uint32_t* base,
+                                                               const sample_vector<std::uint8_t>& v) {
+  std::uint32_t words[4];
+  memcpy(words, &v, sizeof(words));
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const std::uint32_t x = (words[j / 4] >> (8 * (j % 4))) & 0xffu;
+    atomicAdd(base + ((x << 5) | (x & 31u)), 1u);
+  }
+}
+
+/// automatic's cheap sample of the input, for bytes counted into 32 replicas: whether the bytes
+/// this block counts first pile into few values. Each lane reads the first byte of the first
+/// vector it will count; a warp piles up when 8 or more of its lanes share one value (uniform
+/// bytes put at most 2 or 3 lanes on one value; one value, sorted runs and a bin holding half the
+/// samples put 16 to 32), and the block when half its warps do. Every thread of the block must
+/// call it. One byte load per thread, cached for the count that follows.
+__device__ __forceinline__ bool block_bytes_pile_up(const std::uint8_t* samples, std::int64_t num_samples,
+                                                    int unroll) {
+  const vector_split<std::uint8_t> split(samples, num_samples);
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const std::int64_t first = warp * 32 * unroll + lane;  // the vector walk_vectorized hands this lane first
+  // Lanes with nothing to count take values no byte has, one per lane, so they match no one.
+  const int value = first < split.vectors ? samples[split.head + first * 16] : 256 + lane;
+  int most = __popc(__match_any_sync(0xffffffffu, value));
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) most = max(most, __shfl_xor_sync(0xffffffffu, most, offset));
+  const int warps = static_cast<int>(blockDim.x / 32);
+  return __syncthreads_count(lane == 0 && most >= 8) * 2 >= warps;
+}
+
 /// Counts this thread's share of the samples (16-byte loads) into a block-private copy of 32-bit
 /// counters; returns how many samples it left out.
 /// With `copies` > 1 (a power of two) the copy is replicated: bin b of replica r is at
 /// b * copies + r and lane l counts into replica l % copies, so lanes that hit one bin spread
-/// over `copies` words in different banks.
+/// over `copies` words in different banks. With `diagonal` (bytes in 32 replicas only), every
+/// lane counts bin b into replica b % 32 instead (add_vector_of_bytes_diagonally).
 template <aggregation Aggregate, int Unroll, copy_memory Memory, class Sample, class Mapper>
 __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples, std::int64_t num_samples,
-                                                          const Mapper& map, std::uint32_t* copy, int copies = 1) {
+                                                          const Mapper& map, std::uint32_t* copy, int copies = 1,
+                                                          bool diagonal = false) {
   constexpr int items = sample_vector<Sample>::items;
   std::uint32_t left_out = 0;  // a thread sees far fewer than 2^32 samples
   std::uint32_t* const replica = copy + (threadIdx.x % 32) % copies;
@@ -152,7 +191,9 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
                   Memory == copy_memory::shared) {
       // The dispatch gives bytes one replica or one per lane (byte_replica_count).
       if (valid) {
-        if (copies == 32) {
+        if (diagonal) {
+          add_vector_of_bytes_diagonally(copy + map.shift() * 32, v);
+        } else if (copies == 32) {
           add_vector_of_bytes<32>(replica + map.shift() * 32, v);
         } else {
           add_vector_of_bytes<1>(replica + map.shift(), v);

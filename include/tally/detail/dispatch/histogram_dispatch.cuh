@@ -91,9 +91,13 @@ inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, st
     // from 0.72 to 0.92 of the read bandwidth in a standalone kernel on 2026-11-22 (0.85 on
     // 2026-11-23's machine; tally bench 0.81, results/2026-11-23-h100-bytes); hot bins lose a
     // little (0.93 to 0.90), as the merged increments no longer share a word.
+    // Bytes that pile into few values count faster in one copy, where the hardware merges a warp's
+    // increments of one word (shared_atomic 0.90-0.93 on one value against 0.86-0.90): each block
+    // samples its first bytes and chooses (block_bytes_pile_up).
     return {strategy::replicated,
             "byte samples: the shared-memory atomics are the limit, so each lane counts into its own replica, in its "
-            "own bank"};
+            "own bank; each block samples its first bytes, and where they pile into few values it counts into one "
+            "copy instead, whose increments of one value the hardware merges"};
   }
   if (shared_copy_bytes(num_bins) <= props.shared_memory_per_block_optin) {
     // Measured on an H100 (results/): with increments the hardware merges per warp, the plain
@@ -158,11 +162,13 @@ inline bool zeroes_own_output(strategy s, std::int64_t num_samples) {
  * leaves out to `*left_out`, which the caller zeroes.
  * `left_out` is the result word of a workspace's scalar block, whose other words
  * (workspace_slots.hpp) those strategies use. Counts need not be zeroed by the caller.
+ * `sample_input` (set when automatic chose `s`) lets the kernel look at the input before it picks
+ * its layout: bytes in 32 replicas only, for now (block_bytes_pile_up).
  */
 template <class Sample, class Counter, class Mapper>
 cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, const Sample* samples,
                                std::int64_t num_samples, Counter* counts, const Mapper& map,
-                               std::uint64_t* left_out, cudaStream_t stream) {
+                               std::uint64_t* left_out, cudaStream_t stream, bool sample_input = false) {
   device_properties props;
   if (cudaError_t e = current_device_properties(props); e != cudaSuccess) return e;
   const std::int64_t num_bins = map.num_bins();
@@ -252,7 +258,7 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
       }
       const output_start_words output{left_out, left_out + scalar_slot::output_zeroed,
                                       left_out + scalar_slot::output_blocks_finished};
-      kernel<<<blocks, threads, bytes, stream>>>(samples, num_samples, counts, map, output, copies);
+      kernel<<<blocks, threads, bytes, stream>>>(samples, num_samples, counts, map, output, copies, sample_input);
       break;
     }
     case strategy::packed16: {
