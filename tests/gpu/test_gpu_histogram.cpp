@@ -327,7 +327,7 @@ TEST(GpuHistogramStrategies, ByteSamplesInBinsOfWidthOneAreCountedWithoutRangeCh
 
 TEST(GpuHistogramStrategies, BytesCountExactlyWhateverLayoutEachBlockSamplesItsWayTo) {
   // automatic lets each block of the byte kernel sample its first bytes and count into 32
-  // replicas (spread bytes) or one diagonal copy (bytes piled on few values). Blocks of one launch
+  // replicas (spread bytes) or one plain copy (bytes piled on few values). Blocks of one launch
   // may choose differently, and a block's later bytes may look nothing like its sample: segments
   // of uniform bytes alternate with segments of one value, at a block's first reach (32 KiB) and
   // well inside it, and a run of one value turns uniform after the sampled start.

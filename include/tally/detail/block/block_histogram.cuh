@@ -124,22 +124,6 @@ __device__ __forceinline__ void add_vector_of_bytes(std::uint32_t* base, const s
   for (int j = 0; j < 16; ++j) atomicAdd(base + ((words[j / 4] >> (8 * (j % 4))) & 0xffu) * Copies, 1u);
 }
 
-/// Adds the 16 bytes of one vector to a copy laid out for 32 replicas (bin b of replica r at
-/// b * 32 + r) using one replica per bin, replica b % 32 (a diagonal): `base` holds the shift,
-/// so byte x counts at base[x * 32 + x % 32]. The bins then sit in consecutive banks, as in a
-/// single copy, and lanes that hit one bin hit one word, whose increments the hardware merges into
-/// one; the flush sums every replica as usual, the unused ones holding zeros.
-__device__ __forceinline__ void add_vector_of_bytes_diagonally(std::uint32_t* base,
-                                                               const sample_vector<std::uint8_t>& v) {
-  std::uint32_t words[4];
-  memcpy(words, &v, sizeof(words));
-#pragma unroll
-  for (int j = 0; j < 16; ++j) {
-    const std::uint32_t x = (words[j / 4] >> (8 * (j % 4))) & 0xffu;
-    atomicAdd(base + ((x << 5) | (x & 31u)), 1u);
-  }
-}
-
 /// automatic's cheap sample of the input, for bytes counted into 32 replicas: whether the bytes
 /// this block counts first pile into few values. Each lane reads the first byte of the first
 /// vector it will count; a warp piles up when 8 or more of its lanes share one value (uniform
@@ -165,12 +149,10 @@ __device__ __forceinline__ bool block_bytes_pile_up(const std::uint8_t* samples,
 /// counters; returns how many samples it left out.
 /// With `copies` > 1 (a power of two) the copy is replicated: bin b of replica r is at
 /// b * copies + r and lane l counts into replica l % copies, so lanes that hit one bin spread
-/// over `copies` words in different banks. With `diagonal` (bytes in 32 replicas only), every
-/// lane counts bin b into replica b % 32 instead (add_vector_of_bytes_diagonally).
+/// over `copies` words in different banks.
 template <aggregation Aggregate, int Unroll, copy_memory Memory, class Sample, class Mapper>
 __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples, std::int64_t num_samples,
-                                                          const Mapper& map, std::uint32_t* copy, int copies = 1,
-                                                          bool diagonal = false) {
+                                                          const Mapper& map, std::uint32_t* copy, int copies = 1) {
   constexpr int items = sample_vector<Sample>::items;
   std::uint32_t left_out = 0;  // a thread sees far fewer than 2^32 samples
   std::uint32_t* const replica = copy + (threadIdx.x % 32) % copies;
@@ -191,9 +173,7 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
                   Memory == copy_memory::shared) {
       // The dispatch gives bytes one replica or one per lane (byte_replica_count).
       if (valid) {
-        if (diagonal) {
-          add_vector_of_bytes_diagonally(copy + map.shift() * 32, v);
-        } else if (copies == 32) {
+        if (copies == 32) {
           add_vector_of_bytes<32>(replica + map.shift() * 32, v);
         } else {
           add_vector_of_bytes<1>(replica + map.shift(), v);

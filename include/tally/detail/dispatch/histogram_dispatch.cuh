@@ -97,7 +97,7 @@ inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, st
     return {strategy::replicated,
             "byte samples: the shared-memory atomics are the limit, so each lane counts into its own replica, in its "
             "own bank; each block samples its first bytes, and where they pile into few values it counts into one "
-            "copy instead, whose increments of one value the hardware merges"};
+            "plain copy instead, whose increments of one value the hardware merges"};
   }
   if (shared_copy_bytes(num_bins) <= props.shared_memory_per_block_optin) {
     // Measured on an H100 (results/): with increments the hardware merges per warp, the plain

@@ -52,24 +52,25 @@ global_privatized_histogram_kernel(const Sample* samples, std::int64_t num_sampl
 /// A shared-memory histogram per block, then one device-scope atomic per non-zero bin. With
 /// aggregation::warp, equal bins within a lane or across a whole warp add as one (warp_aggregated);
 /// with `copies` > 1 the block keeps that many interleaved replicas (replicated). With
-/// `sample_input` (automatic), bytes in 32 replicas look at their first samples and, where they
-/// pile into few values, count into one diagonal copy instead (block_bytes_pile_up). The launch
-/// zeroes `counts` itself (start_output), so they need no memset before it.
+/// `sample_input` (automatic), a block of bytes in 32 replicas looks at its first samples and,
+/// where they pile into few values, counts into one plain copy instead, in the same shared memory
+/// (block_bytes_pile_up). The launch zeroes `counts` itself (start_output), so they need no memset
+/// before it.
 template <aggregation Aggregate, class Sample, class Counter, class Mapper>
 __global__ void __launch_bounds__(tuning::histogram_block_threads<Sample>, tuning::histogram_min_blocks<Sample>)
 shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
                                                Mapper map, output_start_words output, int copies, bool sample_input) {
   extern __shared__ std::uint32_t shared_copy[];
   zero_block_copy(shared_copy, map.num_bins() * copies);
-  bool diagonal = false;
   if constexpr (std::is_same_v<Mapper, byte_shift_mapper> && Aggregate == aggregation::none) {
-    if (sample_input && copies == 32) {  // the same for the whole block: every thread calls it
-      diagonal = block_bytes_pile_up(samples, num_samples, tuning::histogram_unroll<Sample>);
+    // The same for the whole block: every thread calls it.
+    if (sample_input && copies == 32 && block_bytes_pile_up(samples, num_samples, tuning::histogram_unroll<Sample>)) {
+      copies = 1;
     }
   }
   start_output(counts, map.num_bins(), output);  // its barrier also orders the copy's zeroing before counting
   const std::uint64_t left_out = count_vectorized<Aggregate, tuning::histogram_unroll<Sample>, copy_memory::shared>(
-      samples, num_samples, map, shared_copy, copies, diagonal);
+      samples, num_samples, map, shared_copy, copies);
   __syncthreads();  // every count is in before the copy is read
   wait_for_zeroed_output(output);
   add_block_copy(shared_copy, map.num_bins(), counts, copies);
