@@ -21,6 +21,7 @@ missing (the caller turns this into advice on installing it).
 """
 import json
 import os
+import re
 import sys
 import textwrap
 
@@ -91,8 +92,9 @@ def new_figure(plt, panels, most_columns, panel_width, panel_height):
     return fig, flat[:panels]
 
 
-def add_header(fig, title, doc, handles, labels, legend_columns):
-    """The title, the device line and one legend for every panel, above the panels (never over data)."""
+def add_header(fig, title, doc, handles, labels, legend_columns, extra_top=0.0):
+    """The title, the device line and one legend for every panel, above the panels (never over data);
+    `extra_top` inches more above the first row, for what its panels write over their frames."""
     legend_rows = (len(handles) + legend_columns - 1) // legend_columns if handles else 0
     panels_width = fig.get_figwidth()
     # At least 12 inches, so that the title and legend fit; narrower panels stay centred in it.
@@ -100,7 +102,7 @@ def add_header(fig, title, doc, handles, labels, legend_columns):
     title_lines = textwrap.wrap(title, int(width * 8.2))  # about 0.12 inch a character, bold 14 pt
     title = "\n".join(title_lines)
     lift = 0.25 * (len(title_lines) - 1)  # each extra title line pushes the rest down
-    header = 0.95 + lift + 0.22 * legend_rows + 0.3
+    header = 0.95 + lift + 0.22 * legend_rows + 0.3 + extra_top
     bottom = 0.6
     side = (width - panels_width) / 2
     height = fig.tally_panels_height + header + bottom
@@ -303,26 +305,53 @@ def contention_dimensions(rows):
     return [k for k in varying if k in CONTENTION_PANEL_FIELDS], [k for k in varying if k not in CONTENTION_PANEL_FIELDS]
 
 
-def skipped_note(skipped):
-    """One short line per reason for the rows a panel could not run: which address counts, and why."""
+def short_reason(check):
+    """A skipped row's reason, cut to its first clause."""
+    why = check[len("skipped"):].lstrip(": ")
+    for cut in (";", " ("):
+        why = why.split(cut)[0]
+    return why.strip()
+
+
+def reason_kind(why):
+    """The reason with its figures as N: rows skipped for one reason at different sizes group as one."""
+    return re.sub(r"~?\d[\d.]*x?", "N", why)
+
+
+def address_span(shown, every):
+    """`shown` addresses as a range when they are consecutive among `every` address of the panel,
+    else as a list."""
+    at = [every.index(a) for a in shown]
+    if len(shown) > 1 and at == list(range(at[0], at[0] + len(at))):
+        return "{}-{}".format(count_text(shown[0]), count_text(shown[-1]))
+    return ", ".join(count_text(a) for a in shown)
+
+
+def skipped_note(skipped, in_panel, line_of, label_of):
+    """One short line per reason for the rows a panel could not run: which lines (when not all of
+    them), which address counts (when not all of them), and why."""
     if not skipped:
         return ""
+    every_address = sorted({r["addresses"] for r in in_panel})
+    every_line = {line_of(r) for r in in_panel}
     reasons = {}
     for r in skipped:
-        why = r["check"][len("skipped"):].lstrip(": ")
-        if "does not fit" in why:
-            why = "do not fit in shared memory"
-        elif "CAS" in why:
-            why = "too many CAS contenders per word"
-        else:
-            why = why.split(":")[0][:40]
-        reasons.setdefault(why, set()).add(r["addresses"])
-    lines = []
-    for why, addresses in reasons.items():
-        shown = sorted(addresses)
-        span = count_text(shown[0]) if len(shown) == 1 else "{}-{}".format(count_text(shown[0]), count_text(shown[-1]))
-        lines.append("not run: {} addresses ({})".format(span, why))
-    return "\n".join(lines)
+        why = short_reason(r["check"])
+        group = reasons.setdefault(reason_kind(why), {"lines": set(), "addresses": set(), "texts": set()})
+        group["lines"].add(line_of(r))
+        group["addresses"].add(r["addresses"])
+        group["texts"].add(why)
+    notes = []
+    for kind, group in reasons.items():
+        parts = []
+        if group["lines"] != every_line:
+            parts.append(", ".join(sorted(label_of(lk) for lk in group["lines"])))
+        if len(group["addresses"]) != len(every_address):
+            parts.append("at {} addresses".format(address_span(sorted(group["addresses"]), every_address)))
+        why = next(iter(group["texts"])) if len(group["texts"]) == 1 else kind
+        note = "not run{}: {}".format(" " + " ".join(parts) if parts else "", why)
+        notes.append(textwrap.fill(note, 72))
+    return "\n".join(notes)
 
 
 def draw_contention(plt, doc):
@@ -336,12 +365,18 @@ def draw_contention(plt, doc):
     # A GPU sweep's method names its memory, scope and aggregation ("shared-block-warp"): when the
     # fields say all the method says, lines are keyed by the fields alone, so that one legend entry
     # serves every panel.
-    dimensions = lambda r: tuple(str(r.get(k)) for k in panel_fields + line_fields)
+    def dimensions(r):
+        return tuple(str(r.get(k)) for k in panel_fields + line_fields)
+
     method_is_redundant = bool(line_fields) and \
         len({(r["method"],) + dimensions(r) for r in rows}) == len({dimensions(r) for r in rows})
 
     def line_of(r):
         return (() if method_is_redundant else (r["method"],)) + tuple(str(r.get(k)) for k in line_fields)
+
+    def label_of(lk):
+        named = ([] if method_is_redundant else ["method"]) + list(line_fields)
+        return ", ".join(str(v) if k == "method" else "{} {}".format(k, v) for k, v in zip(named, lk))
 
     def panel_of(r):
         return (r["op"],) + tuple(str(r.get(k)) for k in panel_fields)
@@ -353,10 +388,12 @@ def draw_contention(plt, doc):
         if line_of(r) not in line_keys and r.get("timed"):
             line_keys.append(line_of(r))
     markers = "osD^v<>ph*"
-    if method_is_redundant and len(line_fields) >= 2:
-        # colour and marker by the first field (scope), line style by the second (aggregation)
-        firsts = sorted({lk[0] for lk in line_keys}, key=[lk[0] for lk in line_keys].index)
-        seconds = sorted({lk[1] for lk in line_keys}, key=[lk[1] for lk in line_keys].index)
+    if method_is_redundant and len(line_fields) == 2:
+        # Colour and marker by the first field, line style by the second. A GPU sweep's fields come
+        # as aggregation, then scope: aggregation, which moves the curves most, gets the colours, and
+        # scope the line styles (its curves mostly lie on each other, which is the finding).
+        firsts = list(dict.fromkeys(lk[0] for lk in line_keys))
+        seconds = list(dict.fromkeys(lk[1] for lk in line_keys))
         dashes = ["-", "--", ":", "-."]
         colours = {lk: PALETTE[firsts.index(lk[0]) % len(PALETTE)] for lk in line_keys}
         marks = {lk: markers[firsts.index(lk[0]) % len(markers)] for lk in line_keys}
@@ -367,6 +404,7 @@ def draw_contention(plt, doc):
         styles = {lk: "-" for lk in line_keys}
     fig, axes = new_figure(plt, len(panel_keys), 4 if len(panel_keys) != 3 else 3, 4.6, 3.7)
     failed_seen = False
+    first_row_note_lines = 0
     all_rates = [r["ops_per_s"] for r in rows if r.get("timed") and r.get("ops_per_s", 0) > 0]
     scale, unit = (1e9, "G") if all_rates and max(all_rates) >= 1e10 else (1e6, "M")
     for pk, ax in zip(panel_keys, axes):
@@ -382,12 +420,17 @@ def draw_contention(plt, doc):
                 failed_seen = True
                 ax.plot(r["addresses"], 0.05, marker="X", color=WRONG_COLOUR, markersize=8, markeredgecolor="black",
                         transform=ax.get_xaxis_transform())
-        skipped = skipped_note([r for r in in_panel if r.get("check", "").startswith("skipped")])
+        skipped = skipped_note([r for r in in_panel if r.get("check", "").startswith("skipped")], in_panel, line_of,
+                               label_of)
         title = ", ".join([pk[0]] + ["{} {}".format(k, v) for k, v in zip(panel_fields, pk[1:])])
-        ax.set_title(title, fontsize=11)
+        # What the panel could not run goes between its title and its frame, never over the curves.
+        note_lines = skipped.count("\n") + 1 if skipped else 0
+        if panel_keys.index(pk) < grid(len(panel_keys), 4 if len(panel_keys) != 3 else 3)[0]:
+            first_row_note_lines = max(first_row_note_lines, note_lines)
+        ax.set_title(title, fontsize=11, pad=6 + 11 * note_lines)
         if skipped:
-            ax.text(0.02, 0.03, skipped, transform=ax.transAxes, fontsize=8, color="#666666", va="bottom",
-                    wrap=True)
+            ax.text(0.5, 1.015, skipped, transform=ax.transAxes, fontsize=7.5, color="#555555", ha="center",
+                    va="bottom", linespacing=1.1)
         ax.set_xscale("log", base=2)
         ax.set_yscale("log")
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: "{:g}".format(v)))
@@ -411,9 +454,7 @@ def draw_contention(plt, doc):
 
     handles = [Line2D([], [], color=colours[lk], marker=marks[lk], linestyle=styles[lk], markersize=4.5)
                for lk in line_keys]
-    named = ([] if method_is_redundant else ["method"]) + list(line_fields)
-    labels = [", ".join(("{}" if k == "method" else k + " {}").format(v) for k, v in zip(named, lk))
-              for lk in line_keys]
+    labels = [label_of(lk) for lk in line_keys]
     if failed_seen:
         handles.append(Line2D([], [], marker="X", color=WRONG_COLOUR, markeredgecolor="black", linestyle=""))
         labels.append("verification FAILED")
@@ -421,7 +462,7 @@ def draw_contention(plt, doc):
     title = "tally contention: atomic throughput against the number of distinct addresses"
     if "threads" in first and "ops_per_thread" in first:
         title += " ({} threads x {} updates)".format(first["threads"], count_text(first["ops_per_thread"]))
-    add_header(fig, title, doc, handles, labels, min(len(handles), 6))
+    add_header(fig, title, doc, handles, labels, min(len(handles), 6), extra_top=0.16 * first_row_note_lines)
     return fig
 
 

@@ -1,0 +1,110 @@
+// GPU tests of block pieces whose effect a histogram's counts cannot show: here, the sample with
+// which automatic's byte kernel chooses its layout (block_bytes_pile_up in
+// include/tally/detail/block/block_histogram.cuh). Whatever a block decides, its counts are exact
+// (test_gpu_histogram checks that); these tests check the decision itself, block by block, on
+// inputs whose answer is known. CUDA source, built only with the GPU backend; without a GPU it
+// exits 77 (skipped).
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include "tally/detail/block/block_histogram.cuh"
+#include "tally/gpu.hpp"
+
+namespace tally::test {
+namespace {
+
+constexpr int block_threads = 1024;  // the byte kernel's block (tuning::histogram_block_threads<uint8_t>)
+constexpr int unroll = 2;            // and its loads per thread (tuning::histogram_unroll<uint8_t>)
+constexpr std::size_t block_reach = std::size_t{block_threads} * unroll * 16;  // bytes a block counts first
+
+__global__ void decide_kernel(const std::uint8_t* samples, std::int64_t num_samples, int* piles) {
+  const bool decided = tally::detail::block_bytes_pile_up(samples, num_samples, unroll);
+  if (threadIdx.x == 0) piles[blockIdx.x] = decided ? 1 : 0;
+}
+
+/// Each block's decision for `host` (starting `offset` bytes into a 16-byte-aligned buffer).
+std::vector<int> decisions(const std::vector<std::uint8_t>& host, int blocks, std::size_t offset = 0) {
+  std::uint8_t* device = nullptr;
+  int* piles = nullptr;
+  EXPECT_EQ(cudaMalloc(&device, host.size() + offset + 16), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&piles, sizeof(int) * blocks), cudaSuccess);
+  EXPECT_EQ(cudaMemset(piles, 0xff, sizeof(int) * blocks), cudaSuccess);  // neither 0 nor 1
+  if (!host.empty()) {
+    EXPECT_EQ(cudaMemcpy(device + offset, host.data(), host.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  }
+  decide_kernel<<<blocks, block_threads>>>(device + offset, static_cast<std::int64_t>(host.size()), piles);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::vector<int> out(static_cast<std::size_t>(blocks));
+  EXPECT_EQ(cudaMemcpy(out.data(), piles, sizeof(int) * blocks, cudaMemcpyDeviceToHost), cudaSuccess);
+  cudaFree(device);
+  cudaFree(piles);
+  return out;
+}
+
+std::vector<std::uint8_t> uniform_bytes(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<std::uint8_t> out(n);
+  for (auto& x : out) x = static_cast<std::uint8_t>(rng());
+  return out;
+}
+
+TEST(BlockBytesPileUp, UniformBytesSpreadAndOneValuePilesInEveryBlock) {
+  constexpr int blocks = 16;
+  const std::size_t n = block_reach * blocks;
+  EXPECT_EQ(decisions(uniform_bytes(n, 1), blocks), std::vector<int>(blocks, 0));
+  EXPECT_EQ(decisions(std::vector<std::uint8_t>(n, 200), blocks), std::vector<int>(blocks, 1));
+}
+
+TEST(BlockBytesPileUp, EachBlockJudgesTheBytesItCountsFirst) {
+  // Segments of one block's first reach alternate between uniform bytes and one value: even
+  // blocks see only uniform bytes, odd blocks only the value.
+  constexpr int blocks = 12;
+  std::vector<std::uint8_t> host = uniform_bytes(block_reach * blocks, 2);
+  for (std::size_t i = 0; i < host.size(); ++i) {
+    if ((i / block_reach) % 2 == 1) host[i] = 9;
+  }
+  std::vector<int> want(blocks);
+  for (int b = 0; b < blocks; ++b) want[static_cast<std::size_t>(b)] = b % 2;
+  EXPECT_EQ(decisions(host, blocks), want);
+}
+
+TEST(BlockBytesPileUp, HalfTheLanesOnOneValuePileUpAndAFewDoNot) {
+  // A bin holding half the samples (geometric data) puts about 16 lanes of 32 on one value: piles.
+  // Seven lanes of every warp on one value, the rest spread, stays under the threshold of 8.
+  constexpr int blocks = 4;
+  std::vector<std::uint8_t> half = uniform_bytes(block_reach * blocks, 3);
+  std::vector<std::uint8_t> seven = half;
+  for (std::size_t v = 0; v < half.size() / 16; ++v) {
+    // Vector v is counted first by lane v % 32 of some warp (lanes take consecutive vectors).
+    if (v % 2 == 0) half[v * 16] = 0;
+    if (v % 32 < 7) seven[v * 16] = 0;
+    else seven[v * 16] = static_cast<std::uint8_t>(1 + v % 32 * 8);  // 25 distinct values, none 0
+  }
+  EXPECT_EQ(decisions(half, blocks), std::vector<int>(blocks, 1));
+  EXPECT_EQ(decisions(seven, blocks), std::vector<int>(blocks, 0));
+}
+
+TEST(BlockBytesPileUp, BlocksWithNothingToCountDoNotPileAndMisalignedStartsAreRead) {
+  constexpr int blocks = 8;
+  // Two blocks' worth of one value: the six blocks past the end have nothing and spread.
+  const std::vector<std::uint8_t> short_input(block_reach * 2, 5);
+  EXPECT_EQ(decisions(short_input, blocks), (std::vector<int>{1, 1, 0, 0, 0, 0, 0, 0}));
+  // Fewer bytes than one vector: every block has nothing to sample.
+  EXPECT_EQ(decisions(std::vector<std::uint8_t>(15, 5), blocks), std::vector<int>(blocks, 0));
+  EXPECT_EQ(decisions(std::vector<std::uint8_t>(), blocks), std::vector<int>(blocks, 0));
+  // A start off the 16-byte grid: the vectors begin after the unaligned head, and the sample reads
+  // them there (one value after a head of other values still piles).
+  for (std::size_t offset = 1; offset < 16; offset += 7) {
+    std::vector<std::uint8_t> host(block_reach * blocks + 64, 7);
+    for (std::size_t i = 0; i < 16 - offset; ++i) host[i] = static_cast<std::uint8_t>(100 + i);
+    SCOPED_TRACE(offset);
+    EXPECT_EQ(decisions(host, blocks, offset), std::vector<int>(blocks, 1));
+  }
+}
+
+}  // namespace
+}  // namespace tally::test
