@@ -327,11 +327,13 @@ TEST(GpuHistogramStrategies, ByteSamplesInBinsOfWidthOneAreCountedWithoutRangeCh
 
 TEST(GpuHistogramStrategies, BytesCountExactlyWhateverLayoutEachBlockSamplesItsWayTo) {
   // automatic lets each block of the byte kernel sample its first bytes and count into 32
-  // replicas (spread bytes) or one plain copy (bytes piled on few values). Blocks of one launch
-  // may choose differently, and a block's later bytes may look nothing like its sample: segments
-  // of uniform bytes alternate with segments of one value, at a block's first reach (32 KiB) and
-  // well inside it, and a run of one value turns uniform after the sampled start.
-  const std::size_t n = (std::size_t{1} << 22) + 9;
+  // replicas (spread bytes) or one plain copy (bytes piled on few values); test_gpu_block_pieces
+  // checks the decisions themselves. Blocks of one launch may choose differently, and a block's
+  // later bytes may look nothing like its sample: segments of uniform bytes alternate with
+  // segments of one value, at a block's first reach (32 KiB) and within it, and one value turns
+  // uniform halfway. 2^24 bytes: every block walks several strides of the grid. Starts off the
+  // 16-byte grid give the walk a head of single bytes as well.
+  const std::size_t n = (std::size_t{1} << (quick_mode() ? 22 : 24)) + 9;
   std::mt19937_64 rng(seed + 23);
   for (const std::size_t segment : {std::size_t{32768}, std::size_t{4096}, n / 2}) {
     std::vector<std::uint8_t> host(n);
@@ -343,6 +345,19 @@ TEST(GpuHistogramStrategies, BytesCountExactlyWhateverLayoutEachBlockSamplesItsW
       SCOPED_TRACE(::testing::Message() << "segment=" << segment << " bins=" << bins.num_bins);
       expect_even_matches<std::uint8_t, std::uint32_t>(host, bins, strategy::automatic, upper_edge::exclusive);
       expect_even_matches<std::uint8_t, std::uint64_t>(host, bins, strategy::automatic, upper_edge::exclusive);
+    }
+    const auto samples = to_device(host);
+    gpu::device_buffer<std::uint32_t> counts(256);
+    for (const std::size_t offset : {std::size_t{1}, std::size_t{7}, std::size_t{15}}) {
+      SCOPED_TRACE(::testing::Message() << "segment=" << segment << " offset=" << offset);
+      const auto shifted = samples.const_span().subspan(offset);
+      std::vector<std::uint32_t> expected(256);
+      cpu::histogram_even(std::span<const std::uint8_t>(host).subspan(offset), std::span<std::uint32_t>(expected),
+                          even_bins{256, 0.0, 256.0}, {strategy::sequential});
+      counts.fill_bytes(poison_byte);
+      const auto got = gpu::histogram_even(shifted, counts.span(), even_bins{256, 0.0, 256.0});
+      EXPECT_EQ(download(counts), expected);
+      EXPECT_EQ(got.left_out, 0u);
     }
   }
 }
