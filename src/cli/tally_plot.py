@@ -202,6 +202,8 @@ def draw_bench(plt, doc):
     most_bars = max(len(strategies) for _, _, strategies, _ in panels)
     # Wide panels when there are many bars per group, so that each bar stays a few points wide.
     panel_width = min(9.0, max(4.6, 0.075 * most_groups * most_bars + 1.2))
+    if len(panels) == 1:
+        panel_width = 10.0  # one panel (advise's one input) takes the figure's width, not a strip in its middle
     most_columns = max(1, int(19 // panel_width))
     fig, axes = new_figure(plt, len(panels), most_columns, panel_width, 3.3)
 
@@ -221,7 +223,7 @@ def draw_bench(plt, doc):
                     top = max(top, value * 1.05)
                     if label_bars:  # few bars in every panel: print each value over its bar
                         ax.text(x, value + 0.015, "{:.2f}".format(value), ha="center", va="bottom", fontsize=8,
-                                rotation=90 if len(groups) * len(strategies) > 6 else 0)
+                                rotation=90 if panel_width / (len(groups) * len(strategies)) < 0.5 else 0)
                     if name == "automatic":
                         # automatic: the colour of the strategy it chose, hatched
                         automatic_seen = True
