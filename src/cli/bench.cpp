@@ -44,6 +44,8 @@ struct bench_config {
   std::vector<std::string> sizes;
   int runs = 0;
   int warmup = 0;
+  CLI::Option* runs_option = nullptr;    ///< given or not: left out, each backend's default
+  CLI::Option* warmup_option = nullptr;  ///< (a given 0 warm-ups means none)
   std::uint64_t seed = 20261122;
   std::string csv;
   std::string json;
@@ -605,14 +607,23 @@ int run_bench(const bench_config& cfg) {
       throw_invalid_argument("tally bench", "--types", "has an unknown type '" + type + "'");
     }
   }
+  const bool runs_given = cfg.runs_option != nullptr && cfg.runs_option->count() > 0;
+  const bool warmup_given = cfg.warmup_option != nullptr && cfg.warmup_option->count() > 0;
+  if (runs_given && cfg.runs < 1) {
+    throw_invalid_argument("tally bench", "--runs", "must be >= 1 (leave it out for the default)");
+  }
+  if (warmup_given && cfg.warmup < 0) {
+    throw_invalid_argument("tally bench", "--warmup", "must be >= 0 (leave it out for the default)");
+  }
   bench_config effective = cfg;
-  if (effective.runs <= 0) effective.runs = on_gpu ? 15 : 5;
-  if (effective.warmup <= 0) effective.warmup = on_gpu ? 3 : 1;
+  if (!runs_given) effective.runs = on_gpu ? 15 : 5;
+  if (!warmup_given) effective.warmup = on_gpu ? 3 : 1;
 
   bench_environment env;
   static_cast<run_environment&>(env) = describe_run_environment(where);
   if (!cfg.quiet) std::fprintf(stderr, "[bench] measuring the read bandwidth\n");
   measure_read_bandwidth(where, env);
+  env.warmup_runs = effective.warmup;
   std::vector<bench_row> rows;
   const bench_case run{effective, where, strategies, distributions, bin_counts, sizes, env.read_bytes_per_s, rows};
   print_environment(stdout, env);
@@ -683,8 +694,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   sub->add_option("--bins", cfg->bins, "Bin counts, e.g. 256,4096")->delimiter(',')->capture_default_str();
   sub->add_option("--sizes", cfg->sizes, "Sample counts, e.g. 2^28 or 1e6 (default: 2^28 on a GPU, 2^22 on CPUs)")
       ->delimiter(',');
-  sub->add_option("--runs", cfg->runs, "Timed runs per case; the median is reported (default: 15 GPU, 5 CPU)");
-  sub->add_option("--warmup", cfg->warmup, "Untimed runs before timing (default: 3 GPU, 1 CPU)");
+  cfg->runs_option =
+      sub->add_option("--runs", cfg->runs, "Timed runs per case; the median is reported (default: 15 GPU, 5 CPU)");
+  cfg->warmup_option = sub->add_option("--warmup", cfg->warmup, "Untimed runs before timing (default: 3 GPU, 1 CPU)");
   sub->add_option("--seed", cfg->seed, "Seed of the generated inputs")->capture_default_str();
   sub->add_option("--csv", cfg->csv, "Also write the rows as CSV to this file");
   sub->add_option("--json", cfg->json, "Also write the rows as JSON to this file");

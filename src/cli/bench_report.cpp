@@ -217,6 +217,7 @@ nlohmann::json bench_json(std::string_view command, const bench_environment& env
   add_environment_json(doc, command, env);
   doc["read_bytes_per_s"] = env.read_bytes_per_s;
   doc["read_method"] = env.read_method;
+  doc["warmup_runs"] = env.warmup_runs;
   nlohmann::json& out_rows = doc["rows"];
   out_rows = nlohmann::json::array();
   for (const bench_row& r : rows) {

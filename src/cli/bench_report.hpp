@@ -19,6 +19,7 @@ namespace tally::cli {
 struct bench_environment : run_environment {
   double read_bytes_per_s = 0.0;
   std::string read_method;  ///< how the read bandwidth was measured
+  int warmup_runs = 0;      ///< untimed runs before each row's timed ones (a row's note says where fewer ran)
 };
 
 struct bench_row {

@@ -160,6 +160,9 @@ def test_cpu_bench_weighted_histograms_verify_every_strategy_both_ways(tmp_path)
     (("--sizes", "lots"), "--sizes"),
     (("--bins", "0"), "--bins"),
     (("--backend", "tpu"), "--backend"),
+    (("--runs", "0"), "--runs"),      # left out means the default; a given 0 or less is an error
+    (("--runs", "-3"), "--runs"),
+    (("--warmup", "-1"), "--warmup"),
 ])
 def test_bench_usage_errors_exit_2_and_name_the_option(args, argument):
     full = list(args)
@@ -212,3 +215,18 @@ def test_top_level_help_lists_the_commands():
     assert result.returncode == 0
     for command in ("devices", "bench", "hist"):
         assert command in result.stdout
+
+
+def test_bench_takes_a_given_zero_warm_ups_and_one_run(tmp_path):
+    # --warmup 0 means none (it used to mean the default), --runs 1 one timed run a row.
+    json_path = tmp_path / "bench.json"
+    result = run("bench", "--backend", "cpu", "--sizes", "1000", "--bins", "16", "--strategies", "sequential",
+                 "--warmup", "0", "--runs", "1", "--quiet", "--json", str(json_path))
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(json_path.read_text())
+    assert doc["warmup_runs"] == 0
+    assert doc["rows"] and all(r["runs"] == 1 and r["median_ms"] > 0 for r in doc["rows"] if r["timed"])
+    # left out, the CPU default: one warm-up run
+    assert run("bench", "--backend", "cpu", "--sizes", "1000", "--bins", "16", "--strategies", "sequential",
+               "--runs", "1", "--quiet", "--json", str(json_path)).returncode == 0
+    assert json.loads(json_path.read_text())["warmup_runs"] == 1
