@@ -51,10 +51,7 @@ struct advise_arguments {
   double lower = 0;
   double upper = 0;
   std::string backend_name = "auto";
-  int runs = 0;
-  int warmup = 0;
-  CLI::Option* runs_option = nullptr;    ///< given or not: left out, each backend's default
-  CLI::Option* warmup_option = nullptr;  ///< (a given 0 warm-ups means none)
+  run_count_options counts;
   std::uint64_t seed = 20261122;
   std::string json;
   std::string plot;
@@ -328,8 +325,8 @@ int advise_typed(const advise_arguments& args, backend where, std::vector<T> sam
     bins = data_range<T>(samples, args.bins, path);
   }
   const bool on_gpu = where == backend::gpu;
-  const int runs = args.runs_option->count() > 0 ? args.runs : (on_gpu ? 15 : 5);
-  const int warmup = args.warmup_option->count() > 0 ? args.warmup : (on_gpu ? 3 : 1);
+  const int runs = args.counts.runs_or_default(on_gpu);
+  const int warmup = args.counts.warmup_or_default(on_gpu);
 
   bench_environment env;
   static_cast<run_environment&>(env) = describe_run_environment(where);
@@ -414,12 +411,7 @@ int run_advise(const advise_arguments& args) {
     throw_invalid_argument(command_name, "--upper",
                            fmt::format("must be finite and above --lower (got [{:g}, {:g}))", args.lower, args.upper));
   }
-  if (args.runs_option->count() > 0 && args.runs < 1) {
-    throw_invalid_argument(command_name, "--runs", "must be >= 1 (leave it out for the default)");
-  }
-  if (args.warmup_option->count() > 0 && args.warmup < 0) {
-    throw_invalid_argument(command_name, "--warmup", "must be >= 0 (leave it out for the default)");
-  }
+  args.counts.check(command_name);
   if (!args.plot.empty()) check_plot_path(args.plot, command_name, "--plot");
   const backend where = choose_backend(args.backend_name);
 
@@ -486,9 +478,8 @@ void add_advise_command(CLI::App& app, int& exit_code) {
   sub->add_option("--backend", args->backend_name, "auto (the GPU when there is one), gpu or cpu")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();
-  args->runs_option =
-      sub->add_option("--runs", args->runs, "Timed runs per strategy; the median counts (default: 15 GPU, 5 CPU)");
-  args->warmup_option = sub->add_option("--warmup", args->warmup, "Untimed runs first (default: 3 GPU, 1 CPU)");
+  args->counts.add_to(*sub, "Timed runs per strategy; the median counts (default: 15 GPU, 5 CPU)",
+                      "Untimed runs first (default: 3 GPU, 1 CPU)");
   sub->add_option("--seed", args->seed, "Seed of a generated input")->capture_default_str();
   sub->add_option("--json", args->json, "Also write the rows, the input's statistics and the advice as JSON");
   sub->add_option("--plot", args->plot, "Also draw the measured strategies to this .png or .svg file");

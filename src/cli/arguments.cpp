@@ -1,8 +1,11 @@
-// Parsing of counts written as 65536, 1e6 or 2^28 in the CLI's options, and --backend.
+// Parsing of counts written as 65536, 1e6 or 2^28 in the CLI's options, --backend, and --runs /
+// --warmup.
 #include "arguments.hpp"
 
 #include <cmath>
 #include <exception>
+
+#include <CLI/CLI.hpp>
 
 #include "tally/error.hpp"
 #include "tally/gpu.hpp"
@@ -40,6 +43,28 @@ backend resolve_backend(const std::string& backend_name, std::string_view comman
                     " (use --backend cpu)");
   }
   return backend::gpu;
+}
+
+void run_count_options::add_to(CLI::App& command, const std::string& runs_help, const std::string& warmup_help) {
+  runs_option = command.add_option("--runs", runs, runs_help);
+  warmup_option = command.add_option("--warmup", warmup, warmup_help);
+}
+
+void run_count_options::check(std::string_view command) const {
+  if (runs_option != nullptr && runs_option->count() > 0 && runs < 1) {
+    throw_invalid_argument(command, "--runs", "must be >= 1 (leave it out for the default)");
+  }
+  if (warmup_option != nullptr && warmup_option->count() > 0 && warmup < 0) {
+    throw_invalid_argument(command, "--warmup", "must be >= 0 (leave it out for the default)");
+  }
+}
+
+int run_count_options::runs_or_default(bool on_gpu) const {
+  return runs_option != nullptr && runs_option->count() > 0 ? runs : (on_gpu ? 15 : 5);
+}
+
+int run_count_options::warmup_or_default(bool on_gpu) const {
+  return warmup_option != nullptr && warmup_option->count() > 0 ? warmup : (on_gpu ? 3 : 1);
 }
 
 }  // namespace tally::cli

@@ -1,5 +1,6 @@
-// Parsing of the CLI's option values that CLI11 does not parse itself (counts such as 2^28), and
-// the choice of backend behind `--backend auto|gpu|cpu`.
+// Parsing of the CLI's option values that CLI11 does not parse itself (counts such as 2^28), the
+// choice of backend behind `--backend auto|gpu|cpu`, and the `--runs` / `--warmup` pair of the
+// commands that time strategies (bench, advise).
 #pragma once
 
 #include <cstdint>
@@ -7,6 +8,11 @@
 #include <string_view>
 
 #include "tally/strategy.hpp"
+
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
 
 namespace tally::cli {
 
@@ -22,5 +28,23 @@ std::int64_t parse_count(const std::string& text, std::string_view command, std:
  * why (no GPU present, or a build without CUDA).
  */
 backend resolve_backend(const std::string& backend_name, std::string_view command);
+
+/**
+ * @brief `--runs` and `--warmup` of a command that times strategies. Left out, each takes the
+ * backend's default (15 timed runs after 3 warm-ups on a GPU, 5 after 1 on CPUs); given, its value,
+ * so `--warmup 0` means none.
+ */
+struct run_count_options {
+  int runs = 0;
+  int warmup = 0;
+  CLI::Option* runs_option = nullptr;    ///< set by add_to: whether --runs was given
+  CLI::Option* warmup_option = nullptr;  ///< set by add_to: whether --warmup was given
+
+  void add_to(CLI::App& command, const std::string& runs_help, const std::string& warmup_help);
+  /// Throws errc::invalid_argument naming the flag: a given --runs below 1 or --warmup below 0.
+  void check(std::string_view command) const;
+  int runs_or_default(bool on_gpu) const;
+  int warmup_or_default(bool on_gpu) const;
+};
 
 }  // namespace tally::cli

@@ -42,10 +42,9 @@ struct bench_config {
   std::vector<std::string> types{"int32"};
   std::vector<std::string> bins{"256", "4096"};
   std::vector<std::string> sizes;
-  int runs = 0;
-  int warmup = 0;
-  CLI::Option* runs_option = nullptr;    ///< given or not: left out, each backend's default
-  CLI::Option* warmup_option = nullptr;  ///< (a given 0 warm-ups means none)
+  run_count_options given;  ///< --runs and --warmup as given
+  int runs = 0;             ///< timed runs per case: given, or the backend's default
+  int warmup = 0;           ///< warm-up runs per case: likewise
   std::uint64_t seed = 20261122;
   std::string csv;
   std::string json;
@@ -607,17 +606,10 @@ int run_bench(const bench_config& cfg) {
       throw_invalid_argument("tally bench", "--types", "has an unknown type '" + type + "'");
     }
   }
-  const bool runs_given = cfg.runs_option != nullptr && cfg.runs_option->count() > 0;
-  const bool warmup_given = cfg.warmup_option != nullptr && cfg.warmup_option->count() > 0;
-  if (runs_given && cfg.runs < 1) {
-    throw_invalid_argument("tally bench", "--runs", "must be >= 1 (leave it out for the default)");
-  }
-  if (warmup_given && cfg.warmup < 0) {
-    throw_invalid_argument("tally bench", "--warmup", "must be >= 0 (leave it out for the default)");
-  }
+  cfg.given.check("tally bench");
   bench_config effective = cfg;
-  if (!runs_given) effective.runs = on_gpu ? 15 : 5;
-  if (!warmup_given) effective.warmup = on_gpu ? 3 : 1;
+  effective.runs = cfg.given.runs_or_default(on_gpu);
+  effective.warmup = cfg.given.warmup_or_default(on_gpu);
 
   bench_environment env;
   static_cast<run_environment&>(env) = describe_run_environment(where);
@@ -694,9 +686,8 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   sub->add_option("--bins", cfg->bins, "Bin counts, e.g. 256,4096")->delimiter(',')->capture_default_str();
   sub->add_option("--sizes", cfg->sizes, "Sample counts, e.g. 2^28 or 1e6 (default: 2^28 on a GPU, 2^22 on CPUs)")
       ->delimiter(',');
-  cfg->runs_option =
-      sub->add_option("--runs", cfg->runs, "Timed runs per case; the median is reported (default: 15 GPU, 5 CPU)");
-  cfg->warmup_option = sub->add_option("--warmup", cfg->warmup, "Untimed runs before timing (default: 3 GPU, 1 CPU)");
+  cfg->given.add_to(*sub, "Timed runs per case; the median is reported (default: 15 GPU, 5 CPU)",
+                    "Untimed runs before timing (default: 3 GPU, 1 CPU)");
   sub->add_option("--seed", cfg->seed, "Seed of the generated inputs")->capture_default_str();
   sub->add_option("--csv", cfg->csv, "Also write the rows as CSV to this file");
   sub->add_option("--json", cfg->json, "Also write the rows as JSON to this file");
