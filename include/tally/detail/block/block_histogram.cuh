@@ -12,6 +12,7 @@
 #include "tally/bins.hpp"
 #include "tally/detail/block/vectorized_walk.cuh"
 #include "tally/detail/block/warp_sum.cuh"
+#include "tally/detail/tuning/histogram_tuning.cuh"
 
 namespace tally::detail {
 
@@ -110,21 +111,38 @@ __device__ __forceinline__ void add_to_copy(std::uint32_t* counter, std::uint32_
   }
 }
 
-/// Adds the 16 bytes of one vector to a copy with `Copies` interleaved replicas, where byte x
-/// counts at base[x * Copies] (byte_shift_mapper: `base` already holds the shift and the replica).
-/// Bytes come out of the four words with shifts and the stride is a constant: at one
+/// Adds the 16 bytes of one vector to one plain copy, where byte x counts at row[x] (row: the copy
+/// moved by byte_shift_mapper's shift). Bytes come out of the four words with shifts: at one
 /// shared-memory atomic per byte, the limit for bytes, every instruction per byte shows. On an
 /// H100 the generic path (a byte array, a run-time stride) took 0.107 ms for 2^28 uniform bytes,
 /// this one 0.100 (results/2026-11-22-h100-probes/README.md).
-template <int Copies>
-__device__ __forceinline__ void add_vector_of_bytes(std::uint32_t* base, const sample_vector<std::uint8_t>& v) {
-  std::uint32_t words[4];
-  memcpy(words, &v, sizeof(words));
+__device__ __forceinline__ void add_vector_of_bytes(std::uint32_t* row, const uint4& raw) {
+  const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
-  for (int j = 0; j < 16; ++j) atomicAdd(base + ((words[j / 4] >> (8 * (j % 4))) & 0xffu) * Copies, 1u);
+  for (int j = 0; j < 16; ++j) atomicAdd(row + ((words[j / 4] >> (8 * (j % 4))) & 0xffu), 1u);
 }
 
-/// automatic's cheap sample of the input, for bytes counted into 32 replicas: whether the bytes
+/// Adds the 16 bytes of one vector to tuning::byte_replicas (64) replicas, where byte x of replica
+/// r counts at word x * 64 + r of `rows` (the copy moved by the shift; the same for the whole
+/// block). The count's byte offset, x * 256 + r * 4, is the byte in bits 8-15 and `replica_offset`
+/// (r * 4, at most 252) in bits 0-7: one byte permute (__byte_perm, PRMT) puts them together, and
+/// the atomic adds `rows` in its address. Two instructions per byte, where x * 128 + lane * 4 took
+/// five (results/2026-11-23-h100-byte-layout).
+__device__ __forceinline__ void add_vector_of_bytes_to_replicas(std::uint32_t* rows, std::uint32_t replica_offset,
+                                                                const uint4& raw) {
+  static_assert(tuning::byte_replicas * 4 == 256, "a bin's row is 256 bytes, so the byte value is the offset's second byte");
+  const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
+  char* const base = reinterpret_cast<char*>(rows);
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    // Selector nibbles, low first: offset byte 0 = replica_offset's byte 0 (4), byte 1 = the word's
+    // byte j % 4, bytes 2 and 3 = replica_offset's zero bytes 1 and 2 (5, 6).
+    const std::uint32_t offset = __byte_perm(words[j / 4], replica_offset, 0x6504u | ((j % 4) << 4));
+    atomicAdd(reinterpret_cast<std::uint32_t*>(base + offset), 1u);
+  }
+}
+
+/// automatic's cheap sample of the input, for bytes counted into replicas: whether the bytes
 /// this block counts first pile into few values. Each lane reads the first byte of the first
 /// vector it will count; a warp piles up when 8 or more of its lanes share one value (uniform
 /// bytes put at most 2 or 3 lanes on one value; one value, sorted runs and a bin holding half the
@@ -147,15 +165,15 @@ __device__ __forceinline__ bool block_bytes_pile_up(const std::uint8_t* samples,
 
 /// Counts this thread's share of the samples (16-byte loads) into a block-private copy of 32-bit
 /// counters; returns how many samples it left out.
-/// With `copies` > 1 (a power of two) the copy is replicated: bin b of replica r is at
-/// b * copies + r and lane l counts into replica l % copies, so lanes that hit one bin spread
-/// over `copies` words in different banks.
+/// With `copies` > 1 (a power of two, at most 64) the copy is replicated: bin b of replica r is at
+/// b * copies + r and thread t counts into replica t % copies, so lanes that hit one bin spread
+/// over min(copies, 32) words in different banks.
 template <aggregation Aggregate, int Unroll, copy_memory Memory, class Sample, class Mapper>
 __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples, std::int64_t num_samples,
                                                           const Mapper& map, std::uint32_t* copy, int copies = 1) {
   constexpr int items = sample_vector<Sample>::items;
   std::uint32_t left_out = 0;  // a thread sees far fewer than 2^32 samples
-  std::uint32_t* const replica = copy + (threadIdx.x % 32) % copies;
+  std::uint32_t* const replica = copy + threadIdx.x % copies;
   // Block copies hold fewer than 2^31 bins, so bins travel as 32-bit ints (fewer registers).
   const auto add = [replica, copies](int bin, std::uint32_t count) {
     add_to_copy<Memory>(replica + bin * copies, count);
@@ -169,18 +187,6 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
     }
   };
   const auto visit = [&](const sample_vector<Sample>& v, bool valid) {
-    if constexpr (std::is_same_v<Mapper, byte_shift_mapper> && Aggregate == aggregation::none &&
-                  Memory == copy_memory::shared) {
-      // The dispatch gives bytes one replica or one per lane (byte_replica_count).
-      if (valid) {
-        if (copies == 32) {
-          add_vector_of_bytes<32>(replica + map.shift() * 32, v);
-        } else {
-          add_vector_of_bytes<1>(replica + map.shift(), v);
-        }
-      }
-      return;
-    }
     int bins[items];
     left_out += map_vector(map, v, valid, bins);
     if constexpr (Aggregate != aggregation::none) {
@@ -217,12 +223,45 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
   return left_out;
 }
 
+/// Counts this thread's share of bytes that all map (byte_shift_mapper) into a block's copy in
+/// shared memory: tuning::byte_replicas replicas (thread t in replica t % 64), or, with `copies`
+/// 1, one plain copy. The layout is chosen once, outside the walk, so the loop holds the loads, a
+/// permute (or a shift and a mask) and an atomic per byte, nothing else: the same count through
+/// count_vectorized's visitor, which chose the layout per vector, ran at 0.850 of the read
+/// bandwidth on uniform bytes on an H100 where a bare kernel of this loop ran at 0.899
+/// (results/2026-11-23-h100-byte-layout).
+template <int Unroll>
+__device__ __forceinline__ void count_all_bytes(const std::uint8_t* samples, std::int64_t num_samples,
+                                                const byte_shift_mapper& map, std::uint32_t* copy, int copies) {
+  if (copies == tuning::byte_replicas) {
+    std::uint32_t* const rows = copy + map.shift() * tuning::byte_replicas;
+    const std::uint32_t replica = threadIdx.x % tuning::byte_replicas;
+    walk_vectorized<Unroll>(
+        samples, num_samples,
+        [&](const uint4& raw, bool valid) {
+          if (valid) add_vector_of_bytes_to_replicas(rows, replica * 4, raw);
+        },
+        [&](std::uint8_t x) { atomicAdd(rows + x * tuning::byte_replicas + replica, 1u); });
+  } else {
+    std::uint32_t* const row = copy + map.shift();
+    walk_vectorized<Unroll>(
+        samples, num_samples,
+        [&](const uint4& raw, bool valid) {
+          if (valid) add_vector_of_bytes(row, raw);
+        },
+        [&](std::uint8_t x) { atomicAdd(row + x, 1u); });
+  }
+}
+
 /// Words of the workspace (workspace_slots.hpp) with which one launch starts its counts from zero,
 /// so the call needs no memset of them before it (one launch fewer, about 1.5 microseconds on an
 /// H100: 1.5% of 2^28 bytes counted at the read bandwidth).
 struct output_start_words {
   std::uint64_t* left_out;         ///< the call's left-out count (zeroed by the caller)
-  std::uint64_t* zeroed;           ///< 0 between calls, 1 while a block zeroes, 2 once it has
+  /// 0 between calls, 1 while a block zeroes, 2 once it has; null when the caller zeroed the
+  /// counts before the launch, and start_output, wait_for_zeroed_output and finish_output are
+  /// skipped.
+  std::uint64_t* zeroed;
   std::uint64_t* blocks_finished;  ///< 0 between calls
 };
 
@@ -271,18 +310,20 @@ __device__ __forceinline__ void finish_output(const output_start_words& words) {
 }
 
 /// Adds the block's copy (summing its `copies` replicas) into the global counts: one device-scope
-/// atomic per non-zero bin. With one replica per lane, a bin's 32 replicas are 32 consecutive words,
-/// one per bank: a warp reads them at once and sums them with shuffles (a thread summing them alone
-/// would read 32 words of one bank while its neighbours wait on the same banks).
+/// atomic per non-zero bin. With 32 or 64 replicas, a bin's replicas are consecutive words, 32 to a
+/// row of banks: a warp reads them at once and sums them with shuffles (a thread summing them alone
+/// would read words of one bank while its neighbours wait on the same banks).
 template <class Counter>
 __device__ __forceinline__ void add_block_copy(const std::uint32_t* copy, std::int64_t num_bins, Counter* counts,
                                                int copies = 1) {
   const auto add = [counts](std::int64_t bin, std::uint32_t value) { add_to_global_count(counts + bin, Counter{value}); };
-  if (copies == 32) {
+  if (copies == 32 || copies == 64) {
     const int lane = static_cast<int>(threadIdx.x % 32);
     const int warps = static_cast<int>(blockDim.x / 32);
     for (std::int64_t bin = threadIdx.x / 32; bin < num_bins; bin += warps) {
-      const std::uint32_t value = warp_sum(copy[bin * 32 + lane]);
+      std::uint32_t mine = 0;
+      for (int r = lane; r < copies; r += 32) mine += copy[bin * copies + r];
+      const std::uint32_t value = warp_sum(mine);
       if (lane == 0 && value != 0) add(bin, value);
     }
     return;

@@ -36,9 +36,11 @@ inline int replica_count(std::int64_t num_bins) {
 }
 
 /// Replicas for `replicated` over bytes that all map (byte_shift_mapper), whose kernels are built
-/// for one copy or one per lane only: one per lane when they fit, else one.
+/// for one copy or tuning::byte_replicas only: those when they fit their budget, else one.
 inline int byte_replica_count(std::int64_t num_bins) {
-  return replica_count(num_bins) == tuning::max_replicas ? tuning::max_replicas : 1;
+  return shared_copy_bytes(num_bins) * tuning::byte_replicas <= tuning::byte_replicas_shared_budget
+             ? tuning::byte_replicas
+             : 1;
 }
 
 /// Why strategy `s` cannot count `num_bins` bins on this device, or nullptr if it can.
@@ -90,13 +92,14 @@ inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, st
     // atomic unit the limit, and one copy per lane, each lane in its own bank, lifts uniform bytes
     // from 0.72 to 0.92 of the read bandwidth in a standalone kernel on 2026-11-22 (0.85 on
     // 2026-11-23's machine; tally bench 0.81, results/2026-11-23-h100-bytes); hot bins lose a
-    // little (0.93 to 0.90), as the merged increments no longer share a word.
+    // little (0.93 to 0.90), as the merged increments no longer share a word. 64 replicas, a row of
+    // 256 bytes per bin, let one byte permute address a count (tuning::byte_replicas).
     // Bytes that pile into few values count faster in one copy, where the hardware merges a warp's
     // increments of one word (shared_atomic 0.90-0.93 on one value against 0.86-0.90): each block
     // samples its first bytes and chooses (block_bytes_pile_up).
     return {strategy::replicated,
-            "byte samples: the shared-memory atomics are the limit, so each lane counts into its own replica, in its "
-            "own bank; each block samples its first bytes, and where they pile into few values it counts into one "
+            "byte samples: the shared-memory atomics are the limit, so each thread counts into one of 64 replicas, a "
+            "warp's lanes in 32 banks; each block samples its first bytes, and where they pile into few values it counts into one "
             "plain copy instead, whose increments of one value the hardware merges"};
   }
   if (shared_copy_bytes(num_bins) <= props.shared_memory_per_block_optin) {
@@ -150,11 +153,23 @@ inline cudaError_t launch_merge(const std::uint32_t* copies, int num_copies, std
   return cudaGetLastError();
 }
 
+/// Whether strategy `s` counts bytes over all 256 values with the byte kernel (count_all_bytes):
+/// byte_shift_mapper and no aggregation.
+template <class Mapper>
+inline bool counts_all_bytes(strategy s) {
+  return std::is_same_v<Mapper, byte_shift_mapper> && (s == strategy::shared_atomic || s == strategy::replicated);
+}
+
 /// Whether strategy `s` zeroes its own counts in its launch (start_output): the shared-memory
-/// strategies, which write the counts only after counting.
+/// strategies, which write the counts only after counting, but for the byte kernel, whose counts a
+/// memset zeroes before it. Measured on an H100 in GPU time (results/2026-11-23-h100-byte-layout),
+/// 2^28 uniform bytes: start_output and its wait and finish, device-scope atomics at the start and
+/// end of every block, took 3.5 microseconds of the 100-microsecond count; a memset before it 1.5.
+template <class Mapper>
 inline bool zeroes_own_output(strategy s, std::int64_t num_samples) {
   return num_samples > 0 &&
-         (s == strategy::shared_atomic || s == strategy::warp_aggregated || s == strategy::replicated);
+         (s == strategy::shared_atomic || s == strategy::warp_aggregated || s == strategy::replicated) &&
+         !counts_all_bytes<Mapper>(s);
 }
 
 /**
@@ -163,7 +178,7 @@ inline bool zeroes_own_output(strategy s, std::int64_t num_samples) {
  * `left_out` is the result word of a workspace's scalar block, whose other words
  * (workspace_slots.hpp) those strategies use. Counts need not be zeroed by the caller.
  * `sample_input` (set when automatic chose `s`) lets the kernel look at the input before it picks
- * its layout: bytes in 32 replicas only, for now (block_bytes_pile_up).
+ * its layout: bytes in replicas only, for now (block_bytes_pile_up).
  */
 template <class Sample, class Counter, class Mapper>
 cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, const Sample* samples,
@@ -223,7 +238,7 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
     temp_bytes = 1;
     return cudaSuccess;
   }
-  if (!zeroes_own_output(s, num_samples)) {
+  if (!zeroes_own_output<Mapper>(s, num_samples)) {
     if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
   }
   if (num_samples == 0) return cudaSuccess;
@@ -251,13 +266,14 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
                         ? shared_atomic_histogram_kernel<aggregation::warp, Sample, Counter, Mapper>
                         : shared_atomic_histogram_kernel<aggregation::none, Sample, Counter, Mapper>;
       const std::size_t bytes = copy_bytes * copies;
-      const bool byte_replicas = std::is_same_v<Mapper, byte_shift_mapper> && copies == tuning::max_replicas;
+      const bool byte_replicas = std::is_same_v<Mapper, byte_shift_mapper> && copies == tuning::byte_replicas;
       const int max_blocks = byte_replicas ? props.multiprocessors * tuning::byte_replica_blocks_per_multiprocessor : 1 << 30;
       if (cudaError_t e = histogram_grid(kernel, num_samples, bytes, props, max_blocks, blocks, threads); e != cudaSuccess) {
         return e;
       }
-      const output_start_words output{left_out, left_out + scalar_slot::output_zeroed,
-                                      left_out + scalar_slot::output_blocks_finished};
+      const bool zeroed_before = !zeroes_own_output<Mapper>(s, num_samples);  // by the memset above
+      const output_start_words output{left_out, zeroed_before ? nullptr : left_out + scalar_slot::output_zeroed,
+                                      zeroed_before ? nullptr : left_out + scalar_slot::output_blocks_finished};
       kernel<<<blocks, threads, bytes, stream>>>(samples, num_samples, counts, map, output, copies, sample_input);
       break;
     }

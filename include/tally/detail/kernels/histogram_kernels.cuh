@@ -52,30 +52,43 @@ global_privatized_histogram_kernel(const Sample* samples, std::int64_t num_sampl
 /// A shared-memory histogram per block, then one device-scope atomic per non-zero bin. With
 /// aggregation::warp, equal bins within a lane or across a whole warp add as one (warp_aggregated);
 /// with `copies` > 1 the block keeps that many interleaved replicas (replicated). With
-/// `sample_input` (automatic), a block of bytes in 32 replicas looks at its first samples and,
+/// `sample_input` (automatic), a block of bytes in replicas looks at its first samples and,
 /// where they pile into few values, counts into one plain copy instead, in the same shared memory
-/// (block_bytes_pile_up). The launch zeroes `counts` itself (start_output), so they need no memset
-/// before it.
+/// (block_bytes_pile_up); bytes over all 256 values take count_all_bytes. The launch zeroes
+/// `counts` itself (start_output), so they need no memset before it, unless `output.zeroed` is
+/// null: then the caller zeroed them (the byte kernel, zeroes_own_output).
 template <aggregation Aggregate, class Sample, class Counter, class Mapper>
 __global__ void __launch_bounds__(tuning::histogram_block_threads<Sample>, tuning::histogram_min_blocks<Sample>)
 shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
                                                Mapper map, output_start_words output, int copies, bool sample_input) {
   extern __shared__ std::uint32_t shared_copy[];
-  zero_block_copy(shared_copy, map.num_bins() * copies);
-  if constexpr (std::is_same_v<Mapper, byte_shift_mapper> && Aggregate == aggregation::none) {
-    // The same for the whole block: every thread calls it.
-    if (sample_input && copies == 32 && block_bytes_pile_up(samples, num_samples, tuning::histogram_unroll<Sample>)) {
+  constexpr bool all_bytes = std::is_same_v<Mapper, byte_shift_mapper> && Aggregate == aggregation::none;
+  constexpr int unroll = all_bytes ? tuning::byte_replica_unroll : tuning::histogram_unroll<Sample>;
+  if constexpr (all_bytes) {
+    // The same for the whole block: every thread calls it. Decided before the zeroing, so a block
+    // that counts into one plain copy zeroes only that.
+    if (sample_input && copies == tuning::byte_replicas && block_bytes_pile_up(samples, num_samples, unroll)) {
       copies = 1;
     }
   }
-  start_output(counts, map.num_bins(), output);  // its barrier also orders the copy's zeroing before counting
-  const std::uint64_t left_out = count_vectorized<Aggregate, tuning::histogram_unroll<Sample>, copy_memory::shared>(
-      samples, num_samples, map, shared_copy, copies);
+  zero_block_copy(shared_copy, map.num_bins() * copies);
+  const bool zeroes_counts = output.zeroed != nullptr;  // else a memset did, before the launch
+  if (zeroes_counts) {
+    start_output(counts, map.num_bins(), output);  // its barrier also orders the copy's zeroing before counting
+  } else {
+    __syncthreads();  // the copy is zeroed before counting
+  }
+  std::uint64_t left_out = 0;  // byte_shift_mapper leaves nothing out
+  if constexpr (all_bytes) {
+    count_all_bytes<unroll>(samples, num_samples, map, shared_copy, copies);
+  } else {
+    left_out = count_vectorized<Aggregate, unroll, copy_memory::shared>(samples, num_samples, map, shared_copy, copies);
+  }
   __syncthreads();  // every count is in before the copy is read
-  wait_for_zeroed_output(output);
+  if (zeroes_counts) wait_for_zeroed_output(output);
   add_block_copy(shared_copy, map.num_bins(), counts, copies);
   warp_add_to(left_out, output.left_out);
-  finish_output(output);
+  if (zeroes_counts) finish_output(output);
 }
 
 /// A shared-memory histogram per block, written out whole to the block's slice of

@@ -37,6 +37,12 @@ template <class Sample>
 inline constexpr int histogram_min_blocks = sizeof(Sample) == 4 ? TALLY_HISTOGRAM_MIN_BLOCKS : (TALLY_HISTOGRAM_MIN_BLOCKS + 1) / 2;
 template <class Sample>
 inline constexpr int histogram_unroll = sizeof(Sample) == 1 ? 2 : TALLY_HISTOGRAM_UNROLL;
+/// Loads per thread of the byte kernel over all 256 values (byte_shift_mapper, shared memory, no
+/// aggregation), whose count of a byte takes few registers: four, where other byte kernels spill
+/// with four. Measured on an H100 in a standalone probe (results/2026-11-23-h100-byte-layout):
+/// uniform bytes 0.867 of the read bandwidth with two loads a thread, 0.900 with four, 0.885 with
+/// eight.
+inline constexpr int byte_replica_unroll = 4;
 /// Threads per block of packed16, which runs one large block per multiprocessor (65536 bins
 /// take 128 KiB), and its 16-byte loads per thread per tile: four (one for bytes, 16 samples a
 /// load). Measured on an H100 in a standalone probe (results/2026-11-22-h100-probes): four
@@ -48,7 +54,7 @@ inline constexpr int packed_unroll = sizeof(Sample) == 1 ? 1 : 4;
 /// `replicated` keeps up to this many copies of the bins per block: 32, one per lane, puts bin b of
 /// lane l at word b * 32 + l, in bank l, so a warp's increments never share a bank...
 inline constexpr int max_replicas = 32;
-/// Blocks per multiprocessor of the byte kernel with one replica per lane. Uniform bytes count
+/// Blocks per multiprocessor of the byte kernel with replicas. Uniform bytes count
 /// faster the fewer copies a multiprocessor holds: measured on an H100
 /// (results/2026-11-23-h100-bytes), kernel alone, 2^28 bytes, 1024 threads a block: one block per
 /// multiprocessor 0.845-0.854 of the read bandwidth on uniform bytes, 0.899-0.911 on one value;
@@ -59,6 +65,16 @@ inline constexpr int max_replicas = 32;
 inline constexpr int byte_replica_blocks_per_multiprocessor = TALLY_BYTE_REPLICA_BLOCKS_PER_SM;
 /// ...within this much shared memory, so several blocks still fit one multiprocessor.
 inline constexpr std::size_t replicated_shared_budget = std::size_t{48} << 10;
+/// Replicas of the byte kernel: bin x of replica r at word x * 64 + r, and thread t counts into
+/// replica t % 64 (lane l of an even warp in bank l, of an odd warp in bank l too, 32 words on).
+/// With a row of 64 words (256 bytes) per bin, the byte offset of a count is the byte value in
+/// bits 8-15 and the replica's offset (r * 4 <= 252) in bits 0-7: one byte permute (PRMT) builds it
+/// from the loaded word, so a byte costs two instructions, the permute and the shared-memory
+/// atomic, where the 32-replica layout (x * 128 + lane * 4) took five (shift, mask, multiply, add,
+/// atomic). Measured on an H100 (results/2026-11-23-h100-byte-layout).
+inline constexpr int byte_replicas = 64;
+/// The shared memory the byte replicas may take per block (256 bins: 64 KiB).
+inline constexpr std::size_t byte_replicas_shared_budget = std::size_t{128} << 10;
 /// Threads per block of the weighted histogram kernels (a first choice, not yet measured).
 inline constexpr int weighted_block_threads = 256;
 /// Threads per block of the merge and helper kernels.
