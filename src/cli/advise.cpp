@@ -51,7 +51,7 @@ struct advise_arguments {
   double lower = 0;
   double upper = 0;
   std::string backend_name = "auto";
-  run_count_options counts;
+  timing_options measuring;  ///< --runs, --warmup and --timing
   std::uint64_t seed = 20261122;
   std::string json;
   std::string plot;
@@ -325,16 +325,17 @@ int advise_typed(const advise_arguments& args, backend where, std::vector<T> sam
     bins = data_range<T>(samples, args.bins, path);
   }
   const bool on_gpu = where == backend::gpu;
-  const int runs = args.counts.runs_or_default(on_gpu);
-  const int warmup = args.counts.warmup_or_default(on_gpu);
+  const int runs = args.measuring.runs_or_default(on_gpu);
+  const int warmup = args.measuring.warmup_or_default(on_gpu);
 
   bench_environment env;
   static_cast<run_environment&>(env) = describe_run_environment(where);
   if (!args.quiet) std::fprintf(stderr, "[advise] measuring the read bandwidth\n");
-  measure_read_bandwidth(where, env);
+  measure_read_bandwidth(where, env, args.measuring.gpu_timing());
   env.warmup_runs = warmup;
   print_environment_header(stdout, "advise", env);
-  fmt::print("read bandwidth {:.1f} GB/s ({})\n", env.read_bytes_per_s * 1e-9, env.read_method);
+  fmt::print("read bandwidth {:.1f} GB/s ({}); timing: {}\n", env.read_bytes_per_s * 1e-9, env.read_method,
+             timing_text(env.timing));
   fmt::print("input: {}; {} even bins over [{:g}, {:g})\n\n", input_text, bins.num_bins, bins.lower, bins.upper);
   std::fflush(stdout);
 
@@ -353,7 +354,8 @@ int advise_typed(const advise_arguments& args, backend where, std::vector<T> sam
   const auto measure = [&]<class Counter>() {
     counter_bytes = sizeof(Counter);
     if (!args.quiet) std::fprintf(stderr, "[advise] %zu strategies, each checked, then timed\n", candidates.size());
-    histogram_runner<T, Counter> runner(where, bins.num_bins, runs, warmup, env.read_bytes_per_s);
+    histogram_runner<T, Counter> runner(where, bins.num_bins, runs, warmup, env.read_bytes_per_s,
+                                        args.measuring.gpu_timing());
     runner.run(base, std::span<const T>(samples), bins, candidates, rows);
     describe_counts<Counter>(runner.reference(), shape);
     shape.left_out = runner.reference_left_out();
@@ -411,7 +413,7 @@ int run_advise(const advise_arguments& args) {
     throw_invalid_argument(command_name, "--upper",
                            fmt::format("must be finite and above --lower (got [{:g}, {:g}))", args.lower, args.upper));
   }
-  args.counts.check(command_name);
+  args.measuring.check(command_name);
   if (!args.plot.empty()) check_plot_path(args.plot, command_name, "--plot");
   const backend where = choose_backend(args.backend_name);
 
@@ -478,7 +480,7 @@ void add_advise_command(CLI::App& app, int& exit_code) {
   sub->add_option("--backend", args->backend_name, "auto (the GPU when there is one), gpu or cpu")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();
-  args->counts.add_to(*sub, "Timed runs per strategy; the median counts (default: 15 GPU, 5 CPU)",
+  args->measuring.add_to(*sub, "Timed runs per strategy; the median counts (default: 15 GPU, 5 CPU)",
                       "Untimed runs first (default: 3 GPU, 1 CPU)");
   sub->add_option("--seed", args->seed, "Seed of a generated input")->capture_default_str();
   sub->add_option("--json", args->json, "Also write the rows, the input's statistics and the advice as JSON");

@@ -1,5 +1,5 @@
 // Parsing of counts written as 65536, 1e6 or 2^28 in the CLI's options, --backend, and --runs /
-// --warmup.
+// --warmup / --timing.
 #include "arguments.hpp"
 
 #include <cmath>
@@ -45,26 +45,39 @@ backend resolve_backend(const std::string& backend_name, std::string_view comman
   return backend::gpu;
 }
 
-void run_count_options::add_to(CLI::App& command, const std::string& runs_help, const std::string& warmup_help) {
+void timing_options::add_to(CLI::App& command, const std::string& runs_help, const std::string& warmup_help) {
   runs_option = command.add_option("--runs", runs, runs_help);
   warmup_option = command.add_option("--warmup", warmup, warmup_help);
+  command
+      .add_option("--timing", timing,
+                  "How a GPU run is timed: gpu (GPU time: the stream waits behind a kernel until the run is "
+                  "enqueued, so the host's launching is not counted, as nvbench does) or with_launch (events "
+                  "around the launching, on an idle stream)")
+      ->capture_default_str();
 }
 
-void run_count_options::check(std::string_view command) const {
+void timing_options::check(std::string_view command) const {
   if (runs_option != nullptr && runs_option->count() > 0 && runs < 1) {
     throw_invalid_argument(command, "--runs", "must be >= 1 (leave it out for the default)");
   }
   if (warmup_option != nullptr && warmup_option->count() > 0 && warmup < 0) {
     throw_invalid_argument(command, "--warmup", "must be >= 0 (leave it out for the default)");
   }
+  if (timing != gpu::to_string(gpu::run_timing::gpu) && timing != gpu::to_string(gpu::run_timing::with_launch)) {
+    throw_invalid_argument(command, "--timing", "must be gpu or with_launch (got '" + timing + "')");
+  }
 }
 
-int run_count_options::runs_or_default(bool on_gpu) const {
+int timing_options::runs_or_default(bool on_gpu) const {
   return runs_option != nullptr && runs_option->count() > 0 ? runs : (on_gpu ? 15 : 5);
 }
 
-int run_count_options::warmup_or_default(bool on_gpu) const {
+int timing_options::warmup_or_default(bool on_gpu) const {
   return warmup_option != nullptr && warmup_option->count() > 0 ? warmup : (on_gpu ? 3 : 1);
+}
+
+gpu::run_timing timing_options::gpu_timing() const {
+  return timing == gpu::to_string(gpu::run_timing::with_launch) ? gpu::run_timing::with_launch : gpu::run_timing::gpu;
 }
 
 }  // namespace tally::cli

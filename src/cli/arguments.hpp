@@ -1,12 +1,13 @@
 // Parsing of the CLI's option values that CLI11 does not parse itself (counts such as 2^28), the
-// choice of backend behind `--backend auto|gpu|cpu`, and the `--runs` / `--warmup` pair of the
-// commands that time strategies (bench, advise).
+// choice of backend behind `--backend auto|gpu|cpu`, and the `--runs` / `--warmup` / `--timing`
+// options of the commands that time strategies (bench, advise).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
 
+#include "tally/gpu/timing.hpp"
 #include "tally/strategy.hpp"
 
 namespace CLI {
@@ -30,21 +31,25 @@ std::int64_t parse_count(const std::string& text, std::string_view command, std:
 backend resolve_backend(const std::string& backend_name, std::string_view command);
 
 /**
- * @brief `--runs` and `--warmup` of a command that times strategies. Left out, each takes the
- * backend's default (15 timed runs after 3 warm-ups on a GPU, 5 after 1 on CPUs); given, its value,
- * so `--warmup 0` means none.
+ * @brief `--runs`, `--warmup` and `--timing` of a command that times strategies. Left out, the
+ * counts take the backend's default (15 timed runs after 3 warm-ups on a GPU, 5 after 1 on CPUs);
+ * given, their value, so `--warmup 0` means none. `--timing` says how a GPU run is timed
+ * (gpu::run_timing): `gpu` (the default) or `with_launch`.
  */
-struct run_count_options {
+struct timing_options {
   int runs = 0;
   int warmup = 0;
+  std::string timing{gpu::to_string(gpu::run_timing::gpu)};
   CLI::Option* runs_option = nullptr;    ///< set by add_to: whether --runs was given
   CLI::Option* warmup_option = nullptr;  ///< set by add_to: whether --warmup was given
 
   void add_to(CLI::App& command, const std::string& runs_help, const std::string& warmup_help);
-  /// Throws errc::invalid_argument naming the flag: a given --runs below 1 or --warmup below 0.
+  /// Throws errc::invalid_argument naming the flag: a given --runs below 1, --warmup below 0, or a
+  /// --timing other than gpu or with_launch.
   void check(std::string_view command) const;
   int runs_or_default(bool on_gpu) const;
   int warmup_or_default(bool on_gpu) const;
+  gpu::run_timing gpu_timing() const;
 };
 
 }  // namespace tally::cli

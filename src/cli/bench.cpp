@@ -42,7 +42,7 @@ struct bench_config {
   std::vector<std::string> types{"int32"};
   std::vector<std::string> bins{"256", "4096"};
   std::vector<std::string> sizes;
-  run_count_options given;  ///< --runs and --warmup as given
+  timing_options given;     ///< --runs, --warmup and --timing as given
   int runs = 0;             ///< timed runs per case: given, or the backend's default
   int warmup = 0;           ///< warm-up runs per case: likewise
   std::uint64_t seed = 20261122;
@@ -104,7 +104,8 @@ void for_each_binned_case(const bench_case& bc, const std::string& type_name, co
 template <class T, class Counter>
 void run_type(const bench_case& bc, const std::string& type_name) {
   const std::int64_t max_bins = *std::max_element(bc.bins.begin(), bc.bins.end());
-  histogram_runner<T, Counter> runner(bc.where, max_bins, bc.config.runs, bc.config.warmup, bc.read_bytes_per_s);
+  histogram_runner<T, Counter> runner(bc.where, max_bins, bc.config.runs, bc.config.warmup, bc.read_bytes_per_s,
+                                      bc.config.given.gpu_timing());
   for_each_binned_case<T>(bc, type_name, "histogram", [&](const bench_row& base, std::span<const T> host_samples,
                                                           const even_bins& bins) {
     runner.run(base, host_samples, bins, bc.strategies, bc.rows);
@@ -168,8 +169,7 @@ void verify_then_time(bench_row& row, const bench_case& bc, const std::function<
     }
     std::vector<double> times;
     if (on_gpu) {
-      (void)gpu::time_runs(run_once, warmup);
-      for (const float ms : gpu::time_runs(run_once, runs)) times.push_back(ms);
+      times = time_gpu_runs(row, run_once, warmup, runs, cfg.given.gpu_timing());
     } else {
       for (int run = 0; run < warmup + runs; ++run) {
         const double ms = host_ms([&] { run_once(nullptr); });
@@ -614,7 +614,7 @@ int run_bench(const bench_config& cfg) {
   bench_environment env;
   static_cast<run_environment&>(env) = describe_run_environment(where);
   if (!cfg.quiet) std::fprintf(stderr, "[bench] measuring the read bandwidth\n");
-  measure_read_bandwidth(where, env);
+  measure_read_bandwidth(where, env, cfg.given.gpu_timing());
   env.warmup_runs = effective.warmup;
   std::vector<bench_row> rows;
   const bench_case run{effective, where, strategies, distributions, bin_counts, sizes, env.read_bytes_per_s, rows};

@@ -11,6 +11,7 @@
 
 #include "host_timing.hpp"
 #include "tally/error.hpp"
+#include "tally/gpu/timing.hpp"
 
 namespace tally::cli {
 
@@ -29,7 +30,18 @@ void summarize_times(bench_row& row, std::vector<double> times_ms, std::int64_t 
 
 void print_environment(std::FILE* out, const bench_environment& env) {
   print_environment_header(out, "bench", env);
-  fmt::print(out, "read bandwidth {:.1f} GB/s ({})\n\n", env.read_bytes_per_s * 1e-9, env.read_method);
+  fmt::print(out, "read bandwidth {:.1f} GB/s ({}); timing: {}\n\n", env.read_bytes_per_s * 1e-9, env.read_method,
+             timing_text(env.timing));
+}
+
+std::string timing_text(const std::string& timing) {
+  if (timing == gpu::to_string(gpu::run_timing::gpu)) {
+    return "GPU time, each run held behind a kernel until it is enqueued (launch costs not counted)";
+  }
+  if (timing == gpu::to_string(gpu::run_timing::with_launch)) {
+    return "with launch, events around each run's launching on an idle stream";
+  }
+  return timing;
 }
 
 namespace {
@@ -201,7 +213,7 @@ void write_csv(const std::string& path, const bench_environment& env, const std:
   std::ofstream file(path);
   if (!file) throw error(errc::io_error, "--csv", "cannot write '" + path + "'");
   file << environment_csv_comment("bench", env) << ", read_bytes_per_s " << fmt::format("{:.6e}", env.read_bytes_per_s)
-       << " (" << env.read_method << ")\n";
+       << " (" << env.read_method << "), timing " << env.timing << "\n";
   file << "type,samples,distribution,bins,strategy,used,check,runs,median_ms,min_ms,noise_percent,samples_per_s,"
           "bytes_per_s,read_fraction,operation,variant,note\n";
   for (const bench_row& r : rows) {
@@ -218,6 +230,7 @@ nlohmann::json bench_json(std::string_view command, const bench_environment& env
   doc["read_bytes_per_s"] = env.read_bytes_per_s;
   doc["read_method"] = env.read_method;
   doc["warmup_runs"] = env.warmup_runs;
+  doc["timing"] = env.timing;
   nlohmann::json& out_rows = doc["rows"];
   out_rows = nlohmann::json::array();
   for (const bench_row& r : rows) {

@@ -20,6 +20,9 @@ struct bench_environment : run_environment {
   double read_bytes_per_s = 0.0;
   std::string read_method;  ///< how the read bandwidth was measured
   int warmup_runs = 0;      ///< untimed runs before each row's timed ones (a row's note says where fewer ran)
+  /// How each run was timed: on a GPU gpu::run_timing's name (gpu: GPU time, held until launched;
+  /// with_launch), on CPUs "wall_clock". A row whose runs fell back says so in its note.
+  std::string timing;
 };
 
 struct bench_row {
@@ -49,6 +52,8 @@ struct bench_row {
 void summarize_times(bench_row& row, std::vector<double> times_ms, std::int64_t bytes_read, double read_bytes_per_s);
 
 void print_environment(std::FILE* out, const bench_environment& env);
+/// bench_environment::timing in words, for the header of a report.
+std::string timing_text(const std::string& timing);
 /** @brief Whether a row has bins and a distribution: a histogram or a weighted histogram. */
 bool is_binned(const bench_row& row);
 /**

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <numeric>
 #include <optional>
 #include <span>
@@ -26,9 +27,26 @@ namespace tally::cli {
 /**
  * @brief Measures the read bandwidth of backend `where` into `env` (read_bytes_per_s and
  * read_method): on a GPU 16-byte streaming loads over max(1 GiB, 8 x L2), median of 20; on CPUs
- * an OpenMP streaming read of 8-byte words over 512 MiB, median of 7.
+ * an OpenMP streaming read of 8-byte words over 512 MiB, median of 7. `timing` is how the GPU's
+ * runs are timed, and env.timing records it.
  */
-void measure_read_bandwidth(backend where, bench_environment& env);
+void measure_read_bandwidth(backend where, bench_environment& env, gpu::run_timing timing);
+
+/**
+ * @brief `warmup` untimed, then `runs` timed runs of `once` on the GPU, timed as `timing` says;
+ * returns the timed runs' milliseconds. Where a run waited for the GPU itself and so had to be
+ * timed with its launch, the row's note says so.
+ */
+inline std::vector<double> time_gpu_runs(bench_row& row, const std::function<void(gpu::stream_t)>& once, int warmup,
+                                         int runs, gpu::run_timing timing) {
+  (void)gpu::time_runs(once, warmup, nullptr, timing);
+  const gpu::timed_runs timed = gpu::time_runs(once, runs, nullptr, timing);
+  if (timed.timing != timing) {
+    const std::string why = "timed with its launch: a run waits for the GPU itself";
+    row.note = row.note.empty() ? why : row.note + "; " + why;
+  }
+  return std::vector<double>(timed.ms.begin(), timed.ms.end());
+}
 
 /**
  * @brief Fills `row.verdict` (and `row.mismatch`) from a histogram against the reference: "exact",
@@ -71,16 +89,18 @@ inline std::optional<std::string> unrunnable_verdict(const error& e, strategy s)
  * @brief Measures histogram strategies on one case after another (T samples, Counter counts),
  * reusing its host and device buffers between cases. For each case: the CPU reference, then per
  * strategy one poisoned, checked run, then `warmup` untimed and `runs` timed runs (GPU: event
- * timed; CPU: wall clock) of the checked strategy. Strategies the backend cannot run for the
+ * timed as `timing` says; CPU: wall clock) of the checked strategy. Strategies the backend cannot run for the
  * case are reported as skipped.
  */
 template <class T, class Counter>
 class histogram_runner {
  public:
-  histogram_runner(backend where, std::int64_t max_bins, int runs, int warmup, double read_bytes_per_s)
+  histogram_runner(backend where, std::int64_t max_bins, int runs, int warmup, double read_bytes_per_s,
+                   gpu::run_timing timing)
       : where_(where),
         runs_(runs),
         warmup_(warmup),
+        timing_(timing),
         read_bytes_per_s_(read_bytes_per_s),
         expected_(static_cast<std::size_t>(max_bins)),
         got_(static_cast<std::size_t>(max_bins)) {
@@ -129,10 +149,7 @@ class histogram_runner {
             rows.push_back(row);
             continue;
           }
-          (void)gpu::time_runs([&](gpu::stream_t stream) { once(stream); }, warmup_);
-          for (const float ms : gpu::time_runs([&](gpu::stream_t stream) { once(stream); }, runs_)) {
-            times.push_back(ms);
-          }
+          times = time_gpu_runs(row, [&](gpu::stream_t stream) { once(stream); }, warmup_, runs_, timing_);
         } else {
           std::fill(have.begin(), have.end(), static_cast<Counter>(0xababababababababull));
           const histogram_result result = cpu::histogram_even(host_samples, have, bins, options);
@@ -169,6 +186,7 @@ class histogram_runner {
   backend where_;
   int runs_;
   int warmup_;
+  gpu::run_timing timing_;
   double read_bytes_per_s_;
   std::vector<Counter> expected_;
   std::vector<Counter> got_;

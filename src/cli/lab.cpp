@@ -110,10 +110,11 @@ double median_host_ms(int runs, const std::function<void()>& work) {
   return summarize_ms(std::move(times)).median_ms;
 }
 
-/// Median milliseconds of `runs` CUDA-event-timed launches of `work` after one warm-up.
+/// Median milliseconds of `runs` CUDA-event-timed launches of `work` after one warm-up (GPU time:
+/// each run held until launched).
 double median_gpu_ms(int runs, const std::function<void(gpu::stream_t)>& work) {
   (void)gpu::time_runs(work, 1);
-  const std::vector<float> times = gpu::time_runs(work, runs);
+  const std::vector<float> times = gpu::time_runs(work, runs).ms;
   return summarize_ms(std::vector<double>(times.begin(), times.end())).median_ms;
 }
 

@@ -19,8 +19,8 @@ namespace {
 bool built_with_cuda() noexcept { return false; }
 int device_count() noexcept { return 0; }
 device_info describe_device() { no_cuda(); }
-double measure_read_bandwidth(std::size_t, int) { no_cuda(); }
-std::vector<float> time_runs(const std::function<void(stream_t)>&, int, stream_t) { no_cuda(); }
+double measure_read_bandwidth(std::size_t, int, bool) { no_cuda(); }
+timed_runs time_runs(const std::function<void(stream_t)>&, int, stream_t, run_timing) { no_cuda(); }
 void synchronize() { no_cuda(); }
 
 namespace detail {

@@ -129,6 +129,7 @@ def test_named_distribution_uniform_plots_like_a_bench(tmp_path):
     (["--file", "a.npy", "--distribution", "uniform", "--bins", "16"], "--distribution"),
     (["--distribution", "uniform", "--bins", "16", "--runs", "0"], "--runs"),  # left out: the default
     (["--distribution", "uniform", "--bins", "16", "--warmup", "-1"], "--warmup"),
+    (["--distribution", "uniform", "--bins", "16", "--timing", "cpu"], "--timing"),
 ])
 def test_bad_arguments_name_the_flag(args, flag):
     result = run("advise", "--backend", "cpu", *args)

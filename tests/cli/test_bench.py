@@ -163,6 +163,7 @@ def test_cpu_bench_weighted_histograms_verify_every_strategy_both_ways(tmp_path)
     (("--runs", "0"), "--runs"),      # left out means the default; a given 0 or less is an error
     (("--runs", "-3"), "--runs"),
     (("--warmup", "-1"), "--warmup"),
+    (("--timing", "events"), "--timing"),
 ])
 def test_bench_usage_errors_exit_2_and_name_the_option(args, argument):
     full = list(args)
@@ -230,3 +231,33 @@ def test_bench_takes_a_given_zero_warm_ups_and_one_run(tmp_path):
     assert run("bench", "--backend", "cpu", "--sizes", "1000", "--bins", "16", "--strategies", "sequential",
                "--runs", "1", "--quiet", "--json", str(json_path)).returncode == 0
     assert json.loads(json_path.read_text())["warmup_runs"] == 1
+
+
+def test_bench_says_how_it_timed(tmp_path):
+    # CPUs: the wall clock, whatever --timing says (it names how GPU runs are timed).
+    json_path = tmp_path / "bench.json"
+    for timing in ("gpu", "with_launch"):
+        result = run("bench", "--backend", "cpu", "--sizes", "1000", "--bins", "16", "--strategies", "sequential",
+                     "--runs", "1", "--timing", timing, "--quiet", "--json", str(json_path))
+        assert result.returncode == 0, result.stderr
+        assert json.loads(json_path.read_text())["timing"] == "wall_clock"
+        assert "timing: wall_clock" in result.stdout
+
+
+@pytest.mark.skipif(not GPU_WANTED, reason="GPU benchmarks run only with TALLY_TEST_GPU=1 (a GPU and a CUDA build)")
+def test_gpu_bench_times_gpu_time_or_with_the_launch(tmp_path):
+    # GPU time (each run held until launched) by default; with_launch when asked. Both verified,
+    # both timed; the header and the JSON say which.
+    json_path = tmp_path / "bench.json"
+    for timing, header in (("gpu", "GPU time"), ("with_launch", "with launch")):
+        args = ["bench", "--backend", "gpu", "--sizes", "2^20", "--bins", "256", "--types", "uint8",
+                "--strategies", "replicated,cub", "--dists", "uniform", "--runs", "3", "--quiet", "--json", str(json_path)]
+        if timing != "gpu":
+            args += ["--timing", timing]
+        result = run(*args)
+        assert result.returncode == 0, result.stderr
+        doc = json.loads(json_path.read_text())
+        assert doc["timing"] == timing
+        assert header in result.stdout
+        assert doc["rows"] and all(r["check"] == "exact" and r["median_ms"] > 0 for r in doc["rows"])
+        assert not any("timed with its launch" in r["note"] for r in doc["rows"])
