@@ -104,6 +104,10 @@ __device__ __forceinline__ void count_cells(const cell_table& table, std::int64_
 /// The block's share of one chunk: positions [lo, hi) of bucket order, counted bucket by bucket
 /// into the shared `copy` (min(num_bins, 2^15) counters, zero on entry and left zero) and added
 /// to `counts`. Every thread of the block must call it.
+/// Within a bucket each warp takes an equal run of the block's positions and walks the cells that
+/// hold it, 32 at a time. (Handing out 32 cells a warp instead starved most warps when cells are
+/// whole tiles, as with sorted input: a block's share of 2^28 sorted samples is about 280 cells,
+/// 9 warps' worth.)
 template <int Threads, int Unroll, class Counter>
 __device__ __forceinline__ void count_block_share(const cell_table& table, std::uint32_t lo, std::uint32_t hi,
                                                   std::int64_t num_bins, std::uint32_t* copy, Counter* counts) {
@@ -113,10 +117,25 @@ __device__ __forceinline__ void count_block_share(const cell_table& table, std::
   const std::int64_t first_cell = last_cell_at_or_before(table.first, table.cells, lo);
   const std::int64_t last_cell = last_cell_at_or_before(table.first, table.cells, hi - 1);
   for (std::int64_t bucket = first_cell / table.tiles; bucket <= last_cell / table.tiles; ++bucket) {
-    const std::int64_t bucket_first = bucket * table.tiles > first_cell ? bucket * table.tiles : first_cell;
-    const std::int64_t bucket_last = (bucket + 1) * table.tiles - 1 < last_cell ? (bucket + 1) * table.tiles - 1 : last_cell;
-    for (std::int64_t chunk = bucket_first + warp * 32; chunk <= bucket_last; chunk += warps * 32) {
-      count_cells<Unroll>(table, chunk, bucket_last, lo, hi, copy);
+    // The bucket's positions within the block's share (table.first has an entry past the last
+    // cell, the chunk's total), split evenly over the warps.
+    const std::uint32_t bucket_begin_at = table.first[bucket * table.tiles];
+    const std::uint32_t bucket_end_at = table.first[(bucket + 1) * table.tiles];
+    const std::uint32_t share_lo = bucket_begin_at > lo ? bucket_begin_at : lo;
+    const std::uint32_t share_hi = bucket_end_at < hi ? bucket_end_at : hi;
+    if (share_lo < share_hi) {  // the same for every thread of the block
+      const std::uint64_t share = share_hi - share_lo;
+      const auto warp_lo = static_cast<std::uint32_t>(share_lo + share * warp / warps);
+      const auto warp_hi = static_cast<std::uint32_t>(share_lo + share * (warp + 1) / warps);
+      if (warp_lo < warp_hi) {  // the same for every lane of the warp
+        // The cells holding the warp's first and last positions: both in this bucket, as its
+        // positions are.
+        const std::int64_t warp_first = last_cell_at_or_before(table.first, table.cells, warp_lo);
+        const std::int64_t warp_last = last_cell_at_or_before(table.first, table.cells, warp_hi - 1);
+        for (std::int64_t chunk = warp_first; chunk <= warp_last; chunk += 32) {
+          count_cells<Unroll>(table, chunk, warp_last, warp_lo, warp_hi, copy);
+        }
+      }
     }
     __syncthreads();  // the bucket is counted
     // The last bucket may be partial: only bins below num_bins exist.
