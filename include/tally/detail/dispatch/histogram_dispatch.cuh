@@ -36,9 +36,11 @@ inline int replica_count(std::int64_t num_bins) {
 }
 
 /// Replicas for `replicated` over bytes that all map (byte_shift_mapper), whose kernels are built
-/// for one copy or tuning::byte_replicas only: those when they fit their budget, else one.
-inline int byte_replica_count(std::int64_t num_bins) {
-  return shared_copy_bytes(num_bins) * tuning::byte_replicas <= tuning::byte_replicas_shared_budget
+/// for one copy or tuning::byte_replicas only: those when they fit their budget and what this
+/// device gives a block (up to 512 bins on an H100; 99 KiB chips take up to 396), else one.
+inline int byte_replica_count(std::int64_t num_bins, const device_properties& props) {
+  const std::size_t bytes = shared_copy_bytes(num_bins) * tuning::byte_replicas;
+  return bytes <= tuning::byte_replicas_shared_budget && bytes <= props.shared_memory_per_block_optin
              ? tuning::byte_replicas
              : 1;
 }
@@ -83,7 +85,7 @@ inline const char* histogram_strategy_unfit(strategy s, std::int64_t num_bins, c
 }
 
 /// automatic: keep the counting on chip, in 32-bit counters while they fit one block's shared
-/// memory (one replica per lane for bytes, when that fits), then in 16-bit ones.
+/// memory (in replicas for bytes, when they fit), then in 16-bit ones.
 inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, std::size_t sample_bytes,
                                    const device_properties& props) {
   if (requested != strategy::automatic) return {requested, "asked for"};
@@ -92,15 +94,19 @@ inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, st
     // atomic unit the limit, and one copy per lane, each lane in its own bank, lifts uniform bytes
     // from 0.72 to 0.92 of the read bandwidth in a standalone kernel on 2026-11-22 (0.85 on
     // 2026-11-23's machine; tally bench 0.81, results/2026-11-23-h100-bytes); hot bins lose a
-    // little (0.93 to 0.90), as the merged increments no longer share a word. 64 replicas, a row of
-    // 256 bytes per bin, let one byte permute address a count (tuning::byte_replicas).
+    // little (0.93 to 0.90), as the merged increments no longer share a word. Bytes over all 256
+    // values (byte_shift_mapper) take 64 replicas, a row of 256 bytes per bin, so that one byte
+    // permute addresses a count (tuning::byte_replicas); other byte bins take 32. Up to 384 bins
+    // (replica_count): from 385 bins, where `replicated` by name still takes 64 (up to 512), the
+    // choice is shared_atomic, not measured against it.
     // Bytes that pile into few values count faster in one copy, where the hardware merges a warp's
     // increments of one word (shared_atomic 0.90-0.93 on one value against 0.86-0.90): each block
     // samples its first bytes and chooses (block_bytes_pile_up).
     return {strategy::replicated,
-            "byte samples: the shared-memory atomics are the limit, so each thread counts into one of 64 replicas, a "
-            "warp's lanes in 32 banks; each block samples its first bytes, and where they pile into few values it counts into one "
-            "plain copy instead, whose increments of one value the hardware merges"};
+            "byte samples: the shared-memory atomics are the limit, so each lane counts into a replica of its own, "
+            "in its own bank; over all 256 byte values, 64 replicas, and each block samples its first bytes and, "
+            "where they pile into few values, counts into one plain copy instead, whose increments of one value "
+            "the hardware merges"};
   }
   if (shared_copy_bytes(num_bins) <= props.shared_memory_per_block_optin) {
     // Measured on an H100 (results/): with increments the hardware merges per warp, the plain
@@ -260,7 +266,7 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
     case strategy::replicated: {
       int copies = 1;
       if (s == strategy::replicated) {
-        copies = std::is_same_v<Mapper, byte_shift_mapper> ? byte_replica_count(num_bins) : replica_count(num_bins);
+        copies = std::is_same_v<Mapper, byte_shift_mapper> ? byte_replica_count(num_bins, props) : replica_count(num_bins);
       }
       auto kernel = s == strategy::warp_aggregated
                         ? shared_atomic_histogram_kernel<aggregation::warp, Sample, Counter, Mapper>
