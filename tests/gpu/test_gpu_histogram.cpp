@@ -326,7 +326,7 @@ TEST(GpuHistogramStrategies, ByteSamplesInBinsOfWidthOneAreCountedWithoutRangeCh
 }
 
 TEST(GpuHistogramStrategies, BytesCountExactlyWhateverLayoutEachBlockSamplesItsWayTo) {
-  // automatic lets each block of the byte kernel sample its first bytes and count into 32
+  // automatic lets each block of the byte kernel sample its first bytes and count into 64
   // replicas (spread bytes) or one plain copy (bytes piled on few values); test_gpu_block_pieces
   // checks the decisions themselves. Blocks of one launch may choose differently, and a block's
   // later bytes may look nothing like its sample: segments of uniform bytes alternate with
@@ -358,6 +358,23 @@ TEST(GpuHistogramStrategies, BytesCountExactlyWhateverLayoutEachBlockSamplesItsW
       const auto got = gpu::histogram_even(shifted, counts.span(), even_bins{256, 0.0, 256.0});
       EXPECT_EQ(download(counts), expected);
       EXPECT_EQ(got.left_out, 0u);
+    }
+  }
+}
+
+TEST(GpuHistogramStrategies, BytesCountExactlyInReplicasUpToTheirLimit) {
+  // Bytes over all 256 values take 64 replicas up to 512 bins: [-256, 256) is the largest shift,
+  // every count at the far end of the copy; from 513 bins one copy. Both ends of the byte range
+  // are in the input.
+  std::mt19937_64 rng(seed + 29);
+  std::vector<std::uint8_t> host((std::size_t{1} << 20) + 3);
+  for (auto& x : host) x = static_cast<std::uint8_t>(rng());
+  host[0] = 0;
+  host[1] = 255;
+  for (const even_bins bins : {even_bins{512, -256.0, 256.0}, even_bins{513, -257.0, 256.0}}) {
+    for (const strategy s : {strategy::replicated, strategy::automatic, strategy::shared_atomic}) {
+      SCOPED_TRACE(::testing::Message() << "bins=" << bins.num_bins << " " << to_string(s));
+      expect_even_matches<std::uint8_t, std::uint32_t>(host, bins, s, upper_edge::exclusive);
     }
   }
 }

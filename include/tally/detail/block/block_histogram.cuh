@@ -125,9 +125,10 @@ __device__ __forceinline__ void add_vector_of_bytes(std::uint32_t* row, const ui
 /// Adds the 16 bytes of one vector to tuning::byte_replicas (64) replicas, where byte x of replica
 /// r counts at word x * 64 + r of `rows` (the copy moved by the shift; the same for the whole
 /// block). The count's byte offset, x * 256 + r * 4, is the byte in bits 8-15 and `replica_offset`
-/// (r * 4, at most 252) in bits 0-7: one byte permute (__byte_perm, PRMT) puts them together, and
-/// the atomic adds `rows` in its address. Two instructions per byte, where x * 128 + lane * 4 took
-/// five (results/2026-11-23-h100-byte-layout).
+/// (r * 4, at most 252) in bits 0-7: one byte permute (__byte_perm, PRMT) puts them together, then
+/// an add of `rows` (which a bare kernel's atomic takes in its address) and the atomic: three
+/// instructions per byte, where x * 128 + lane * 4 took five. The atomics are the limit, so this
+/// saves issue slots rather than time (results/2026-11-23-h100-byte-layout).
 __device__ __forceinline__ void add_vector_of_bytes_to_replicas(std::uint32_t* rows, std::uint32_t replica_offset,
                                                                 const uint4& raw) {
   static_assert(tuning::byte_replicas * 4 == 256, "a bin's row is 256 bytes, so the byte value is the offset's second byte");
@@ -225,11 +226,11 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
 
 /// Counts this thread's share of bytes that all map (byte_shift_mapper) into a block's copy in
 /// shared memory: tuning::byte_replicas replicas (thread t in replica t % 64), or, with `copies`
-/// 1, one plain copy. The layout is chosen once, outside the walk, so the loop holds the loads, a
-/// permute (or a shift and a mask) and an atomic per byte, nothing else: the same count through
-/// count_vectorized's visitor, which chose the layout per vector, ran at 0.850 of the read
-/// bandwidth on uniform bytes on an H100 where a bare kernel of this loop ran at 0.899
-/// (results/2026-11-23-h100-byte-layout).
+/// 1, one plain copy. The layout is chosen once, outside the walk, and bytes need none of
+/// count_vectorized's mapping, so the loop holds the loads, a permute (or a shift and a mask) and an
+/// atomic per byte. (On an H100 it timed the same as count_vectorized choosing the layout per
+/// vector, 0.1041 ms for 2^28 uniform bytes with the start_output protocol; without the protocol
+/// 0.1003, and a bare kernel of this loop 0.0996: results/2026-11-23-h100-byte-layout.)
 template <int Unroll>
 __device__ __forceinline__ void count_all_bytes(const std::uint8_t* samples, std::int64_t num_samples,
                                                 const byte_shift_mapper& map, std::uint32_t* copy, int copies) {
@@ -259,8 +260,8 @@ __device__ __forceinline__ void count_all_bytes(const std::uint8_t* samples, std
 struct output_start_words {
   std::uint64_t* left_out;         ///< the call's left-out count (zeroed by the caller)
   /// 0 between calls, 1 while a block zeroes, 2 once it has; null when the caller zeroed the
-  /// counts before the launch, and start_output, wait_for_zeroed_output and finish_output are
-  /// skipped.
+  /// counts before the launch: then the kernel must call none of start_output,
+  /// wait_for_zeroed_output and finish_output (they dereference it).
   std::uint64_t* zeroed;
   std::uint64_t* blocks_finished;  ///< 0 between calls
 };

@@ -1,7 +1,8 @@
 // How the grid walks the samples: 16-byte loads, coalesced across each warp and several in flight
 // per thread, with the unaligned head and the short tail done one sample at a time. Each loaded
-// vector is handed to `visit(items, valid)`; every lane of a warp takes part in every call, so
-// visitors may use warp votes.
+// vector is handed to `visit(vector, valid)`, as a sample_vector of items or, to a visitor that
+// takes `const uint4&`, as the four words loaded; every lane of a warp takes part in every call,
+// so visitors may use warp votes.
 #pragma once
 
 #include <cstdint>

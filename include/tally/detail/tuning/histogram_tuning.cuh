@@ -39,9 +39,9 @@ template <class Sample>
 inline constexpr int histogram_unroll = sizeof(Sample) == 1 ? 2 : TALLY_HISTOGRAM_UNROLL;
 /// Loads per thread of the byte kernel over all 256 values (byte_shift_mapper, shared memory, no
 /// aggregation), whose count of a byte takes few registers: four, where other byte kernels spill
-/// with four. Measured on an H100 in a standalone probe (results/2026-11-23-h100-byte-layout):
-/// uniform bytes 0.867 of the read bandwidth with two loads a thread, 0.900 with four, 0.885 with
-/// eight.
+/// with four. Measured on an H100 in a standalone probe of 32 replicas, timed with the launch
+/// (results/2026-11-23-h100-byte-layout): uniform bytes 0.867 of the read bandwidth with two loads a
+/// thread, 0.900 with four, 0.885 with eight.
 inline constexpr int byte_replica_unroll = 4;
 /// Threads per block of packed16, which runs one large block per multiprocessor (65536 bins
 /// take 128 KiB), and its 16-byte loads per thread per tile: four (one for bytes, 16 samples a
@@ -54,7 +54,8 @@ inline constexpr int packed_unroll = sizeof(Sample) == 1 ? 1 : 4;
 /// `replicated` keeps up to this many copies of the bins per block: 32, one per lane, puts bin b of
 /// lane l at word b * 32 + l, in bank l, so a warp's increments never share a bank...
 inline constexpr int max_replicas = 32;
-/// Blocks per multiprocessor of the byte kernel with replicas. Uniform bytes count
+/// Blocks per multiprocessor of the byte kernel with replicas (measured with 32; not measured again
+/// with 64, 64 KiB a block). Uniform bytes count
 /// faster the fewer copies a multiprocessor holds: measured on an H100
 /// (results/2026-11-23-h100-bytes), kernel alone, 2^28 bytes, 1024 threads a block: one block per
 /// multiprocessor 0.845-0.854 of the read bandwidth on uniform bytes, 0.899-0.911 on one value;
@@ -71,7 +72,8 @@ inline constexpr std::size_t replicated_shared_budget = std::size_t{48} << 10;
 /// bits 8-15 and the replica's offset (r * 4 <= 252) in bits 0-7: one byte permute (PRMT) builds it
 /// from the loaded word, so a byte costs two instructions, the permute and the shared-memory
 /// atomic, where the 32-replica layout (x * 128 + lane * 4) took five (shift, mask, multiply, add,
-/// atomic). Measured on an H100 (results/2026-11-23-h100-byte-layout).
+/// atomic). Measured on an H100 in bare kernels, the two timed the same (0.0986 and 0.0988 ms for
+/// 2^28 uniform bytes): the atomics are the limit (results/2026-11-23-h100-byte-layout).
 inline constexpr int byte_replicas = 64;
 /// The shared memory the byte replicas may take per block (256 bins: 64 KiB).
 inline constexpr std::size_t byte_replicas_shared_budget = std::size_t{128} << 10;
