@@ -241,7 +241,12 @@ timed_runs time_runs(const std::function<void(stream_t)>& work, int runs, stream
       work(stream);
       detail::check_cuda(cudaEventRecord(events.stop(), stream), "cudaEventRecord");
     } catch (...) {
-      if (timing == run_timing::gpu) *hold.release = 1;  // let the stream go before the error leaves
+      if (timing == run_timing::gpu) {
+        // Let the stream go, and wait for the hold to end before the error leaves: a later timing
+        // resets the flag, and a hold still running then would spin to its timeout.
+        *hold.release = 1;
+        (void)cudaStreamSynchronize(stream);
+      }
       throw;
     }
     if (timing == run_timing::gpu) {
