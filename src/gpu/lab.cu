@@ -8,6 +8,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda_check.hpp"
+#include "event_pair.hpp"
 #include "tally/detail/dispatch/device_properties.cuh"
 #include "tally/detail/dispatch/lab_dispatch.cuh"
 #include "tally/error.hpp"
@@ -18,39 +19,9 @@ namespace tally::lab {
 
 using gpu::device_buffer;
 using gpu::detail::check_cuda;
+using gpu::detail::event_pair;
 
 namespace {
-
-/// A pair of CUDA events, destroyed with the object.
-class event_pair {
- public:
-  event_pair() {
-    check_cuda(cudaEventCreate(&start_), "cudaEventCreate");
-    if (cudaError_t e = cudaEventCreate(&stop_); e != cudaSuccess) {
-      cudaEventDestroy(start_);
-      check_cuda(e, "cudaEventCreate");
-    }
-  }
-  event_pair(const event_pair&) = delete;
-  event_pair& operator=(const event_pair&) = delete;
-  ~event_pair() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  cudaEvent_t start() const { return start_; }
-  cudaEvent_t stop() const { return stop_; }
-  /// Waits for the stop event; the milliseconds between the two.
-  double elapsed_ms() const {
-    check_cuda(cudaEventSynchronize(stop_), "cudaEventSynchronize");
-    float ms = 0.0f;
-    check_cuda(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
-    return ms;
-  }
-
- private:
-  cudaEvent_t start_ = nullptr;
-  cudaEvent_t stop_ = nullptr;
-};
 
 std::string launch_name(const contention_case& c) {
   return "contention kernel (" + std::string(to_string(c.op)) + ", " + std::string(to_string(c.memory)) + ", " +

@@ -11,6 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda_check.hpp"
+#include "event_pair.hpp"
 #include "tally/detail/workspace_slots.hpp"
 #include "tally/gpu.hpp"
 #include "tally/gpu/timing.hpp"
@@ -192,30 +193,6 @@ hold_words process_hold_words() {
   return {words, words + 1};
 }
 
-/// Owns the two events of a timing loop.
-class event_pair {
- public:
-  event_pair() {
-    detail::check_cuda(cudaEventCreate(&start_), "cudaEventCreate");
-    if (cudaError_t e = cudaEventCreate(&stop_); e != cudaSuccess) {
-      cudaEventDestroy(start_);
-      detail::check_cuda(e, "cudaEventCreate");
-    }
-  }
-  ~event_pair() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  event_pair(const event_pair&) = delete;
-  event_pair& operator=(const event_pair&) = delete;
-  cudaEvent_t start() const { return start_; }
-  cudaEvent_t stop() const { return stop_; }
-
- private:
-  cudaEvent_t start_ = nullptr;
-  cudaEvent_t stop_ = nullptr;
-};
-
 constexpr std::uint64_t hold_timeout_ns = 500'000'000;  // 0.5 s: far longer than any enqueueing
 
 }  // namespace
@@ -224,7 +201,7 @@ timed_runs time_runs(const std::function<void(stream_t)>& work, int runs, stream
   // One timing at a time in the process: the hold words are shared.
   static std::recursive_mutex one_timing;
   const std::lock_guard<std::recursive_mutex> lock(one_timing);
-  const event_pair events;
+  const detail::event_pair events;
   timed_runs out;
   out.timing = timing;
   out.ms.reserve(static_cast<std::size_t>(std::max(runs, 0)));
@@ -253,15 +230,13 @@ timed_runs time_runs(const std::function<void(stream_t)>& work, int runs, stream
       std::atomic_thread_fence(std::memory_order_seq_cst);  // every enqueue is done before the release
       *hold.release = 1;
     }
-    detail::check_cuda(cudaEventSynchronize(events.stop()), "cudaEventSynchronize");
+    const double ms = events.elapsed_ms();  // waits for the run
     if (timing == run_timing::gpu && *hold.timed_out != 0) {
       // The run waited for the held stream itself: its time includes the hold. Time every run again
       // with the launch counted.
       return time_runs(work, runs, stream, run_timing::with_launch);
     }
-    float ms = 0.0f;
-    detail::check_cuda(cudaEventElapsedTime(&ms, events.start(), events.stop()), "cudaEventElapsedTime");
-    out.ms.push_back(ms);
+    out.ms.push_back(static_cast<float>(ms));
   }
   return out;
 }
