@@ -5,8 +5,8 @@
 // commit's memset change (64 replicas; C' with its byte sampling); D/E: with the call's memset and
 // through dispatch_histogram; F: the library's pieces (count_all_bytes) with a memset and without
 // the start_output protocol; G: B's loop with the protocol. Builds against include/ of the commit
-// that adds it: since that commit the dispatch zeroes the byte kernel's counts with a memset, so C
-// now needs a null output.zeroed to match what the library runs.
+// that adds it. Since then the byte kernel never runs the protocol (its counts are zeroed by the
+// dispatch's memset), so built against a later include/, C times what F and D time.
 //   nvcc -std=c++20 -O3 -arch=sm_90 --expt-relaxed-constexpr --extended-lambda -DTALLY_WITH_CUDA=1 \
 //        -I../../include probe-library-kernel.cu
 #include <algorithm>

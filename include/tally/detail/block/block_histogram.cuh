@@ -259,10 +259,7 @@ __device__ __forceinline__ void count_all_bytes(const std::uint8_t* samples, std
 /// H100: 1.5% of 2^28 bytes counted at the read bandwidth).
 struct output_start_words {
   std::uint64_t* left_out;         ///< the call's left-out count (zeroed by the caller)
-  /// 0 between calls, 1 while a block zeroes, 2 once it has; null when the caller zeroed the
-  /// counts before the launch: then the kernel must call none of start_output,
-  /// wait_for_zeroed_output and finish_output (they dereference it).
-  std::uint64_t* zeroed;
+  std::uint64_t* zeroed;           ///< 0 between calls, 1 while a block zeroes, 2 once it has
   std::uint64_t* blocks_finished;  ///< 0 between calls
 };
 

@@ -160,7 +160,7 @@ inline cudaError_t launch_merge(const std::uint32_t* copies, int num_copies, std
 }
 
 /// Whether strategy `s` counts bytes over all 256 values with the byte kernel (count_all_bytes):
-/// byte_shift_mapper and no aggregation.
+/// byte_shift_mapper and no aggregation, the kernel's `all_bytes`.
 template <class Mapper>
 inline bool counts_all_bytes(strategy s) {
   return std::is_same_v<Mapper, byte_shift_mapper> && (s == strategy::shared_atomic || s == strategy::replicated);
@@ -277,9 +277,8 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
       if (cudaError_t e = histogram_grid(kernel, num_samples, bytes, props, max_blocks, blocks, threads); e != cudaSuccess) {
         return e;
       }
-      const bool zeroed_before = !zeroes_own_output<Mapper>(s, num_samples);  // by the memset above
-      const output_start_words output{left_out, zeroed_before ? nullptr : left_out + scalar_slot::output_zeroed,
-                                      zeroed_before ? nullptr : left_out + scalar_slot::output_blocks_finished};
+      const output_start_words output{left_out, left_out + scalar_slot::output_zeroed,
+                                      left_out + scalar_slot::output_blocks_finished};
       kernel<<<blocks, threads, bytes, stream>>>(samples, num_samples, counts, map, output, copies, sample_input);
       break;
     }

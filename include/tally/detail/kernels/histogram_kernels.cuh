@@ -55,8 +55,8 @@ global_privatized_histogram_kernel(const Sample* samples, std::int64_t num_sampl
 /// `sample_input` (automatic), a block of bytes in replicas looks at its first samples and,
 /// where they pile into few values, counts into one plain copy instead, in the same shared memory
 /// (block_bytes_pile_up); bytes over all 256 values take count_all_bytes. The launch zeroes
-/// `counts` itself (start_output), so they need no memset before it, unless `output.zeroed` is
-/// null: then the caller zeroed them (the byte kernel, zeroes_own_output).
+/// `counts` itself (start_output), so they need no memset before it, except the byte kernel
+/// (`all_bytes`), whose counts the dispatch zeroes with a memset (zeroes_own_output).
 template <aggregation Aggregate, class Sample, class Counter, class Mapper>
 __global__ void __launch_bounds__(tuning::histogram_block_threads<Sample>, tuning::histogram_min_blocks<Sample>)
 shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
@@ -72,8 +72,10 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
     }
   }
   zero_block_copy(shared_copy, map.num_bins() * copies);
-  const bool zeroes_counts = output.zeroed != nullptr;  // else a memset did, before the launch
-  if (zeroes_counts) {
+  // The same split as the dispatch's counts_all_bytes: the byte kernel's counts were zeroed by a
+  // memset before the launch.
+  constexpr bool zeroes_counts = !all_bytes;
+  if constexpr (zeroes_counts) {
     start_output(counts, map.num_bins(), output);  // its barrier also orders the copy's zeroing before counting
   } else {
     __syncthreads();  // the copy is zeroed before counting
@@ -85,10 +87,10 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
     left_out = count_vectorized<Aggregate, unroll, copy_memory::shared>(samples, num_samples, map, shared_copy, copies);
   }
   __syncthreads();  // every count is in before the copy is read
-  if (zeroes_counts) wait_for_zeroed_output(output);
+  if constexpr (zeroes_counts) wait_for_zeroed_output(output);
   add_block_copy(shared_copy, map.num_bins(), counts, copies);
   warp_add_to(left_out, output.left_out);
-  if (zeroes_counts) finish_output(output);
+  if constexpr (zeroes_counts) finish_output(output);
 }
 
 /// A shared-memory histogram per block, written out whole to the block's slice of
