@@ -12,6 +12,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/quick_mode.hpp"
 #include "tally/gpu.hpp"
 #include "tally/gpu/timing.hpp"
 
@@ -108,6 +109,10 @@ TEST(GpuTiming, ReadBandwidthMeasuresEitherWay) {
   const double with_launch = gpu::measure_read_bandwidth(bytes, 5, true);
   EXPECT_GT(held, 1e9);
   EXPECT_GT(with_launch, 1e9);
+  // Under compute-sanitizer (TALLY_TEST_QUICK=1) both kernels still run and are checked, but the
+  // times are the sanitizer's, with other sanitized programs beside it on the GPU: on an H100,
+  // 154 GB/s held against 162 with the launch under memcheck. Comparing them says nothing.
+  if (quick_mode()) GTEST_SKIP() << "quick mode (compute-sanitizer): the two bandwidths are not compared";
   // Held, the launch is not counted: never meaningfully slower than with it (on an H100 over 256
   // MiB, 2979 GB/s against 2897).
   EXPECT_GE(held, 0.95 * with_launch);
