@@ -219,7 +219,8 @@ TYPED_TEST(GpuLargeBins, AutomaticPartitionsBinsBeyondSharedMemory) {
 }
 
 /// 2^26 samples, several chunks' worth of tiles and every block of the second pass busy: hot bins
-/// in a uniform tail with samples outside the bins, and uniform data that turns into one bin.
+/// in a uniform tail with samples outside the bins, loguniform data over 2^24 bins, and uniform
+/// data that turns into one bin.
 TEST(GpuLargeBinsBig, TwoTo26SamplesAreCountedExactly) {
   const std::size_t n = std::size_t{1} << (quick_mode() ? 22 : 26);
   const std::int64_t num_bins = std::int64_t{1} << 24;
@@ -232,6 +233,13 @@ TEST(GpuLargeBinsBig, TwoTo26SamplesAreCountedExactly) {
     SCOPED_TRACE(std::string(tally::to_string(s)));
     expect_matches<std::int32_t, std::uint32_t>(host, samples.const_span(), even_bins{num_bins, 0.0, 16777216.0}, s, s);
   }
+  // Loguniform over 2^24 bins: 5 in 8 samples in the first bucket, the last buckets nearly empty,
+  // so the second pass's blocks split their work by cells as much as by samples.
+  const std::vector<std::int32_t> tail = to_samples<std::int32_t>(
+      make_bins(spread::loguniform, n, num_bins, seed + 9), num_bins, seed + 9);
+  auto tail_samples = to_device(tail);
+  expect_matches<std::int32_t, std::uint32_t>(tail, tail_samples.const_span(), even_bins{num_bins, 0.0, 16777216.0},
+                                              strategy::partitioned, strategy::partitioned);
   const std::vector<std::int32_t> phases = to_samples<std::int32_t>(
       make_bins(spread::uniform_then_single, n, std::int64_t{1} << 20, seed + 8), std::int64_t{1} << 20, seed + 8);
   auto phase_samples = to_device(phases);

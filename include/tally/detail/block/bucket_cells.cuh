@@ -21,21 +21,25 @@ struct cell_table {
   std::int64_t cells;
 };
 
-/// The last cell c in [0, cells) with first[c] <= position, searched by a whole warp 32 ways at a
-/// time (about five rounds of loads for 2^24 cells, not 24). Every lane of the warp must call it
-/// and gets the same answer. first[0] = 0 <= position, which the search keeps as its invariant:
-/// first[low] <= position.
-__device__ __forceinline__ std::int64_t last_cell_at_or_before(const std::uint32_t* first, std::int64_t cells,
-                                                               std::uint32_t position) {
+/// The work of a block of the second pass is measured in samples plus tuning::cell_work for each
+/// cell it walks, so a block whose share lies in sparse buckets (many cells of a sample or none:
+/// the tail of loguniform data at 2^24 bins) walks about as long as one in a dense bucket. work(c)
+/// = first[c] + cell_work * c never decreases; work(cells) is the chunk's whole work.
+__device__ __forceinline__ std::uint64_t work_before_cell(const cell_table& table, std::int64_t cell) {
+  return std::uint64_t{table.first[cell]} + static_cast<std::uint64_t>(tuning::cell_work) * static_cast<std::uint64_t>(cell);
+}
+
+/// The last index c in [low, high) for which `at_or_before(c)` holds, where it holds for low and,
+/// once it fails, for no later index. Searched by a whole warp 32 ways at a time (about five rounds
+/// of loads for 2^24 cells, not 24). Every lane of the warp must call it and gets the same answer.
+template <class AtOrBefore>
+__device__ __forceinline__ std::int64_t last_index_where(std::int64_t low, std::int64_t high, AtOrBefore at_or_before) {
   constexpr unsigned all_lanes = 0xffffffffu;
   const int lane = static_cast<int>(threadIdx.x % 32);
-  std::int64_t low = 0;
-  std::int64_t high = cells;  // the answer is in [low, high)
-  while (true) {
+  while (true) {  // the answer is in [low, high)
     const std::int64_t step = high - low > 32 ? (high - low + 31) / 32 : 1;
     const std::int64_t probe = low + lane * step;
-    const bool at_or_before = probe < high && first[probe] <= position;
-    const unsigned lanes = __ballot_sync(all_lanes, at_or_before);  // lane 0 always: first[low] <= position
+    const unsigned lanes = __ballot_sync(all_lanes, probe < high && at_or_before(probe));  // lane 0 always
     const int last = 31 - __clz(static_cast<int>(lanes));
     if (step == 1) return low + last;
     low += last * step;
@@ -43,44 +47,90 @@ __device__ __forceinline__ std::int64_t last_cell_at_or_before(const std::uint32
   }
 }
 
-/// Counts the offsets of cells [chunk_first, chunk_first + 32) (none beyond `last_cell`), clipped
-/// to positions [lo, hi), into the shared `copy`. One warp; every lane must call it. Lane l reads
-/// cell chunk_first + l's bounds, then the warp walks the cells' samples as one flat list (lane k
-/// takes samples k, k + 32, ... of the list and finds its cell by a binary search over the lanes'
-/// prefix sums), so cells of a few samples keep every lane busy and loads coalesced.
+/// A point of a chunk's work: the cell holding it, and the position (in bucket order) of the first
+/// sample at or after it.
+struct work_point {
+  std::int64_t cell;
+  std::uint32_t position;
+};
+
+/// The point of work unit `unit`, searching cells [low, high) (high <= cells + 1), where
+/// work_before_cell(low) <= unit. Units past a cell's samples (its walking cost) take the position
+/// after them. Every lane of the warp must call it and gets the same answer.
+__device__ __forceinline__ work_point point_at_work(const cell_table& table, std::uint64_t unit, std::int64_t low,
+                                                    std::int64_t high) {
+  const std::int64_t cell =
+      last_index_where(low, high, [&](std::int64_t c) { return work_before_cell(table, c) <= unit; });
+  if (cell >= table.cells) return {cell, table.first[table.cells]};
+  const std::uint32_t begin = table.first[cell];
+  const std::uint32_t size = table.first[cell + 1] - begin;
+  const std::uint64_t into = unit - work_before_cell(table, cell);
+  return {cell, begin + static_cast<std::uint32_t>(into < size ? into : size)};
+}
+
+/// Offsets are read in granules: 8 of them, one aligned 16-byte word. Tiles start at multiples of
+/// partition_tile offsets, a multiple of 8, so a granule never leaves its tile.
+inline constexpr int granule = 8;
+static_assert(tuning::partition_tile % granule == 0);
+
+/// One cell's bounds as a lane of count_cells reads them: its first position and the next cell's
+/// (in bucket order), and where its offsets start within its tile's.
+struct cell_bounds {
+  std::uint32_t begin = 0;
+  std::uint32_t end = 0;  ///< begin == end: empty, or beyond the cells walked
+  std::uint32_t start = 0;
+};
+
+/// The bounds of `cell`, or an empty cell when it is beyond `last_cell`.
+__device__ __forceinline__ cell_bounds read_cell_bounds(const cell_table& table, std::int64_t cell,
+                                                        std::int64_t last_cell) {
+  if (cell > last_cell) return {};
+  return {table.first[cell], table.first[cell + 1], table.start[cell]};
+}
+
+/// Counts the offsets of 32 cells starting at `chunk_first` (lane l holds cell chunk_first + l's
+/// `bounds`, empty beyond the cells walked), clipped to positions [lo, hi), into the shared `copy`.
+/// One warp; every lane must call it. The warp walks the granules that hold the cells' samples as
+/// one flat list (lane k takes granules k, k + 32, ... and finds its cell by a binary search over
+/// the lanes' prefix sums) and counts the slots of each granule that belong to its cell. Cells of
+/// a few samples keep every lane busy, and every load is a whole 16-byte word.
 template <int Unroll>
-__device__ __forceinline__ void count_cells(const cell_table& table, std::int64_t chunk_first, std::int64_t last_cell,
+__device__ __forceinline__ void count_cells(const cell_table& table, std::int64_t chunk_first, cell_bounds bounds,
                                             std::uint32_t lo, std::uint32_t hi, std::uint32_t* copy) {
   constexpr unsigned all_lanes = 0xffffffffu;
   const int lane = static_cast<int>(threadIdx.x % 32);
   const std::int64_t cell = chunk_first + lane;
-  std::uint32_t size = 0;
-  std::int64_t source = 0;  // index in `offsets` of the cell's first sample at or after lo
-  if (cell <= last_cell) {
-    const std::uint32_t begin = table.first[cell];
-    const std::uint32_t end = table.first[cell + 1];
-    const std::uint32_t from = begin > lo ? begin : lo;
-    const std::uint32_t to = end < hi ? end : hi;
-    if (to > from) {
-      size = to - from;
-      source = (cell % table.tiles) * tuning::partition_tile + table.start[cell] + (from - begin);
-    }
+  std::uint32_t granules = 0;
+  std::uint32_t source = 0;  // index in `offsets` of the granule holding the cell's first sample at or after lo
+  std::uint32_t window = 0;  // (samples << 3) | the slot of that first sample in its granule
+  const std::uint32_t from = bounds.begin > lo ? bounds.begin : lo;
+  const std::uint32_t to = bounds.end < hi ? bounds.end : hi;
+  if (to > from) {
+    // Below 2^32: a chunk's tiles hold at most 2^28 + partition_tile offsets.
+    const auto at = static_cast<std::uint32_t>((cell % table.tiles) * tuning::partition_tile) + bounds.start +
+                    (from - bounds.begin);
+    const std::uint32_t head = at % granule;
+    source = at - head;
+    window = (to - from) << 3 | head;
+    granules = (head + (to - from) + granule - 1) / granule;
   }
-  std::uint32_t inclusive = size;
+  std::uint32_t inclusive = granules;
   for (int offset = 1; offset < 32; offset *= 2) {
     const std::uint32_t below = __shfl_up_sync(all_lanes, inclusive, offset);
     if (lane >= offset) inclusive += below;
   }
-  const std::uint32_t exclusive = inclusive - size;
-  const std::uint32_t total = __shfl_sync(all_lanes, inclusive, 31);  // < 32 * partition_tile
+  const std::uint32_t exclusive = inclusive - granules;
+  const std::uint32_t total = __shfl_sync(all_lanes, inclusive, 31);
 
   for (std::uint32_t base = 0; base < total; base += 32 * Unroll) {
-    std::uint16_t local[Unroll];
+    uint4 words[Unroll];
+    std::uint32_t first_slot[Unroll];
+    std::uint32_t end_slot[Unroll];
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) {
       const std::uint32_t k = base + static_cast<std::uint32_t>(u * 32 + lane);
-      // The last lane whose exclusive prefix is <= k holds sample k: prefixes never decrease, and
-      // a lane with no samples shares its prefix with the next lane, which is then the later one
+      // The last lane whose exclusive prefix is <= k holds granule k: prefixes never decrease, and
+      // a lane with no granules shares its prefix with the next lane, which is then the later one
       // (k < total rules out an empty last lane).
       int owner = 0;
 #pragma unroll
@@ -88,52 +138,79 @@ __device__ __forceinline__ void count_cells(const cell_table& table, std::int64_
         const std::uint32_t prefix = __shfl_sync(all_lanes, exclusive, owner + step);
         if (prefix <= k) owner += step;
       }
-      const std::int64_t owner_source = __shfl_sync(all_lanes, source, owner);
-      const std::uint32_t owner_prefix = __shfl_sync(all_lanes, exclusive, owner);
-      local[u] = k < total ? __ldcs(table.offsets + owner_source + (k - owner_prefix)) : std::uint16_t{0xffff};
+      const std::uint32_t owner_source = __shfl_sync(all_lanes, source, owner);
+      const std::uint32_t owner_window = __shfl_sync(all_lanes, window, owner);
+      const std::uint32_t g = k - __shfl_sync(all_lanes, exclusive, owner);  // the granule's index in its cell
+      first_slot[u] = 0;
+      end_slot[u] = 0;
+      words[u] = make_uint4(0, 0, 0, 0);
+      if (k < total) {
+        const std::uint32_t head = owner_window & (granule - 1);
+        const std::uint32_t past = head + (owner_window >> 3) - g * granule;  // > 0 for every granule of the cell
+        first_slot[u] = g == 0 ? head : 0;
+        end_slot[u] = past < granule ? past : granule;
+        words[u] = __ldcs(reinterpret_cast<const uint4*>(table.offsets + owner_source) + g);
+      }
     }
 #pragma unroll
     for (int u = 0; u < Unroll; ++u) {
-      // The result unused and the increment the constant 1: the hardware merges a warp's
-      // increments of one word (see add_to_copy in block_histogram.cuh).
-      if (base + static_cast<std::uint32_t>(u * 32 + lane) < total) atomicAdd(copy + local[u], 1u);
+      const std::uint32_t pairs[4] = {words[u].x, words[u].y, words[u].z, words[u].w};
+#pragma unroll
+      for (int slot = 0; slot < granule; ++slot) {
+        // The result unused and the increment the constant 1: the hardware merges a warp's
+        // increments of one word (see add_to_copy in block_histogram.cuh).
+        if (first_slot[u] <= static_cast<std::uint32_t>(slot) && static_cast<std::uint32_t>(slot) < end_slot[u]) {
+          atomicAdd(copy + ((pairs[slot / 2] >> (16 * (slot % 2))) & 0xffffu), 1u);
+        }
+      }
     }
   }
 }
 
-/// The block's share of one chunk: positions [lo, hi) of bucket order, counted bucket by bucket
-/// into the shared `copy` (min(num_bins, 2^15) counters, zero on entry and left zero) and added
-/// to `counts`. Every thread of the block must call it.
-/// Within a bucket each warp takes an equal run of the block's positions and walks the cells that
+/// The block's share of one chunk: work units [work_lo, work_hi) (see work_before_cell), counted
+/// bucket by bucket into the shared `copy` (min(num_bins, 2^15) counters, zero on entry and left
+/// zero) and added to `counts`. Every thread of the block must call it.
+/// Within a bucket each warp takes an equal run of the block's work there and walks the cells that
 /// hold it, 32 at a time. (Handing out 32 cells a warp instead starved most warps when cells are
 /// whole tiles, as with sorted input: a block's share of 2^28 sorted samples is about 280 cells,
-/// 9 warps' worth.)
+/// 9 warps' worth; splitting samples alone starved them in sparse buckets.)
 template <int Threads, int Unroll, class Counter>
-__device__ __forceinline__ void count_block_share(const cell_table& table, std::uint32_t lo, std::uint32_t hi,
-                                                  std::int64_t num_bins, std::uint32_t* copy, Counter* counts) {
-  if (lo >= hi) return;  // the same for every thread of the block
+__device__ __forceinline__ void count_block_share(const cell_table& table, std::uint64_t work_lo,
+                                                  std::uint64_t work_hi, std::int64_t num_bins, std::uint32_t* copy,
+                                                  Counter* counts) {
+  if (work_lo >= work_hi) return;  // the same for every thread of the block
   const int warp = static_cast<int>(threadIdx.x / 32);
+  const int lane = static_cast<int>(threadIdx.x % 32);
   constexpr int warps = Threads / 32;
-  const std::int64_t first_cell = last_cell_at_or_before(table.first, table.cells, lo);
-  const std::int64_t last_cell = last_cell_at_or_before(table.first, table.cells, hi - 1);
-  for (std::int64_t bucket = first_cell / table.tiles; bucket <= last_cell / table.tiles; ++bucket) {
-    // The bucket's positions within the block's share (table.first has an entry past the last
-    // cell, the chunk's total), split evenly over the warps.
-    const std::uint32_t bucket_begin_at = table.first[bucket * table.tiles];
-    const std::uint32_t bucket_end_at = table.first[(bucket + 1) * table.tiles];
-    const std::uint32_t share_lo = bucket_begin_at > lo ? bucket_begin_at : lo;
-    const std::uint32_t share_hi = bucket_end_at < hi ? bucket_end_at : hi;
-    if (share_lo < share_hi) {  // the same for every thread of the block
-      const std::uint64_t share = share_hi - share_lo;
-      const auto warp_lo = static_cast<std::uint32_t>(share_lo + share * warp / warps);
-      const auto warp_hi = static_cast<std::uint32_t>(share_lo + share * (warp + 1) / warps);
-      if (warp_lo < warp_hi) {  // the same for every lane of the warp
-        // The cells holding the warp's first and last positions: both in this bucket, as its
-        // positions are.
-        const std::int64_t warp_first = last_cell_at_or_before(table.first, table.cells, warp_lo);
-        const std::int64_t warp_last = last_cell_at_or_before(table.first, table.cells, warp_hi - 1);
-        for (std::int64_t chunk = warp_first; chunk <= warp_last; chunk += 32) {
-          count_cells<Unroll>(table, chunk, warp_last, warp_lo, warp_hi, copy);
+  const work_point start = point_at_work(table, work_lo, 0, table.cells + 1);
+  const work_point end = point_at_work(table, work_hi, start.cell, table.cells + 1);
+  const std::int64_t last_cell = end.cell < table.cells ? end.cell : table.cells - 1;
+  for (std::int64_t bucket = start.cell / table.tiles; bucket <= last_cell / table.tiles; ++bucket) {
+    const std::int64_t bucket_first = bucket * table.tiles;       // the bucket's cells
+    const std::int64_t bucket_past = bucket_first + table.tiles;  // <= cells: first[cells] is the chunk's total
+    // Skipped (with the flush) where the block has no samples in the bucket, only walking.
+    const std::uint32_t first_position = table.first[bucket_first] > start.position ? table.first[bucket_first] : start.position;
+    const std::uint32_t past_position = table.first[bucket_past] < end.position ? table.first[bucket_past] : end.position;
+    if (first_position >= past_position) continue;  // the same for every thread of the block
+
+    const std::uint64_t bucket_lo = work_before_cell(table, bucket_first) > work_lo ? work_before_cell(table, bucket_first) : work_lo;
+    const std::uint64_t bucket_hi = work_before_cell(table, bucket_past) < work_hi ? work_before_cell(table, bucket_past) : work_hi;
+    const std::uint64_t share = bucket_hi - bucket_lo;  // > 0: the block has samples here
+    const std::uint64_t warp_lo = bucket_lo + share * warp / warps;
+    const std::uint64_t warp_hi = bucket_lo + share * (warp + 1) / warps;
+    if (warp_lo < warp_hi) {  // the same for every lane of the warp
+      const work_point from = point_at_work(table, warp_lo, bucket_first, bucket_past + 1);
+      const work_point to = point_at_work(table, warp_hi, from.cell, bucket_past + 1);
+      // The cell of warp_hi may be the next bucket's first, where the clipped range is empty.
+      const std::int64_t warp_last = to.cell < bucket_past ? to.cell : bucket_past - 1;
+      if (from.position < to.position) {
+        // The next 32 cells' bounds are read before this 32's samples are counted, so the walk
+        // does not wait on them in turn (cells of 14 samples on uniform data at 2^24 bins).
+        cell_bounds bounds = read_cell_bounds(table, from.cell + lane, warp_last);
+        for (std::int64_t chunk = from.cell; chunk <= warp_last; chunk += 32) {
+          const cell_bounds next = read_cell_bounds(table, chunk + 32 + lane, warp_last);
+          count_cells<Unroll>(table, chunk, bounds, from.position, to.position, copy);
+          bounds = next;
         }
       }
     }

@@ -14,30 +14,64 @@
 namespace tally::detail {
 
 /// partitioned, pass 1: blocks stride over the chunk's tiles, each partitioned by bucket into
-/// `out`. Dynamic shared memory: two words per bucket (counts, starts).
-template <class Sample, class Mapper>
+/// `out`. Dynamic shared memory: two words per bucket (counts, starts), then, when `Staged`, two
+/// tile buffers: each block copies its next whole tile into one (asynchronously) while it
+/// partitions the one before from the other, so the reads go on while it ranks, scans and writes.
+/// `Staged` needs 16-byte aligned samples (then every tile is: a tile is a multiple of 16 bytes);
+/// a tile that is not whole (the chunk's last) is read straight from global memory.
+template <class Sample, class Mapper, bool Staged>
 __global__ void __launch_bounds__(tuning::partition_threads, sizeof(Sample) == 8 ? 1 : 2)
 partition_kernel(const Sample* samples, std::int64_t num_samples, Mapper map, partition_output out,
                  std::uint64_t* left_out) {
   constexpr int threads = tuning::partition_threads;
+  constexpr int items = tuning::partition_items;
   __shared__ partition_shared<threads> shared;
-  extern __shared__ std::uint32_t bucket_words[];
-  std::uint32_t* bucket_count = bucket_words;
-  std::uint32_t* bucket_start = bucket_words + out.buckets;
+  extern __shared__ uint4 dynamic_words[];  // uint4: the tile buffers after the bucket words are 16-byte aligned
+  auto* bucket_count = reinterpret_cast<std::uint32_t*>(dynamic_words);
+  std::uint32_t* bucket_start = bucket_count + out.buckets;
+  Sample* buffers[2] = {nullptr, nullptr};
+  if constexpr (Staged) {
+    buffers[0] = reinterpret_cast<Sample*>(dynamic_words + partition_bucket_words(out.buckets));
+    buffers[1] = buffers[0] + tuning::partition_tile;
+  }
+  const auto whole = [&](std::int64_t tile) {
+    return Staged && tile < out.tiles && num_samples - tile * tuning::partition_tile >= tuning::partition_tile;
+  };
   std::uint64_t mine = 0;
+  int buffer = 0;
+  bool staged = whole(blockIdx.x);
+  if (staged) stage_tile_async(buffers[0], samples + static_cast<std::int64_t>(blockIdx.x) * tuning::partition_tile);
   for (std::int64_t tile = blockIdx.x; tile < out.tiles; tile += gridDim.x) {
     const std::int64_t begin = tile * tuning::partition_tile;
     const std::int64_t rest = num_samples - begin;
     const int size = static_cast<int>(rest < tuning::partition_tile ? rest : tuning::partition_tile);
-    mine += partition_tile<threads, tuning::partition_items>(samples + begin, size, tile, map, out, shared, bucket_count,
-                                                             bucket_start);
+    // The other buffer was last read while the previous tile loaded its samples, before that
+    // tile's first barrier.
+    const bool next_staged = whole(tile + gridDim.x);
+    if (next_staged) stage_tile_async(buffers[buffer ^ 1], samples + begin + gridDim.x * tuning::partition_tile);
+    if (staged) {
+      if (next_staged) {
+        __pipeline_wait_prior(1);  // this tile's copies are in; the next tile's may still be in flight
+      } else {
+        __pipeline_wait_prior(0);
+      }
+      __syncthreads();  // every thread's copies are in
+      mine += partition_tile<threads, items, true>(buffers[buffer], size, tile, map, out, shared, bucket_count,
+                                                   bucket_start);
+    } else {
+      mine += partition_tile<threads, items, false>(samples + begin, size, tile, map, out, shared, bucket_count,
+                                                    bucket_start);
+    }
+    buffer ^= 1;
+    staged = next_staged;
   }
   warp_add_to(mine, left_out);
 }
 
-/// partitioned, pass 2: block j of G counts positions [j * total / G, (j + 1) * total / G) of
-/// bucket order, where total (the chunk's in-range samples) is the scanned table's last entry.
-/// Dynamic shared memory: min(num_bins, 2^15) counters.
+/// partitioned, pass 2: block j of G counts work units [j * W / G, (j + 1) * W / G) of bucket
+/// order, where W is the chunk's whole work: its in-range samples (the scanned table's last entry)
+/// and cell_work for each cell (work_before_cell). Dynamic shared memory: min(num_bins, 2^15)
+/// counters.
 template <class Counter>
 __global__ void __launch_bounds__(tuning::bucket_threads, 1)
 bucket_histogram_kernel(cell_table table, std::int64_t num_bins, Counter* counts) {
@@ -45,10 +79,11 @@ bucket_histogram_kernel(cell_table table, std::int64_t num_bins, Counter* counts
   const std::int64_t copy_bins = num_bins < tuning::bucket_bins ? num_bins : tuning::bucket_bins;
   zero_block_copy(copy, copy_bins);
   __syncthreads();
-  const std::uint64_t total = table.first[table.cells];
-  const auto lo = static_cast<std::uint32_t>(total * blockIdx.x / gridDim.x);  // total < 2^32: chunks
-  const auto hi = static_cast<std::uint32_t>(total * (blockIdx.x + 1) / gridDim.x);
-  count_block_share<tuning::bucket_threads, tuning::bucket_unroll>(table, lo, hi, num_bins, copy, counts);
+  // Below 2^31: 2^28 samples a chunk, and cell_work for each of at most 2^11 x 37450 cells.
+  const std::uint64_t whole = work_before_cell(table, table.cells);
+  count_block_share<tuning::bucket_threads, tuning::bucket_unroll>(table, whole * blockIdx.x / gridDim.x,
+                                                                   whole * (blockIdx.x + 1) / gridDim.x, num_bins,
+                                                                   copy, counts);
 }
 
 /// radix_sort, first step: keys[i] = the bin of sample i, or num_bins (a key past every bin,

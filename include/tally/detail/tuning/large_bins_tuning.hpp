@@ -23,9 +23,15 @@ inline constexpr std::int64_t partition_tile = std::int64_t{partition_threads} *
 /// shared atomic, every lane whose bucket is that of the first lane still waiting.
 inline constexpr int partition_rank_rounds = 2;
 /// Threads of a bucket-histogram block (one per multiprocessor: its copy takes 128 KiB), and the
-/// 16-bit offsets each lane loads before it counts them.
+/// granules (8 offsets, 16 bytes) each lane loads before it counts them: 64 KiB in flight a
+/// multiprocessor.
 inline constexpr int bucket_threads = 1024;
 inline constexpr int bucket_unroll = 4;
+/// What walking one cell costs a bucket-histogram block, in samples: blocks split the work of
+/// samples plus cells evenly, so sparse buckets (a cell of a sample or none) don't pile up in the
+/// few blocks whose share of samples they are. A warp takes 32 cells' bounds in one round of loads,
+/// about what it takes for 32 granules of samples (256 samples): 8 would be even, 16 leans to cells.
+inline constexpr int cell_work = 16;
 /// Both strategies take the input in chunks of at most this many samples, so their temporary
 /// storage stops growing there (and positions within a chunk fit 32 bits).
 inline constexpr std::int64_t large_bins_chunk = std::int64_t{1} << 28;
