@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include <cub/block/block_scan.cuh>
+#include <cuda_pipeline.h>
 
 #include "tally/bins.hpp"
 #include "tally/detail/tuning/large_bins_tuning.hpp"
@@ -73,6 +74,10 @@ __device__ __forceinline__ std::uint32_t rank_in_bucket(int bin, std::uint32_t* 
   return waiting ? atomicAdd(bucket_count + bucket, 1u) : rank;
 }
 
+/// 16-byte words of a partition block's two per-bucket arrays (counts, starts: a word each per
+/// bucket), rounded up so that what follows them in dynamic shared memory is 16-byte aligned.
+__host__ __device__ constexpr std::int64_t partition_bucket_words(std::int64_t buckets) { return (buckets * 2 + 3) / 4; }
+
 /// The shared memory of a partition block besides its per-bucket arrays (dynamic: 2 x 4 bytes per
 /// bucket): the staged offsets of one tile, 16-byte aligned for the copy out, and the scan's.
 template <int Threads>
@@ -82,14 +87,29 @@ struct partition_shared {
   typename scan::TempStorage scan_storage;
 };
 
+/// Copies one whole tile of samples from global to shared memory asynchronously (16-byte
+/// cp.async copies, no registers held), as one committed batch of this thread's copies: wait for
+/// it with __pipeline_wait_prior, then a barrier, before reading `staged`. Both pointers 16-byte
+/// aligned. Every thread of the block must call it.
+template <class Sample>
+__device__ __forceinline__ void stage_tile_async(Sample* staged, const Sample* tile_samples) {
+  constexpr int words = static_cast<int>(tuning::partition_tile * sizeof(Sample) / 16);
+  static_assert(tuning::partition_tile * sizeof(Sample) % 16 == 0);
+  for (int w = static_cast<int>(threadIdx.x); w < words; w += static_cast<int>(blockDim.x)) {
+    __pipeline_memcpy_async(reinterpret_cast<uint4*>(staged) + w, reinterpret_cast<const uint4*>(tile_samples) + w, 16);
+  }
+  __pipeline_commit();
+}
+
 /// Partitions tile `tile` (`size` samples from `tile_samples`, at most partition_tile) into
-/// `out`; returns how many of its samples this thread left out. Every thread of the block must
+/// `out`; returns how many of its samples this thread left out. `Staged`: `tile_samples` is the
+/// tile's copy in shared memory (stage_tile_async), not the input in global memory. Every thread of the block must
 /// call it. Calls may follow each other with no barrier between them: a call's last shared-memory
 /// reads (the staging buffer, in the copy out) come before the next call's first barrier, and the
 /// next call writes the staging buffer only after it; the counts and starts it zeroes and
 /// rewrites were last read before the previous call's last barrier.
 /// `bucket_count` and `bucket_start` are shared arrays of out.buckets words.
-template <int Threads, int Items, class Sample, class Mapper>
+template <int Threads, int Items, bool Staged, class Sample, class Mapper>
 __device__ __forceinline__ std::uint32_t partition_tile(const Sample* tile_samples, int size, std::int64_t tile,
                                                         const Mapper& map, const partition_output& out,
                                                         partition_shared<Threads>& shared,
@@ -117,7 +137,11 @@ __device__ __forceinline__ std::uint32_t partition_tile(const Sample* tile_sampl
 #pragma unroll
     for (int g = 0; g < load_group; ++g) {
       const int i = (group + g) * Threads + thread;
-      x[g] = i < size ? load_streaming(tile_samples + i) : Sample{};
+      if constexpr (Staged) {
+        x[g] = i < size ? tile_samples[i] : Sample{};
+      } else {
+        x[g] = i < size ? load_streaming(tile_samples + i) : Sample{};
+      }
     }
 #pragma unroll
     for (int g = 0; g < load_group; ++g) {

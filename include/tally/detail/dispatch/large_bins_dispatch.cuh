@@ -70,11 +70,17 @@ cudaError_t dispatch_partitioned(void* temp, std::size_t& temp_bytes, const Samp
   auto* cell_start = reinterpret_cast<std::uint16_t*>(storage + layout.cell_start_at);
   void* scan_storage = storage + layout.scan_at;
 
-  auto partition = partition_kernel<Sample, Mapper>;
-  const std::size_t bucket_words_bytes = static_cast<std::size_t>(layout.buckets) * 2 * 4;
+  // Aligned samples are staged a tile ahead in shared memory (partition_kernel); others are read
+  // straight from global memory. Chunks start at multiples of 2^28 samples, so they share the
+  // input's alignment.
+  const bool staged = reinterpret_cast<std::uintptr_t>(samples) % 16 == 0;
+  auto partition = staged ? partition_kernel<Sample, Mapper, true> : partition_kernel<Sample, Mapper, false>;
+  const std::size_t partition_shared_bytes =
+      static_cast<std::size_t>(partition_bucket_words(layout.buckets)) * 16 +
+      (staged ? 2 * static_cast<std::size_t>(tuning::partition_tile) * sizeof(Sample) : 0);
   int partition_blocks = 1;
-  if (cudaError_t e = filling_grid(partition, tuning::partition_threads, bucket_words_bytes, props, layout.max_tiles,
-                                   partition_blocks);
+  if (cudaError_t e = filling_grid(partition, tuning::partition_threads, partition_shared_bytes, props,
+                                   layout.max_tiles, partition_blocks);
       e != cudaSuccess) {
     return e;
   }
@@ -97,7 +103,7 @@ cudaError_t dispatch_partitioned(void* temp, std::size_t& temp_bytes, const Samp
     }
     const partition_output out{offsets, cell_first, cell_start, tiles, static_cast<int>(layout.buckets)};
     partition<<<static_cast<int>(std::min<std::int64_t>(partition_blocks, tiles)), tuning::partition_threads,
-                bucket_words_bytes, stream>>>(samples + begin, size, map, out, left_out);
+                partition_shared_bytes, stream>>>(samples + begin, size, map, out, left_out);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     // In place: cell counts become each cell's first position in bucket order.
     if (cudaError_t e = cub::DeviceScan::ExclusiveSum(scan_storage, scan_bytes, cell_first, static_cast<int>(cells + 1),
