@@ -1,7 +1,8 @@
 // What one block of the partitioned strategy's second pass does: it owns an even share of the
-// in-range samples in bucket order (positions [lo, hi) of the scanned cell table), finds its
-// first and last cells, and for each bucket it touches counts that bucket's offsets into a shared
-// copy of 2^15 counters, then adds the non-zero ones to the global counts.
+// chunk's work in bucket order (its in-range samples, plus cell_work for each cell walked), finds
+// the cells and positions where its share starts and ends, and for each bucket it touches counts
+// that bucket's offsets, read in 16-byte granules, into a shared copy of 2^15 counters, then adds
+// the non-zero ones to the global counts.
 #pragma once
 
 #include <cstdint>
