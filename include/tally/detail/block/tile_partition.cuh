@@ -103,11 +103,11 @@ __device__ __forceinline__ void stage_tile_async(Sample* staged, const Sample* t
 
 /// Partitions tile `tile` (`size` samples from `tile_samples`, at most partition_tile) into
 /// `out`; returns how many of its samples this thread left out. `Staged`: `tile_samples` is the
-/// tile's copy in shared memory (stage_tile_async), not the input in global memory. Every thread of the block must
-/// call it. Calls may follow each other with no barrier between them: a call's last shared-memory
-/// reads (the staging buffer, in the copy out) come before the next call's first barrier, and the
-/// next call writes the staging buffer only after it; the counts and starts it zeroes and
-/// rewrites were last read before the previous call's last barrier.
+/// tile's copy in shared memory (stage_tile_async), not the input in global memory. Every thread
+/// of the block must call it. Calls may follow each other with no barrier between them: a call's
+/// last shared-memory reads (the staging buffer, in the copy out) come before the next call's
+/// first barrier, and the next call writes the staging buffer only after it; the counts and starts
+/// it zeroes and rewrites were last read before the previous call's last barrier.
 /// `bucket_count` and `bucket_start` are shared arrays of out.buckets words.
 template <int Threads, int Items, bool Staged, class Sample, class Mapper>
 __device__ __forceinline__ std::uint32_t partition_tile(const Sample* tile_samples, int size, std::int64_t tile,
