@@ -159,11 +159,11 @@ inline cudaError_t launch_merge(const std::uint32_t* copies, int num_copies, std
   return cudaGetLastError();
 }
 
-/// Whether strategy `s` counts bytes over all 256 values with the byte kernel (count_all_bytes):
-/// byte_shift_mapper and no aggregation, the kernel's `all_bytes`.
+/// Whether strategy `s` counts bytes over all 256 values with the byte kernel (is_byte_kernel):
+/// shared_atomic and replicated launch the kernel without aggregation.
 template <class Mapper>
 inline bool counts_all_bytes(strategy s) {
-  return std::is_same_v<Mapper, byte_shift_mapper> && (s == strategy::shared_atomic || s == strategy::replicated);
+  return (s == strategy::shared_atomic || s == strategy::replicated) && is_byte_kernel<aggregation::none, Mapper>;
 }
 
 /// Whether strategy `s` zeroes its own counts in its launch (start_output): the shared-memory

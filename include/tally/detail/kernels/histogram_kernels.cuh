@@ -49,6 +49,12 @@ global_privatized_histogram_kernel(const Sample* samples, std::int64_t num_sampl
               left_out);
 }
 
+/// Whether shared_atomic_histogram_kernel with this aggregation and mapper is the byte kernel:
+/// bytes over all 256 values (byte_shift_mapper), no aggregation, counted by count_all_bytes, with
+/// counts a memset zeroes before the launch rather than start_output.
+template <aggregation Aggregate, class Mapper>
+inline constexpr bool is_byte_kernel = std::is_same_v<Mapper, byte_shift_mapper> && Aggregate == aggregation::none;
+
 /// A shared-memory histogram per block, then one device-scope atomic per non-zero bin. With
 /// aggregation::warp, equal bins within a lane or across a whole warp add as one (warp_aggregated);
 /// with `copies` > 1 the block keeps that many interleaved replicas (replicated). With
@@ -62,7 +68,7 @@ __global__ void __launch_bounds__(tuning::histogram_block_threads<Sample>, tunin
 shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
                                                Mapper map, output_start_words output, int copies, bool sample_input) {
   extern __shared__ std::uint32_t shared_copy[];
-  constexpr bool all_bytes = std::is_same_v<Mapper, byte_shift_mapper> && Aggregate == aggregation::none;
+  constexpr bool all_bytes = is_byte_kernel<Aggregate, Mapper>;
   constexpr int unroll = all_bytes ? tuning::byte_replica_unroll : tuning::histogram_unroll<Sample>;
   if constexpr (all_bytes) {
     // The same for the whole block: every thread calls it. Decided before the zeroing, so a block
@@ -72,8 +78,8 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
     }
   }
   zero_block_copy(shared_copy, map.num_bins() * copies);
-  // The same split as the dispatch's counts_all_bytes: the byte kernel's counts were zeroed by a
-  // memset before the launch.
+  // The byte kernel's counts were zeroed by a memset before the launch (the dispatch's
+  // zeroes_own_output asks is_byte_kernel too).
   constexpr bool zeroes_counts = !all_bytes;
   if constexpr (zeroes_counts) {
     start_output(counts, map.num_bins(), output);  // its barrier also orders the copy's zeroing before counting
