@@ -48,13 +48,6 @@ struct device_info {
 /** @brief Describes the current device. */
 device_info describe_device();
 
-/**
- * @brief Measures the device's read bandwidth in bytes/s: a streaming kernel of 16-byte loads
- * over `bytes` of device memory (several times the L2), median of `runs` event-timed runs, each
- * held until launched (GPU time, as time_runs times by default) unless `with_launch`.
- */
-double measure_read_bandwidth(std::size_t bytes, int runs, bool with_launch = false);
-
 namespace detail {
 void* device_allocate(std::size_t bytes);
 void device_free(void* pointer) noexcept;

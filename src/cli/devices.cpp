@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "tally/cpu/parallel.hpp"
 #include "tally/gpu.hpp"
+#include "tally/gpu/timing.hpp"
 
 namespace tally::cli {
 

@@ -40,7 +40,7 @@ void measure_read_bandwidth(backend where, bench_environment& env, gpu::run_timi
     const gpu::device_info info = gpu::describe_device();
     const std::size_t bytes = std::max<std::size_t>(std::size_t{1} << 30, info.l2_cache_bytes * 8);
     env.timing = std::string(gpu::to_string(timing));
-    env.read_bytes_per_s = gpu::measure_read_bandwidth(bytes, 20, timing == gpu::run_timing::with_launch);
+    env.read_bytes_per_s = gpu::measure_read_bandwidth(bytes, 20, timing);
     env.read_method = fmt::format("16-byte streaming loads, four in flight a thread, over {} MiB, median of 20", bytes >> 20);
   } else {
     const std::size_t bytes = std::size_t{512} << 20;

@@ -19,7 +19,7 @@ namespace {
 bool built_with_cuda() noexcept { return false; }
 int device_count() noexcept { return 0; }
 device_info describe_device() { no_cuda(); }
-double measure_read_bandwidth(std::size_t, int, bool) { no_cuda(); }
+double measure_read_bandwidth(std::size_t, int, run_timing) { no_cuda(); }
 timed_runs time_runs(const std::function<void(stream_t)>&, int, stream_t, run_timing) { no_cuda(); }
 void synchronize() { no_cuda(); }
 

@@ -271,7 +271,7 @@ __global__ void streaming_read_kernel(const uint4* data, std::size_t words, unsi
 }
 }  // namespace
 
-double measure_read_bandwidth(std::size_t bytes, int runs, bool with_launch) {
+double measure_read_bandwidth(std::size_t bytes, int runs, run_timing timing) {
   const std::size_t words = bytes / sizeof(uint4);
   device_buffer<uint4> data(words);
   device_buffer<unsigned int> sink(1);
@@ -286,7 +286,6 @@ double measure_read_bandwidth(std::size_t bytes, int runs, bool with_launch) {
     streaming_read_kernel<<<blocks, threads, 0, stream>>>(data.data(), words, sink.data());
     detail::check_cuda(cudaGetLastError(), "streaming read kernel");
   };
-  const run_timing timing = with_launch ? run_timing::with_launch : run_timing::gpu;
   (void)time_runs(run, 3, nullptr, timing);  // warm up
   std::vector<float> times = time_runs(run, runs, nullptr, timing).ms;
   std::sort(times.begin(), times.end());

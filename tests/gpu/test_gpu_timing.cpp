@@ -106,7 +106,7 @@ TEST(GpuTiming, AnErrorInARunLeavesTheStreamFreeForTheNextTiming) {
 TEST(GpuTiming, ReadBandwidthMeasuresEitherWay) {
   const std::size_t bytes = std::size_t{256} << 20;
   const double held = gpu::measure_read_bandwidth(bytes, 5);
-  const double with_launch = gpu::measure_read_bandwidth(bytes, 5, true);
+  const double with_launch = gpu::measure_read_bandwidth(bytes, 5, gpu::run_timing::with_launch);
   EXPECT_GT(held, 1e9);
   EXPECT_GT(with_launch, 1e9);
   // Under compute-sanitizer (TALLY_TEST_QUICK=1) both kernels still run and are checked, but the

@@ -42,6 +42,13 @@ constexpr std::string_view to_string(run_timing timing) noexcept {
   return timing == run_timing::gpu ? "gpu" : "with_launch";
 }
 
+/**
+ * @brief Measures the device's read bandwidth in bytes/s: a streaming kernel of 16-byte loads
+ * over `bytes` of device memory (several times the L2), median of `runs` runs timed by time_runs
+ * with `timing`.
+ */
+double measure_read_bandwidth(std::size_t bytes, int runs, run_timing timing = run_timing::gpu);
+
 /** @brief Waits for all work on the current device. */
 void synchronize();
 
