@@ -70,9 +70,10 @@ inline constexpr std::size_t replicated_shared_budget = std::size_t{48} << 10;
 /// replica t % 64 (lane l of an even warp in bank l, of an odd warp in bank l too, 32 words on).
 /// With a row of 64 words (256 bytes) per bin, the byte offset of a count is the byte value in
 /// bits 8-15 and the replica's offset (r * 4 <= 252) in bits 0-7: one byte permute (PRMT) builds it
-/// from the loaded word, so a byte costs two instructions, the permute and the shared-memory
-/// atomic, where the 32-replica layout (x * 128 + lane * 4) took five (shift, mask, multiply, add,
-/// atomic). Measured on an H100 in bare kernels, the two timed the same (0.0986 and 0.0988 ms for
+/// from the loaded word, so a byte costs two instructions in a bare kernel, the permute and the
+/// shared-memory atomic (three in the library, with an add of the block's row base:
+/// add_vector_of_bytes_to_replicas), where the 32-replica layout (x * 128 + lane * 4) took five
+/// (shift, mask, multiply, add, atomic). Measured on an H100 in bare kernels, the two timed the same (0.0986 and 0.0988 ms for
 /// 2^28 uniform bytes): the atomics are the limit (results/2026-11-23-h100-byte-layout).
 inline constexpr int byte_replicas = 64;
 /// The shared memory the byte replicas may take per block (256 bins: 64 KiB).
