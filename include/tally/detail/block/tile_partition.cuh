@@ -47,6 +47,10 @@ struct partition_output {
 /// round). Ranks come in any order between warps, which is fine: only how many samples a bucket
 /// gets matters, not which slot each one lands in. Every lane of the warp must call it; `bin` < 0
 /// means left out.
+/// The leader's atomic names the leader's own bucket, not the bucket it shuffled to every lane:
+/// an atomic on an address the compiler knows to be the same in every lane gets wrapped in the
+/// compiler's own warp aggregation (a vote, two population counts, a multiply, a shuffle and a
+/// branch), which this function already is: 12 instructions more a round.
 template <int Rounds>
 __device__ __forceinline__ std::uint32_t rank_in_bucket(int bin, std::uint32_t* bucket_count) {
   constexpr unsigned all_lanes = 0xffffffffu;
@@ -63,7 +67,7 @@ __device__ __forceinline__ std::uint32_t rank_in_bucket(int bin, std::uint32_t* 
     const bool joins = waiting && bucket == leader_bucket;  // the leader joins its own group
     const unsigned joined = __ballot_sync(all_lanes, joins);
     std::uint32_t base = 0;
-    if (lane == leader) base = atomicAdd(bucket_count + leader_bucket, static_cast<std::uint32_t>(__popc(joined)));
+    if (lane == leader) base = atomicAdd(bucket_count + bucket, static_cast<std::uint32_t>(__popc(joined)));
     base = __shfl_sync(all_lanes, base, leader);
     if (joins) {
       rank = base + static_cast<std::uint32_t>(__popc(joined & ((1u << lane) - 1u)));
@@ -101,9 +105,17 @@ __device__ __forceinline__ void stage_tile_async(Sample* staged, const Sample* t
   __pipeline_commit();
 }
 
+/// Whether a mapper searches edges in memory for a sample's bin (range_bin_mapper): too dear to
+/// map a sample twice.
+template <class Mapper>
+inline constexpr bool searches_edges = false;
+template <class Sample>
+inline constexpr bool searches_edges<range_bin_mapper<Sample>> = true;
+
 /// Partitions tile `tile` (`size` samples from `tile_samples`, at most partition_tile) into
-/// `out`; returns how many of its samples this thread left out. `Staged`: `tile_samples` is the
-/// tile's copy in shared memory (stage_tile_async), not the input in global memory. Every thread
+/// `out`; returns how many of its samples this thread left out. `Staged`: `tile_samples` is a whole
+/// tile's copy in shared memory (stage_tile_async; `size` is partition_tile), not the input in
+/// global memory, and no sample needs a bounds check. Every thread
 /// of the block must call it. Calls may follow each other with no barrier between them: a call's
 /// last shared-memory reads (the staging buffer, in the copy out) come before the next call's
 /// first barrier, and the next call writes the staging buffer only after it; the counts and starts
@@ -138,7 +150,7 @@ __device__ __forceinline__ std::uint32_t partition_tile(const Sample* tile_sampl
     for (int g = 0; g < load_group; ++g) {
       const int i = (group + g) * Threads + thread;
       if constexpr (Staged) {
-        x[g] = i < size ? tile_samples[i] : Sample{};
+        x[g] = tile_samples[i];
       } else {
         x[g] = i < size ? load_streaming(tile_samples + i) : Sample{};
       }
@@ -147,7 +159,7 @@ __device__ __forceinline__ std::uint32_t partition_tile(const Sample* tile_sampl
     for (int g = 0; g < load_group; ++g) {
       const int j = group + g;
       int bin = -1;
-      if (j * Threads + thread < size) {
+      if (Staged || j * Threads + thread < size) {
         bin = static_cast<int>(map(x[g]));
         if constexpr (!maps_every_sample<Mapper>) left_out += bin < 0 ? 1u : 0u;
       }
@@ -182,13 +194,20 @@ __device__ __forceinline__ std::uint32_t partition_tile(const Sample* tile_sampl
   }
   __syncthreads();  // the starts are in
 
+  // A staged tile maps its samples again rather than hold their bins in registers across the
+  // scan: a shared-memory load and the mapper cost less than the registers (14 of the 64 two
+  // blocks a multiprocessor allow), whose lack spilled the ranking to local memory. Not where
+  // mapping is a binary search over edges in memory. The staged buffer is next written after the
+  // next call's first barrier (partition_kernel).
+  constexpr bool map_again = Staged && !searches_edges<Mapper>;
 #pragma unroll
   for (int j = 0; j < Items; ++j) {
-    if (bins[j] >= 0) {
-      const int bucket = bins[j] >> tuning::bucket_bits;
+    const int bin = map_again ? static_cast<int>(map(tile_samples[j * Threads + thread])) : bins[j];
+    if (bin >= 0) {
+      const int bucket = bin >> tuning::bucket_bits;
       const std::uint32_t rank = (rank_pairs[j / 2] >> (16 * (j % 2))) & 0xffffu;
       shared.staging[bucket_start[bucket] + rank] =
-          static_cast<std::uint16_t>(bins[j] & static_cast<int>(tuning::bucket_bins - 1));
+          static_cast<std::uint16_t>(bin & static_cast<int>(tuning::bucket_bins - 1));
     }
   }
   __syncthreads();  // the tile's offsets are staged, grouped by bucket

@@ -29,18 +29,18 @@ partition_kernel(const Sample* samples, std::int64_t num_samples, Mapper map, pa
   extern __shared__ uint4 dynamic_words[];  // uint4: the tile buffers after the bucket words are 16-byte aligned
   auto* bucket_count = reinterpret_cast<std::uint32_t*>(dynamic_words);
   std::uint32_t* bucket_start = bucket_count + out.buckets;
-  Sample* buffers[2] = {nullptr, nullptr};
-  if constexpr (Staged) {
-    buffers[0] = reinterpret_cast<Sample*>(dynamic_words + partition_bucket_words(out.buckets));
-    buffers[1] = buffers[0] + tuning::partition_tile;
-  }
+  // The two tile buffers, `buffer` * partition_tile samples past the first: an offset from the
+  // shared array rather than a pointer picked from an array of two, so the compiler still knows
+  // the reads are shared-memory loads.
+  auto* const buffers = reinterpret_cast<Sample*>(dynamic_words + partition_bucket_words(out.buckets));
+  const auto tile_buffer = [&](int buffer) { return buffers + buffer * tuning::partition_tile; };
   const auto whole = [&](std::int64_t tile) {
     return Staged && tile < out.tiles && num_samples - tile * tuning::partition_tile >= tuning::partition_tile;
   };
   std::uint64_t mine = 0;
   int buffer = 0;
   bool staged = whole(blockIdx.x);
-  if (staged) stage_tile_async(buffers[0], samples + static_cast<std::int64_t>(blockIdx.x) * tuning::partition_tile);
+  if (staged) stage_tile_async(tile_buffer(0), samples + static_cast<std::int64_t>(blockIdx.x) * tuning::partition_tile);
   for (std::int64_t tile = blockIdx.x; tile < out.tiles; tile += gridDim.x) {
     const std::int64_t begin = tile * tuning::partition_tile;
     const std::int64_t rest = num_samples - begin;
@@ -48,7 +48,7 @@ partition_kernel(const Sample* samples, std::int64_t num_samples, Mapper map, pa
     // The other buffer was last read while the previous tile loaded its samples, before that
     // tile's first barrier.
     const bool next_staged = whole(tile + gridDim.x);
-    if (next_staged) stage_tile_async(buffers[buffer ^ 1], samples + begin + gridDim.x * tuning::partition_tile);
+    if (next_staged) stage_tile_async(tile_buffer(buffer ^ 1), samples + begin + gridDim.x * tuning::partition_tile);
     if (staged) {
       if (next_staged) {
         __pipeline_wait_prior(1);  // this tile's copies are in; the next tile's may still be in flight
@@ -56,7 +56,7 @@ partition_kernel(const Sample* samples, std::int64_t num_samples, Mapper map, pa
         __pipeline_wait_prior(0);
       }
       __syncthreads();  // every thread's copies are in
-      mine += partition_tile<threads, items, true>(buffers[buffer], size, tile, map, out, shared, bucket_count,
+      mine += partition_tile<threads, items, true>(tile_buffer(buffer), size, tile, map, out, shared, bucket_count,
                                                    bucket_start);
     } else {
       mine += partition_tile<threads, items, false>(samples + begin, size, tile, map, out, shared, bucket_count,
