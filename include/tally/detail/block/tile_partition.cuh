@@ -50,7 +50,7 @@ struct partition_output {
 /// The leader's atomic names the leader's own bucket, not the bucket it shuffled to every lane:
 /// an atomic on an address the compiler knows to be the same in every lane gets wrapped in the
 /// compiler's own warp aggregation (a vote, two population counts, a multiply, a shuffle and a
-/// branch), which this function already is: 12 instructions more a round.
+/// branch), which this function already is: about a dozen instructions more a round.
 template <int Rounds>
 __device__ __forceinline__ std::uint32_t rank_in_bucket(int bin, std::uint32_t* bucket_count) {
   constexpr unsigned all_lanes = 0xffffffffu;
@@ -197,8 +197,8 @@ __device__ __forceinline__ std::uint32_t partition_tile(const Sample* tile_sampl
   // A staged tile maps its samples again rather than hold their bins in registers across the
   // scan: a shared-memory load and the mapper cost less than the registers (14 of the 64 two
   // blocks a multiprocessor allow), whose lack spilled the ranking to local memory. Not where
-  // mapping is a binary search over edges in memory. The staged buffer is next written after the
-  // next call's first barrier (partition_kernel).
+  // mapping is a binary search over edges in memory. The staged buffer is next written (the tile
+  // after next, staged by partition_kernel) only after the barrier below.
   constexpr bool map_again = Staged && !searches_edges<Mapper>;
 #pragma unroll
   for (int j = 0; j < Items; ++j) {

@@ -45,8 +45,9 @@ partition_kernel(const Sample* samples, std::int64_t num_samples, Mapper map, pa
     const std::int64_t begin = tile * tuning::partition_tile;
     const std::int64_t rest = num_samples - begin;
     const int size = static_cast<int>(rest < tuning::partition_tile ? rest : tuning::partition_tile);
-    // The other buffer was last read while the previous tile loaded its samples, before that
-    // tile's first barrier.
+    // The other buffer was last read by the previous tile's partition_tile, before its barrier
+    // after the offsets are staged (a staged tile reads its samples twice: to rank them, and to
+    // map them again where it stages their offsets).
     const bool next_staged = whole(tile + gridDim.x);
     if (next_staged) stage_tile_async(tile_buffer(buffer ^ 1), samples + begin + gridDim.x * tuning::partition_tile);
     if (staged) {
