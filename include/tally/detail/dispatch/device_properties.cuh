@@ -51,7 +51,8 @@ inline cudaError_t current_device_properties(device_properties& out) {
 
 /// Blocks of `kernel` (`threads` threads, `shared_bytes` of dynamic shared memory) that fit one
 /// multiprocessor of the current device. Raises the kernel's dynamic shared-memory limit first when
-/// it needs more than the default 48 KiB (only ever raises it, so earlier launches stay valid).
+/// its static and dynamic shared memory together need more than the default 48 KiB (only ever
+/// raises it, so earlier launches stay valid).
 template <class Kernel>
 cudaError_t resident_blocks_per_multiprocessor(Kernel kernel, int threads, std::size_t shared_bytes, int& per_sm) {
   using key = std::tuple<const void*, int, int, std::size_t>;  // kernel, device, threads, shared bytes
@@ -66,8 +67,12 @@ cudaError_t resident_blocks_per_multiprocessor(Kernel kernel, int threads, std::
     per_sm = found->second;
     return cudaSuccess;
   }
+  // Beyond 48 KiB a block's shared memory, static and dynamic together, needs the kernel's
+  // opt-in to the dynamic part.
+  cudaFuncAttributes attributes{};
+  if (cudaError_t e = cudaFuncGetAttributes(&attributes, kernel); e != cudaSuccess) return e;
   std::size_t& limit = shared_limit[{id, device}];
-  if (shared_bytes > 48 * 1024 && shared_bytes > limit) {
+  if (attributes.sharedSizeBytes + shared_bytes > 48 * 1024 && shared_bytes > limit) {
     if (cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              static_cast<int>(shared_bytes));
         e != cudaSuccess) {
