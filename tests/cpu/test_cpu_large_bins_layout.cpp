@@ -55,6 +55,20 @@ TEST(LargeBinsLayout, PartitionedStorageStopsGrowingAtOneChunk) {
   EXPECT_LT(widest.bytes(0) - widest.cell_first_at, static_cast<std::size_t>(chunk) * 2);
 }
 
+TEST(LargeBinsLayout, CellGroupsFillSectorsWithinTheirSharedMemoryBudget) {
+  // Eight tiles' counts of a bucket (32 bytes: one sector) up to 512 buckets (2^24 bins), fewer
+  // tiles beyond, never more than cell_group_bytes of shared memory.
+  EXPECT_EQ(tuning::cell_group_tiles(1), 8);
+  EXPECT_EQ(tuning::cell_group_tiles(32), 8);
+  EXPECT_EQ(tuning::cell_group_tiles(512), 8);
+  EXPECT_EQ(tuning::cell_group_tiles(513), 4);
+  EXPECT_EQ(tuning::cell_group_tiles(1024), 4);
+  EXPECT_EQ(tuning::cell_group_tiles(2048), 2);
+  for (std::int64_t buckets = 1; buckets <= 2048; ++buckets) {
+    EXPECT_LE(buckets * tuning::cell_group_tiles(buckets) * 6, tuning::cell_group_bytes) << buckets;
+  }
+}
+
 TEST(LargeBinsLayout, RadixSortStorageFollowsTheStatedFormula) {
   for (const std::int64_t n : {std::int64_t{1}, std::int64_t{1000}, std::int64_t{1} << 28, std::int64_t{1} << 31}) {
     for (const std::int64_t bins : {std::int64_t{1}, std::int64_t{999}, std::int64_t{1} << 24}) {

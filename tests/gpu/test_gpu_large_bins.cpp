@@ -3,7 +3,8 @@
 // the five benchmark distributions and adversarial ones (two hot bins in a uniform tail; uniform
 // data that turns into one bin half-way; out-of-range samples); sizes 0, 1, 7 and sizes that are
 // not multiples of a tile; misaligned inputs; int32, float and uint8 samples; both counter
-// widths; one case at 2^26 samples. And the refusals: too many bins, not enough device memory.
+// widths; one case at 2^26 samples; more than 512 buckets (2^24 + 1 and 2^26 bins). And the
+// refusals: too many bins, not enough device memory.
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -245,6 +246,31 @@ TEST(GpuLargeBinsBig, TwoTo26SamplesAreCountedExactly) {
   auto phase_samples = to_device(phases);
   expect_matches<std::int32_t, std::uint64_t>(phases, phase_samples.const_span(), even_bins{1 << 20, 0.0, 1048576.0},
                                               strategy::partitioned, strategy::partitioned);
+}
+
+/// More than 512 buckets of 2^15 bins (above 2^24 bins): the first pass compares 11 bits of a
+/// bucket within a warp and reads its samples straight from global memory. 2^24 + 1 bins (a last
+/// bucket of one bin) and 2^26, the most partitioned takes; several tiles a block, so cells go out
+/// in full and partial groups; sizes that are not a multiple of the tile.
+TEST(GpuLargeBinsBig, MoreThan512BucketsAreCountedExactly) {
+  int case_index = 0;
+  for (const std::int64_t num_bins : {(std::int64_t{1} << 24) + 1, std::int64_t{1} << 26}) {
+    for (const spread sp : {spread::uniform, spread::sorted, spread::hot_pair_in_uniform_tail,
+                            spread::uniform_with_outliers}) {
+      for (const std::size_t n : {std::size_t{100003}, std::size_t{1} << (quick_mode() ? 21 : 23)}) {
+        ++case_index;
+        const std::uint64_t case_seed = seed + 100 + static_cast<std::uint64_t>(case_index);
+        SCOPED_TRACE(::testing::Message() << "bins=" << num_bins << " " << to_string(sp) << " n=" << n
+                                          << " seed=" << case_seed);
+        const std::vector<std::int32_t> host =
+            to_samples<std::int32_t>(make_bins(sp, n, num_bins, case_seed), num_bins, case_seed);
+        auto samples = to_device(host);
+        expect_matches<std::int32_t, std::uint32_t>(host, samples.const_span(),
+                                                    even_bins{num_bins, 0.0, static_cast<double>(num_bins)},
+                                                    strategy::partitioned, strategy::partitioned);
+      }
+    }
+  }
 }
 
 TEST(GpuLargeBinsRefusals, PartitionedRefusesMoreThan2To26BinsAndAutomaticFallsBack) {

@@ -40,6 +40,17 @@ cudaError_t filling_grid(Kernel kernel, int threads, std::size_t shared_bytes, c
   return cudaSuccess;
 }
 
+/// The first-pass kernel for `buckets` buckets (tile_ranking_for), staged or not.
+template <class Sample, class Mapper>
+auto partition_kernel_for(std::int64_t buckets, bool staged) {
+  constexpr auto columns = tile_ranking::thread_columns;
+  constexpr auto atomics = tile_ranking::block_atomics;
+  if (tile_ranking_for(buckets) == columns) {
+    return staged ? partition_kernel<Sample, Mapper, true, columns> : partition_kernel<Sample, Mapper, false, columns>;
+  }
+  return staged ? partition_kernel<Sample, Mapper, true, atomics> : partition_kernel<Sample, Mapper, false, atomics>;
+}
+
 /// partitioned over `samples` into `counts` (zeroed here); left-out samples are added to *left_out.
 template <class Sample, class Counter, class Mapper>
 cudaError_t dispatch_partitioned(void* temp, std::size_t& temp_bytes, const Sample* samples, std::int64_t num_samples,
@@ -74,10 +85,10 @@ cudaError_t dispatch_partitioned(void* temp, std::size_t& temp_bytes, const Samp
   // straight from global memory. Chunks start at multiples of 2^28 samples, so they share the
   // input's alignment.
   const bool staged = reinterpret_cast<std::uintptr_t>(samples) % 16 == 0;
-  auto partition = staged ? partition_kernel<Sample, Mapper, true> : partition_kernel<Sample, Mapper, false>;
-  const std::size_t partition_shared_bytes =
-      static_cast<std::size_t>(partition_bucket_words(layout.buckets)) * 16 +
-      (staged ? 2 * static_cast<std::size_t>(tuning::partition_tile) * sizeof(Sample) : 0);
+  const int group_tiles = tuning::cell_group_tiles(layout.buckets);
+  const auto partition = partition_kernel_for<Sample, Mapper>(layout.buckets, staged);
+  const std::size_t partition_shared_bytes = partition_smem_layout(layout.buckets, group_tiles)
+                                                 .bytes(staged ? 2 * tuning::partition_tile * sizeof(Sample) : 0);
   int partition_blocks = 1;
   if (cudaError_t e = filling_grid(partition, tuning::partition_threads, partition_shared_bytes, props,
                                    layout.max_tiles, partition_blocks);
@@ -101,7 +112,7 @@ cudaError_t dispatch_partitioned(void* temp, std::size_t& temp_bytes, const Samp
     if (cudaError_t e = cudaMemsetAsync(cell_first + cells, 0, sizeof(std::uint32_t), stream); e != cudaSuccess) {
       return e;
     }
-    const partition_output out{offsets, cell_first, cell_start, tiles, static_cast<int>(layout.buckets)};
+    const partition_output out{offsets, cell_first, cell_start, tiles, static_cast<int>(layout.buckets), group_tiles};
     partition<<<static_cast<int>(std::min<std::int64_t>(partition_blocks, tiles)), tuning::partition_threads,
                 partition_shared_bytes, stream>>>(samples + begin, size, map, out, left_out);
     if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;

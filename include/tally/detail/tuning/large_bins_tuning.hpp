@@ -19,9 +19,21 @@ inline constexpr std::int64_t bucket_bins = std::int64_t{1} << bucket_bits;
 inline constexpr int partition_threads = 512;
 inline constexpr int partition_items = 14;
 inline constexpr std::int64_t partition_tile = std::int64_t{partition_threads} * partition_items;
-/// Rounds of warp-grouped ranking in a partition block (rank_in_bucket): each takes, with one
-/// shared atomic, every lane whose bucket is that of the first lane still waiting.
+/// Rounds of warp-grouped ranking in a partition block with more than 32 buckets (rank_in_bucket):
+/// each takes, with one shared atomic, every lane whose bucket is that of the first lane still
+/// waiting.
 inline constexpr int partition_rank_rounds = 2;
+/// Tiles whose cells a partition block gathers in shared memory before it writes them out, at
+/// most: 8 puts a bucket's counts of 8 tiles in one 32-byte sector. Fewer where the gathered
+/// cells (6 bytes each) would take more than cell_group_bytes, which with the rest keeps two
+/// blocks a multiprocessor at 512 buckets (2^24 bins).
+inline constexpr int max_cell_group_tiles = 8;
+inline constexpr std::int64_t cell_group_bytes = 24 * 1024;
+constexpr int cell_group_tiles(std::int64_t buckets) {
+  int tiles = max_cell_group_tiles;
+  while (tiles > 1 && buckets * tiles * 6 > cell_group_bytes) tiles /= 2;
+  return tiles;
+}
 /// Threads of a bucket-histogram block (one per multiprocessor: its copy takes 128 KiB), and the
 /// granules (8 offsets, 16 bytes) each lane loads before it counts them: 64 KiB in flight a
 /// multiprocessor.
