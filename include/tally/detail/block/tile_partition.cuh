@@ -1,9 +1,9 @@
 // What one block of the partitioned strategy's first pass does with one tile of samples: map each
 // sample to its bin, split the bin into a bucket (a range of 2^15 bins) and a 16-bit offset within
-// it, rank each sample within its warp's samples of its bucket (ballots, no atomics), group the
-// tile's offsets by bucket in shared memory and write them out in one coalesced copy; the tile's
-// count and start per bucket (its cells) are gathered for a few tiles, then written to the
-// bucket-major cell tables.
+// it, rank each sample among the tile's samples of its bucket (per-thread counter columns up to 32
+// buckets, warp-grouped shared atomics beyond), group the tile's offsets by bucket in shared memory
+// and write them out in one coalesced copy; the tile's count and start per bucket (its cells) are
+// gathered for a few tiles, then written to the bucket-major cell tables.
 #pragma once
 
 #include <cstddef>
@@ -62,8 +62,9 @@ constexpr tile_ranking tile_ranking_for(std::int64_t buckets) {
 /// each. A returning shared atomic per lane on one word would serialize up to 32 deep: sorted
 /// input and one hot bin (one round), two hot buckets or a bucket holding most samples where the
 /// first lane happens to be elsewhere (the second round). Rounds after the first run only while
-/// the warp's data is `hot`: while a round of this or the previous call took 8 lanes or more. On
-/// uniform data (groups of a lane or two) they would cost a dozen instructions each for nothing.
+/// the warp's data is `hot`: when a round of the previous call took 8 lanes or more (this call
+/// sets `hot` for the next). On uniform data (groups of a lane or two) they would cost a dozen
+/// instructions each for nothing; a bucket that holds most samples keeps them.
 /// Ranks come in any order between warps, which is fine: only how many samples a bucket gets
 /// matters, not which slot each one lands in. Every lane of the warp must call it, with the same
 /// `hot`; `bin` < 0 means left out.
