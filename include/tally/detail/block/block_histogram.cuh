@@ -127,8 +127,9 @@ __device__ __forceinline__ void add_vector_of_bytes(std::uint32_t* row, const ui
 /// block). The count's byte offset, x * 256 + r * 4, is the byte in bits 8-15 and `replica_offset`
 /// (r * 4, at most 252) in bits 0-7: one byte permute (__byte_perm, PRMT) puts them together, then
 /// an add of `rows` (which a bare kernel's atomic takes in its address) and the atomic: three
-/// instructions per byte, where x * 128 + lane * 4 took five. The atomics are the limit, so this
-/// saves issue slots rather than time (results/2026-11-23-h100-byte-layout).
+/// instructions per byte, where x * 128 + lane * 4 took five. This saves issue slots rather than
+/// time: the reads and the atomics set the time, not the instructions around them
+/// (results/2026-11-23-h100-byte-layout, results/2026-11-23-h100-byte-floor).
 __device__ __forceinline__ void add_vector_of_bytes_to_replicas(std::uint32_t* rows, std::uint32_t replica_offset,
                                                                 const uint4& raw) {
   static_assert(tuning::byte_replicas * 4 == 256, "a bin's row is 256 bytes, so the byte value is the offset's second byte");

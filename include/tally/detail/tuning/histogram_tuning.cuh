@@ -74,7 +74,9 @@ inline constexpr std::size_t replicated_shared_budget = std::size_t{48} << 10;
 /// shared-memory atomic (three in the library, with an add of the block's row base:
 /// add_vector_of_bytes_to_replicas), where the 32-replica layout (x * 128 + lane * 4) took five
 /// (shift, mask, multiply, add, atomic). Measured on an H100 in bare kernels, the two timed the same (0.0986 and 0.0988 ms for
-/// 2^28 uniform bytes): the atomics are the limit (results/2026-11-23-h100-byte-layout).
+/// 2^28 uniform bytes, results/2026-11-23-h100-byte-layout): the instructions are not the limit. At
+/// 1980 MHz the atomic unit alone is not either: a bare kernel took as long with the SM clock held
+/// at 1.56 GHz; the time is the reads and the atomics overlapping (results/2026-11-23-h100-byte-floor).
 inline constexpr int byte_replicas = 64;
 /// The shared memory the byte replicas may take per block (256 bins: 64 KiB).
 inline constexpr std::size_t byte_replicas_shared_budget = std::size_t{128} << 10;
