@@ -22,7 +22,8 @@ constexpr int unroll = tally::detail::tuning::byte_replica_unroll;  // and its l
 constexpr std::size_t block_reach = std::size_t{block_threads} * unroll * 16;  // bytes a block counts first
 
 __global__ void decide_kernel(const std::uint8_t* samples, std::int64_t num_samples, int* piles) {
-  const bool decided = tally::detail::block_bytes_pile_up(samples, num_samples, unroll);
+  const bool decided =
+      tally::detail::block_bytes_pile_up(tally::detail::lane_first_byte(samples, num_samples, unroll));
   if (threadIdx.x == 0) piles[blockIdx.x] = decided ? 1 : 0;
 }
 

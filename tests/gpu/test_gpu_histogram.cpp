@@ -379,6 +379,53 @@ TEST(GpuHistogramStrategies, BytesCountExactlyInReplicasUpToTheirLimit) {
   }
 }
 
+/// Bytes over all 256 values counted into counts that start `offset` counters into a buffer with
+/// room on both sides: the counts match the CPU reference and no neighbour is touched.
+template <class Counter>
+void expect_bytes_count_at_offset(const std::vector<std::uint8_t>& host, std::size_t offset, strategy s) {
+  constexpr std::size_t bins = 256;
+  std::vector<Counter> expected(bins);
+  cpu::histogram_even(std::span<const std::uint8_t>(host), std::span<Counter>(expected), even_bins{256, 0.0, 256.0},
+                      {strategy::sequential});
+  const auto samples = to_device(host);
+  gpu::device_buffer<Counter> buffer(bins + 8);
+  buffer.fill_bytes(poison_byte);
+  gpu::histogram_even(samples.const_span(), buffer.span().subspan(offset, bins), even_bins{256, 0.0, 256.0}, {s});
+  const std::vector<Counter> all = download(buffer);
+  const auto poison = static_cast<Counter>(0xababababababababull);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (i >= offset && i < offset + bins) {
+      ASSERT_EQ(all[i], expected[i - offset]) << "bin " << i - offset;
+    } else {
+      ASSERT_EQ(all[i], poison) << "counter " << i << ", outside the counts, was written";
+    }
+  }
+}
+
+TEST(GpuHistogramStrategies, BytesCountExactlyWhereverTheCountsStart) {
+  // On sm_90 and later the byte kernel hands each block's counts on with one bulk reduction where
+  // they start on a 16-byte boundary, and with one atomic per bin elsewhere; every offset of the
+  // counts within a 16-byte line takes one or the other, on spread bytes and on one value.
+  std::mt19937_64 rng(seed + 31);
+  std::vector<std::uint8_t> spread((std::size_t{1} << 20) + 5);
+  for (auto& x : spread) x = static_cast<std::uint8_t>(rng());
+  std::vector<std::uint8_t> one_value((std::size_t{1} << 20) + 5, std::uint8_t{200});
+  for (const strategy s : {strategy::replicated, strategy::automatic, strategy::shared_atomic}) {
+    for (const auto* host : {&spread, &one_value}) {
+      for (std::size_t offset = 0; offset < 4; ++offset) {
+        SCOPED_TRACE(::testing::Message() << to_string(s) << (host == &spread ? " spread" : " one value")
+                                          << " uint32 offset=" << offset);
+        expect_bytes_count_at_offset<std::uint32_t>(*host, offset, s);
+      }
+      for (std::size_t offset = 0; offset < 2; ++offset) {
+        SCOPED_TRACE(::testing::Message() << to_string(s) << (host == &spread ? " spread" : " one value")
+                                          << " uint64 offset=" << offset);
+        expect_bytes_count_at_offset<std::uint64_t>(*host, offset, s);
+      }
+    }
+  }
+}
+
 /// packed16's 16-bit counters must hand 2^12 to the global counts, exactly once per crossing of a
 /// multiple of 2^12, before they overflow: 2^24 samples (over 100000 per block) pile into three bins, two of them the
 /// low and high halves of one packed word, first in a long run of one bin (counted by the

@@ -62,41 +62,40 @@ inline constexpr bool is_byte_kernel = std::is_same_v<Mapper, byte_shift_mapper>
 /// where they pile into few values, counts into one plain copy instead, in the same shared memory
 /// (block_bytes_pile_up); bytes over all 256 values take count_all_bytes. The launch zeroes
 /// `counts` itself (start_output), so they need no memset before it, except the byte kernel
-/// (`all_bytes`), whose counts the dispatch zeroes with a memset (zeroes_own_output).
+/// (`all_bytes`), whose counts the dispatch zeroes with a memset (zeroes_own_output), and which
+/// hands its counts on with one bulk reduction per block where it can (add_byte_copy).
 template <aggregation Aggregate, class Sample, class Counter, class Mapper>
 __global__ void __launch_bounds__(tuning::histogram_block_threads<Sample>, tuning::histogram_min_blocks<Sample>)
 shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
                                                Mapper map, output_start_words output, int copies, bool sample_input) {
-  extern __shared__ std::uint32_t shared_copy[];
+  extern __shared__ __align__(16) std::uint32_t shared_copy[];  // add_byte_copy_in_bulk reads it as uint4
   constexpr bool all_bytes = is_byte_kernel<Aggregate, Mapper>;
   constexpr int unroll = all_bytes ? tuning::byte_replica_unroll : tuning::histogram_unroll<Sample>;
+  const std::int64_t copy_words = map.num_bins() * copies;  // as launched
   if constexpr (all_bytes) {
-    // The same for the whole block: every thread calls it. Decided before the zeroing, so a block
-    // that counts into one plain copy zeroes only that.
-    if (sample_input && copies == tuning::byte_replicas && block_bytes_pile_up(samples, num_samples, unroll)) {
-      copies = 1;
-    }
-  }
-  zero_block_copy(shared_copy, map.num_bins() * copies);
-  // The byte kernel's counts were zeroed by a memset before the launch (the dispatch's
-  // zeroes_own_output asks is_byte_kernel too).
-  constexpr bool zeroes_counts = !all_bytes;
-  if constexpr (zeroes_counts) {
-    start_output(counts, map.num_bins(), output);  // its barrier also orders the copy's zeroing before counting
-  } else {
+    // The byte kernel's counts were zeroed by a memset before the launch (the dispatch's
+    // zeroes_own_output asks is_byte_kernel too). Its sample of the input is loaded first, so
+    // that the load's latency hides behind the zeroing; the choice is the same for the whole
+    // block, and a block that counts into one plain copy uses the start of the zeroed replicas.
+    const bool sample = sample_input && copies == tuning::byte_replicas;
+    const int first_byte = sample ? lane_first_byte(samples, num_samples, unroll) : 0;
+    zero_block_copy(shared_copy, copy_words);
+    if (sample && block_bytes_pile_up(first_byte)) copies = 1;
     __syncthreads();  // the copy is zeroed before counting
-  }
-  std::uint64_t left_out = 0;  // byte_shift_mapper leaves nothing out
-  if constexpr (all_bytes) {
     count_all_bytes<unroll>(samples, num_samples, map, shared_copy, copies);
+    __syncthreads();  // every count is in before the copy is read
+    add_byte_copy<tuning::histogram_block_threads<Sample>>(shared_copy, map, copies, copy_words, counts);
   } else {
-    left_out = count_vectorized<Aggregate, unroll, copy_memory::shared>(samples, num_samples, map, shared_copy, copies);
+    zero_block_copy(shared_copy, copy_words);
+    start_output(counts, map.num_bins(), output);  // its barrier also orders the copy's zeroing before counting
+    const std::uint64_t left_out =
+        count_vectorized<Aggregate, unroll, copy_memory::shared>(samples, num_samples, map, shared_copy, copies);
+    __syncthreads();  // every count is in before the copy is read
+    wait_for_zeroed_output(output);
+    add_block_copy(shared_copy, map.num_bins(), counts, copies);
+    warp_add_to(left_out, output.left_out);
+    finish_output(output);
   }
-  __syncthreads();  // every count is in before the copy is read
-  if constexpr (zeroes_counts) wait_for_zeroed_output(output);
-  add_block_copy(shared_copy, map.num_bins(), counts, copies);
-  warp_add_to(left_out, output.left_out);
-  if constexpr (zeroes_counts) finish_output(output);
 }
 
 /// A shared-memory histogram per block, written out whole to the block's slice of
