@@ -76,7 +76,10 @@ inline constexpr std::size_t replicated_shared_budget = std::size_t{48} << 10;
 /// (shift, mask, multiply, add, atomic). Measured on an H100 in bare kernels, the two timed the same (0.0986 and 0.0988 ms for
 /// 2^28 uniform bytes, results/2026-11-23-h100-byte-layout): the instructions are not the limit. At
 /// 1980 MHz the atomic unit alone is not either: a bare kernel took as long with the SM clock held
-/// at 1.56 GHz; the time is the reads and the atomics overlapping (results/2026-11-23-h100-byte-floor).
+/// at 1.56 GHz; the time is the reads and the atomics overlapping (results/2026-11-23-h100-byte-floor),
+/// and the blocks' hand-off of their counts: one bulk reduction a block in place of 256 global
+/// atomics took uniform bytes from 0.101-0.102 ms to 0.093 in `tally bench`
+/// (add_byte_copy_in_bulk, results/2026-11-23-h100-bulk-end).
 inline constexpr int byte_replicas = 64;
 /// The shared memory the byte replicas may take per block (256 bins: 64 KiB).
 inline constexpr std::size_t byte_replicas_shared_budget = std::size_t{128} << 10;
