@@ -134,14 +134,7 @@ void describe_order(std::span<const T> samples, const even_bins& bins, input_sha
 /// max widened by 0.5 each way, as numpy does. NaN and infinities take no part.
 template <class T>
 even_bins data_range(std::span<const T> samples, std::int64_t num_bins, const std::string& path) {
-  double lo = std::numeric_limits<double>::infinity();
-  double hi = -std::numeric_limits<double>::infinity();
-  for (const T x : samples) {
-    const auto v = static_cast<double>(x);
-    if (!std::isfinite(v)) continue;
-    lo = std::min(lo, v);
-    hi = std::max(hi, v);
-  }
+  const auto [lo, hi] = finite_extremes(samples);
   if (!(lo <= hi)) {
     throw error(errc::invalid_argument, "--file",
                 fmt::format("{}: argument '--file': '{}' has no finite sample to take a range from", command_name,
@@ -431,8 +424,8 @@ int run_advise(const advise_arguments& args) {
   const auto dist = parse_distribution(args.distribution_name);
   if (!dist) {
     throw_invalid_argument(command_name, "--distribution",
-                           "has an unknown distribution '" + args.distribution_name +
-                               "' (uniform, geometric, single, sorted, loguniform, bank32)");
+                           "has an unknown distribution '" + args.distribution_name + "' (" +
+                               distribution_names() + ")");
   }
   const std::int64_t size = args.samples.empty() ? (where == backend::gpu ? std::int64_t{1} << 28 : std::int64_t{1} << 22)
                                                  : parse_count(args.samples, command_name, "--samples");
@@ -461,7 +454,7 @@ void add_advise_command(CLI::App& app, int& exit_code) {
   CLI::Option* file = sub->add_option("--file", args->file,
                                       "The samples: a .npy file, or a raw little-endian binary file with --type");
   CLI::Option* dist = sub->add_option("--distribution", args->distribution_name,
-                                      "Or a generated input: uniform, geometric, single, sorted, loguniform, bank32");
+                                      "Or a generated input: " + distribution_names());
   file->excludes(dist);
   // --dtype as `tally hist` spells it (and the file reader's errors name); --type as well.
   sub->add_option("--dtype,--type", args->type_name,

@@ -15,6 +15,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -42,6 +43,8 @@ struct bench_config {
   std::vector<std::string> types{"int32"};
   std::vector<std::string> bins{"256", "4096"};
   std::vector<std::string> sizes;
+  std::vector<std::string> range_kinds{"exact"};        ///< --range-kind: even bins' ranges
+  std::vector<std::string> edge_layouts{"log", "random"};  ///< --edges: histogram_range's edges
   timing_options given;     ///< --runs, --warmup and --timing as given
   int runs = 0;             ///< timed runs per case: given, or the backend's default
   int warmup = 0;           ///< warm-up runs per case: likewise
@@ -63,15 +66,38 @@ struct bench_case {
   std::vector<bench_row>& rows;
 };
 
-/// Walks the cases that every histogram-shaped operation (histogram, weighted_histogram) covers:
-/// each size, bin count and distribution asked for, with that distribution's samples generated
-/// from the seed (the same inputs for every such operation, so their rows compare). Fills the
-/// row fields of the case, reports uint8 beyond 256 bins as skipped, and calls
-/// `run_case(base, samples, bins)` for the rest.
+/// The bins of `kind` for a case of `num_bins` bins over `samples` (generated in bin space, [0,
+/// num_bins)): even bins over `exact` [0, num_bins), or over the data's `general` range as
+/// numpy.histogram(a, bins) takes it, [min, max] (widened by 0.5 each way where min == max, as
+/// numpy does), counted half-open; or range bins with `log` or `random` edges over [0, num_bins],
+/// which `edges` keeps.
+template <class T>
+histogram_bins bins_of_kind(const std::string& kind, std::int64_t num_bins, std::span<const T> samples,
+                            std::uint64_t seed, std::vector<double>& edges) {
+  if (kind == "general") {
+    auto [lower, upper] = finite_extremes(samples);
+    if (lower > upper) return even_bins{num_bins, 0.0, 1.0};  // no samples: numpy's range (0, 1)
+    if (lower == upper) return even_bins{num_bins, lower - 0.5, upper + 0.5};
+    return even_bins{num_bins, lower, upper};
+  }
+  if (const auto layout = parse_edge_layout(kind)) {
+    edges = generate_edges(*layout, num_bins, seed);
+    return std::span<const double>(edges);
+  }
+  return even_bins{num_bins, 0.0, static_cast<double>(num_bins)};
+}
+
+/// Walks the cases that every histogram-shaped operation (histogram, histogram_range,
+/// weighted_histogram) covers: each size, bin count and distribution asked for, with that
+/// distribution's samples generated from the seed (the same inputs for every such operation, so
+/// their rows compare), and each bins kind of `kinds` (bins_of_kind). Fills the row fields of the
+/// case, reports uint8 beyond 256 bins as skipped, and calls `run_case(base, samples, bins)` for
+/// the rest.
 template <class T, class RunCase>
 void for_each_binned_case(const bench_case& bc, const std::string& type_name, const std::string& operation,
-                          const RunCase& run_case) {
+                          const std::vector<std::string>& kinds, const RunCase& run_case) {
   const bench_config& cfg = bc.config;
+  std::vector<double> edges;
   for (const std::int64_t size : bc.sizes) {
     std::vector<T> samples(static_cast<std::size_t>(size));
     for (const std::int64_t num_bins : bc.bins) {
@@ -88,26 +114,43 @@ void for_each_binned_case(const bench_case& bc, const std::string& type_name, co
           bc.rows.push_back(base);
           continue;
         }
-        if (!cfg.quiet) {
-          std::fprintf(stderr, "[bench] %s%s n=%lld bins=%lld %s\n",
-                       operation == "histogram" ? "" : (operation + " ").c_str(), type_name.c_str(),
-                       static_cast<long long>(size), static_cast<long long>(num_bins), base.distribution.c_str());
-        }
         generate_samples<T>(dist, num_bins, cfg.seed, samples);
-        run_case(base, std::span<const T>(samples), even_bins{num_bins, 0.0, static_cast<double>(num_bins)});
+        for (const std::string& kind : kinds) {
+          if (!cfg.quiet) {
+            std::fprintf(stderr, "[bench] %s%s n=%lld bins=%lld %s %s\n",
+                         operation == "histogram" ? "" : (operation + " ").c_str(), type_name.c_str(),
+                         static_cast<long long>(size), static_cast<long long>(num_bins), base.distribution.c_str(),
+                         kind.c_str());
+          }
+          const histogram_bins bins = bins_of_kind<T>(kind, num_bins, samples, cfg.seed, edges);
+          bench_row row = base;
+          row.bins_kind = kind;
+          if (const auto* even = std::get_if<even_bins>(&bins)) {
+            row.lower = even->lower;
+            row.upper = even->upper;
+          } else {
+            row.lower = edges.front();
+            row.upper = edges.back();
+          }
+          run_case(row, std::span<const T>(samples), bins);
+        }
       }
     }
   }
 }
 
-/// Counters are 32-bit while the sizes allow (what users pick, and CUB's fastest), else 64-bit.
+/// Histograms of even bins (`operation` histogram, over each of `kinds`: exact, general) or range
+/// bins (histogram_range, over each edge layout of `kinds`), every strategy asked for, each checked
+/// against the sequential CPU result first. Counters are 32-bit while the sizes allow (what users
+/// pick, and CUB's fastest), else 64-bit.
 template <class T, class Counter>
-void run_type(const bench_case& bc, const std::string& type_name) {
+void run_type(const bench_case& bc, const std::string& type_name, const std::string& operation,
+              const std::vector<std::string>& kinds) {
   const std::int64_t max_bins = *std::max_element(bc.bins.begin(), bc.bins.end());
   histogram_runner<T, Counter> runner(bc.where, max_bins, bc.config.runs, bc.config.warmup, bc.read_bytes_per_s,
                                       bc.config.given.gpu_timing());
-  for_each_binned_case<T>(bc, type_name, "histogram", [&](const bench_row& base, std::span<const T> host_samples,
-                                                          const even_bins& bins) {
+  for_each_binned_case<T>(bc, type_name, operation, kinds, [&](const bench_row& base, std::span<const T> host_samples,
+                                                               const histogram_bins& bins) {
     runner.run(base, host_samples, bins, bc.strategies, bc.rows);
   });
 }
@@ -458,9 +501,10 @@ void run_weighted_type(const bench_case& bc, const std::string& type_name) {
   // privatized rows it checks).
   const histogram_options reference_options{on_gpu ? strategy::automatic : strategy::sequential};
 
-  for_each_binned_case<T>(bc, type_name, "weighted_histogram", [&](const bench_row& base,
-                                                                   std::span<const T> host_samples,
-                                                                   const even_bins& bins) {
+  for_each_binned_case<T>(bc, type_name, "weighted_histogram", cfg.range_kinds, [&](const bench_row& base,
+                                                                                     std::span<const T> host_samples,
+                                                                                     const histogram_bins& case_bins) {
+    const even_bins& bins = std::get<even_bins>(case_bins);  // weighted rows take even bins' kinds only
     if (weights.size() != host_samples.size()) {  // a new size: new weights
       weights.assign(host_samples.size(), 0.0f);
       generate_weights(cfg.seed, weights);
@@ -549,8 +593,8 @@ int run_bench(const bench_config& cfg) {
   }
   const bool on_gpu = where == backend::gpu;
 
-  static const std::vector<std::string> known_ops{"histogram", "weighted_histogram", "reduce", "count_if",
-                                                  "find_first_if"};
+  static const std::vector<std::string> known_ops{"histogram", "histogram_range", "weighted_histogram", "reduce",
+                                                  "count_if", "find_first_if"};
   for (const std::string& op : cfg.ops) {
     if (std::find(known_ops.begin(), known_ops.end(), op) == known_ops.end()) {
       throw_invalid_argument("tally bench", "--ops", "has an unknown operation '" + op + "'");
@@ -560,6 +604,19 @@ int run_bench(const bench_config& cfg) {
     return std::find(cfg.ops.begin(), cfg.ops.end(), op) != cfg.ops.end();
   };
   const bool histograms = wants("histogram");
+  const bool range_bins = wants("histogram_range");
+  for (const std::string& kind : cfg.range_kinds) {
+    if (kind != "exact" && kind != "general") {
+      throw_invalid_argument("tally bench", "--range-kind", "has an unknown range kind '" + kind + "' (exact, general)");
+    }
+  }
+  if (cfg.range_kinds.empty()) throw_invalid_argument("tally bench", "--range-kind", "needs at least one kind");
+  for (const std::string& layout : cfg.edge_layouts) {
+    if (!parse_edge_layout(layout)) {
+      throw_invalid_argument("tally bench", "--edges", "has an unknown edge layout '" + layout + "' (log, random)");
+    }
+  }
+  if (cfg.edge_layouts.empty()) throw_invalid_argument("tally bench", "--edges", "needs at least one layout");
   const bool weighted = wants("weighted_histogram");
   const bool reductions = wants("reduce") || wants("count_if") || wants("find_first_if");
 
@@ -622,15 +679,19 @@ int run_bench(const bench_config& cfg) {
   std::fflush(stdout);
 
   const bool narrow = *std::max_element(sizes.begin(), sizes.end()) <= std::int64_t{0xffffffff};
-  for (const std::string& type : histograms ? cfg.types : std::vector<std::string>{}) {
-    with_sample_type(type, [&]<class T>() {
-      if (narrow) {
-        run_type<T, std::uint32_t>(run, type);
-      } else {
-        run_type<T, std::uint64_t>(run, type);
-      }
-    });
-  }
+  const auto run_histograms = [&](const std::string& operation, const std::vector<std::string>& kinds) {
+    for (const std::string& type : cfg.types) {
+      with_sample_type(type, [&]<class T>() {
+        if (narrow) {
+          run_type<T, std::uint32_t>(run, type, operation, kinds);
+        } else {
+          run_type<T, std::uint64_t>(run, type, operation, kinds);
+        }
+      });
+    }
+  };
+  if (histograms) run_histograms("histogram", cfg.range_kinds);
+  if (range_bins) run_histograms("histogram_range", cfg.edge_layouts);
   for (const std::string& type : weighted ? cfg.types : std::vector<std::string>{}) {
     with_sample_type(type, [&]<class T>() { run_weighted_type<T>(run, type); });
   }
@@ -667,8 +728,9 @@ void add_bench_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();
   sub->add_option("--ops", cfg->ops,
-                  "Operations: histogram (default), weighted_histogram, reduce, count_if, find_first_if; "
-                  "weighted_histogram sums float weights over the histogram cases, every weighted strategy, in "
+                  "Operations: histogram (default), histogram_range, weighted_histogram, reduce, count_if, "
+                  "find_first_if; histogram_range counts into range bins (sorted edges, see --edges) on the "
+                  "histogram cases, CUB's HistogramRange the peer; weighted_histogram sums float weights over the histogram cases, every weighted strategy, in "
                   "double and deterministic; reductions run on the types of --types that reduce takes (not uint8), "
                   "every strategy, on uniform data")
       ->delimiter(',')
@@ -678,8 +740,21 @@ void add_bench_command(CLI::App& app, int& exit_code) {
                   "reductions run all theirs)")
       ->delimiter(',');
   sub->add_option("--dists", cfg->distributions,
-                  "Distributions: uniform, geometric, single, sorted, loguniform (default), bank32")
+                  "Distributions (default: all): " + distribution_names() + "; bank32 is strided32's old name")
       ->delimiter(',');
+  sub->add_option("--range-kind", cfg->range_kinds,
+                  "Ranges of even bins (histogram, weighted_histogram): exact, [0, bins) over samples generated in "
+                  "[0, bins); general, the data's own range as numpy.histogram(a, bins) takes it, [min, max] "
+                  "(min - 0.5 and max + 0.5 when equal), but counted half-open, [min, max): samples equal to max "
+                  "are left out (upper_edge::exclusive, so that CUB runs the same case). Rows record the kind and "
+                  "the lower and upper edges")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--edges", cfg->edge_layouts,
+                  "Edges of histogram_range's B bins over [0, B]: log, e_k = (B + 1)^(k / B) - 1; random, "
+                  "B - 1 interior edges drawn uniformly from (0, B) from the seed")
+      ->delimiter(',')
+      ->capture_default_str();
   sub->add_option("--types", cfg->types, "Sample types: uint8, int32, uint32, int64, float32, float64")
       ->delimiter(',')
       ->capture_default_str();

@@ -50,23 +50,27 @@ std::string strategy_label(const bench_row& row) {
 }
 }  // namespace
 
-bool is_binned(const bench_row& row) { return row.operation == "histogram" || row.operation == "weighted_histogram"; }
+bool is_binned(const bench_row& row) {
+  return row.operation == "histogram" || row.operation == "histogram_range" || row.operation == "weighted_histogram";
+}
 
 namespace {
-/// The rows of one binned operation as a table; weighted rows show their variant too.
+/// The rows of one binned operation as a table, with each row's bins kind; weighted rows show
+/// their variant too.
 void print_binned_table(std::FILE* out, const std::vector<bench_row>& rows, const std::string& operation) {
-  const bool with_variant = operation != "histogram";
+  const bool with_variant = operation == "weighted_histogram";
   const auto left = [&](const std::string& type, const auto& samples, const std::string& dist, const auto& bins,
-                        const std::string& variant) {
-    return fmt::format("{:<7} {:>11} {:<10} {:>8}  ", type, samples, dist, bins) +
+                        const std::string& kind, const std::string& variant) {
+    return fmt::format("{:<7} {:>11} {:<10} {:>8} {:<7}  ", type, samples, dist, bins, kind) +
            (with_variant ? fmt::format("{:<28}  ", variant) : std::string());
   };
   fmt::print(out, "{}{:<34} {:<16} {:>10} {:>6} {:>10} {:>9} {:>6}\n",
-             left("type", "samples", "dist", "bins", "variant"), "strategy", "check", "median ms", "noise", "Gsample/s",
-             "GB/s", "read");
+             left("type", "samples", "dist", "bins", "kind", "variant"), "strategy", "check", "median ms", "noise",
+             "Gsample/s", "GB/s", "read");
   for (const bench_row& row : rows) {
     if (row.operation != operation) continue;
-    const std::string start = left(row.sample_type, row.num_samples, row.distribution, row.num_bins, row.variant);
+    const std::string start =
+        left(row.sample_type, row.num_samples, row.distribution, row.num_bins, row.bins_kind, row.variant);
     if (!row.timed) {
       fmt::print(out, "{}{:<34} {}\n", start, strategy_label(row), row.verdict);
       continue;
@@ -84,6 +88,10 @@ bool has_operation(const std::vector<bench_row>& rows, const std::string& operat
 
 void print_table(std::FILE* out, const std::vector<bench_row>& rows) {
   if (has_operation(rows, "histogram")) print_binned_table(out, rows, "histogram");
+  if (has_operation(rows, "histogram_range")) {
+    fmt::print(out, "\nrange bins: sorted edges over [0, bins], log-spaced (log) or drawn at random (random)\n");
+    print_binned_table(out, rows, "histogram_range");
+  }
   if (has_operation(rows, "weighted_histogram")) {
     fmt::print(out, "\nweighted histograms: float weights, bytes read = samples + weights (CUB has no weighted "
                     "histogram: no peer)\n");
@@ -152,11 +160,11 @@ void print_reduce_summary(std::FILE* out, const std::vector<bench_row>& rows) {
 }  // namespace
 
 namespace {
-/// Per case of a binned operation (and variant): the best verified named strategy, automatic, and
-/// CUB for histograms (weighted histograms have no CUB peer).
+/// Per case of a binned operation (bins kind and variant): the best verified named strategy,
+/// automatic, and CUB for histograms (weighted histograms have no CUB peer).
 void print_binned_summary(std::FILE* out, const bench_environment& env, const std::vector<bench_row>& rows,
                           const std::string& operation) {
-  using key = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::string>;
+  using key = std::tuple<std::string, std::string, std::int64_t, std::int64_t, std::string, std::string>;
   struct cell {
     const bench_row* best = nullptr;
     const bench_row* automatic = nullptr;
@@ -166,7 +174,7 @@ void print_binned_summary(std::FILE* out, const bench_environment& env, const st
   std::vector<key> order;
   for (const bench_row& row : rows) {
     if (row.operation != operation) continue;
-    const key k{row.variant, row.sample_type, row.num_samples, row.num_bins, row.distribution};
+    const key k{row.variant, row.sample_type, row.num_samples, row.num_bins, row.distribution, row.bins_kind};
     if (!cells.contains(k)) order.push_back(k);
     cell& c = cells[k];
     if (!row.timed || row.mismatch || (row.verdict != "exact" && row.verdict != "within bound")) continue;
@@ -180,19 +188,20 @@ void print_binned_summary(std::FILE* out, const bench_environment& env, const st
     fmt::print(out, "\nsummary of weighted histograms ({} backend, fraction of the {:.0f} GB/s read bandwidth; "
                     "verified results only; CUB has no weighted histogram)\n",
                env.backend, env.read_bytes_per_s * 1e-9);
-    fmt::print(out, "{:<7} {:>11} {:>8} {:<10}  {:<28}  {:<20} {:>6}  {:<28} {:>6}\n", "type", "samples", "bins",
-               "dist", "variant", "best", "read", "automatic", "read");
+    fmt::print(out, "{:<7} {:>11} {:>8} {:<7} {:<10}  {:<28}  {:<20} {:>6}  {:<28} {:>6}\n", "type", "samples",
+               "bins", "kind", "dist", "variant", "best", "read", "automatic", "read");
   } else {
-    fmt::print(out, "\nsummary ({} backend, fraction of the {:.0f} GB/s read bandwidth; exact results only)\n",
-               env.backend, env.read_bytes_per_s * 1e-9);
-    fmt::print(out, "{:<7} {:>11} {:>8} {:<10}  {:<20} {:>6}  {:<28} {:>6}  {:>6}\n", "type", "samples", "bins", "dist",
-               "best", "read", "automatic", "read", "cub");
+    fmt::print(out, "\nsummary{} ({} backend, fraction of the {:.0f} GB/s read bandwidth; exact results only)\n",
+               operation == "histogram_range" ? " of range-bin histograms" : "", env.backend,
+               env.read_bytes_per_s * 1e-9);
+    fmt::print(out, "{:<7} {:>11} {:>8} {:<7} {:<10}  {:<20} {:>6}  {:<28} {:>6}  {:>6}\n", "type", "samples", "bins",
+               "kind", "dist", "best", "read", "automatic", "read", "cub");
   }
   for (const key& k : order) {
     const cell& c = cells[k];
     const auto fraction = [](const bench_row* r) { return r ? fmt::format("{:.3f}", r->read_fraction) : std::string("-"); };
-    const std::string start = fmt::format("{:<7} {:>11} {:>8} {:<10}  ", std::get<1>(k), std::get<2>(k), std::get<3>(k),
-                                          std::get<4>(k)) +
+    const std::string start = fmt::format("{:<7} {:>11} {:>8} {:<7} {:<10}  ", std::get<1>(k), std::get<2>(k),
+                                          std::get<3>(k), std::get<5>(k), std::get<4>(k)) +
                               (weighted ? fmt::format("{:<28}  ", std::get<0>(k)) : std::string());
     fmt::print(out, "{}{:<20} {:>6}  {:<28} {:>6}{}\n", start, c.best ? c.best->strategy : "-", fraction(c.best),
                c.automatic ? "automatic->" + c.automatic->used : "-", fraction(c.automatic),
@@ -203,6 +212,7 @@ void print_binned_summary(std::FILE* out, const bench_environment& env, const st
 
 void print_summary(std::FILE* out, const bench_environment& env, const std::vector<bench_row>& rows) {
   print_binned_summary(out, env, rows, "histogram");
+  print_binned_summary(out, env, rows, "histogram_range");
   print_binned_summary(out, env, rows, "weighted_histogram");
   print_reduce_summary(out, rows);
   const auto mismatches = std::count_if(rows.begin(), rows.end(), [](const bench_row& r) { return r.mismatch; });
@@ -215,12 +225,12 @@ void write_csv(const std::string& path, const bench_environment& env, const std:
   file << environment_csv_comment("bench", env) << ", read_bytes_per_s " << fmt::format("{:.6e}", env.read_bytes_per_s)
        << " (" << env.read_method << "), timing " << env.timing << "\n";
   file << "type,samples,distribution,bins,strategy,used,check,runs,median_ms,min_ms,noise_percent,samples_per_s,"
-          "bytes_per_s,read_fraction,operation,variant,note\n";
+          "bytes_per_s,read_fraction,operation,variant,note,bins_kind,lower,upper\n";
   for (const bench_row& r : rows) {
-    file << fmt::format("{},{},{},{},{},{},\"{}\",{},{:.6f},{:.6f},{:.2f},{:.6e},{:.6e},{:.4g},{},\"{}\",\"{}\"\n",
+    file << fmt::format("{},{},{},{},{},{},\"{}\",{},{:.6f},{:.6f},{:.2f},{:.6e},{:.6e},{:.4g},{},\"{}\",\"{}\",{},{},{}\n",
                         r.sample_type, r.num_samples, r.distribution, r.num_bins, r.strategy, r.used, r.verdict, r.runs,
                         r.median_ms, r.min_ms, r.noise_percent, r.samples_per_s, r.bytes_per_s, r.read_fraction,
-                        r.operation, r.variant, r.note);
+                        r.operation, r.variant, r.note, r.bins_kind, r.lower, r.upper);
   }
 }
 
@@ -238,6 +248,9 @@ nlohmann::json bench_json(std::string_view command, const bench_environment& env
                         {"samples", r.num_samples},
                         {"distribution", r.distribution},
                         {"bins", r.num_bins},
+                        {"bins_kind", r.bins_kind},
+                        {"lower", r.lower},
+                        {"upper", r.upper},
                         {"strategy", r.strategy},
                         {"used", r.used},
                         {"reason", r.reason},

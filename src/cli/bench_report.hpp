@@ -26,13 +26,19 @@ struct bench_environment : run_environment {
 };
 
 struct bench_row {
-  std::string operation = "histogram";  ///< histogram, weighted_histogram, reduce, count_if or find_first_if
+  /// histogram, histogram_range, weighted_histogram, reduce, count_if or find_first_if
+  std::string operation = "histogram";
   std::string variant;  ///< what was computed ("sum", "sum deterministic", "float weights, deterministic", ...)
   std::string note;     ///< anything the row's numbers need said (fewer runs...)
   std::string sample_type;
   std::int64_t num_samples = 0;
   std::string distribution;
   std::int64_t num_bins = 0;
+  /// How the bins were laid out: even bins over `exact` [0, num_bins) or the data's `general`
+  /// [min, max); range bins' `log` or `random` edges. Empty for rows without bins.
+  std::string bins_kind;
+  double lower = 0.0;  ///< the first edge (binned rows)
+  double upper = 0.0;  ///< the last edge, excluded (binned rows)
   std::string strategy;  ///< as asked for
   std::string used;      ///< what ran (automatic's choice)
   std::string reason;    ///< why it ran: "asked for", or automatic's reasoning
@@ -54,18 +60,19 @@ void summarize_times(bench_row& row, std::vector<double> times_ms, std::int64_t 
 void print_environment(std::FILE* out, const bench_environment& env);
 /// bench_environment::timing in words, for the header of a report.
 std::string timing_text(const std::string& timing);
-/** @brief Whether a row has bins and a distribution: a histogram or a weighted histogram. */
+/** @brief Whether a row has bins and a distribution: a histogram (even or range bins) or a weighted histogram. */
 bool is_binned(const bench_row& row);
 /**
- * @brief The histogram rows as a table, then the weighted histogram rows as another (reduction
- * rows are left to print_reduce_table).
+ * @brief The histogram rows as a table, then the range-bin and weighted histogram rows as a table
+ * each (reduction rows are left to print_reduce_table).
  */
 void print_table(std::FILE* out, const std::vector<bench_row>& rows);
 /** @brief The reduce, count_if and find_first_if rows as a table, if there are any. */
 void print_reduce_table(std::FILE* out, const std::vector<bench_row>& rows);
 /**
- * @brief Per histogram case: the best strategy, automatic and CUB side by side; the same per
- * weighted histogram case and variant (no CUB peer); per reduction case every strategy side by
+ * @brief Per histogram case (even and range bins, each bins kind a case of its own): the best
+ * strategy, automatic and CUB side by side; the same per weighted histogram case and variant (no
+ * CUB peer); per reduction case every strategy side by
  * side; last, the row and mismatch counts.
  */
 void print_summary(std::FILE* out, const bench_environment& env, const std::vector<bench_row>& rows);

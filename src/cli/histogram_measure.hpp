@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -87,6 +88,33 @@ inline std::optional<std::string> unrunnable_verdict(const error& e, strategy s)
   return std::nullopt;
 }
 
+/** @brief The bins of a histogram case: even bins, or the sorted edges of range bins (host memory). */
+using histogram_bins = std::variant<even_bins, std::span<const double>>;
+
+/** @brief How many bins `bins` has. */
+inline std::int64_t bin_count(const histogram_bins& bins) {
+  if (const auto* even = std::get_if<even_bins>(&bins)) return even->num_bins;
+  return static_cast<std::int64_t>(std::get<std::span<const double>>(bins).size()) - 1;
+}
+
+/** @brief The CPU backend's histogram_even or histogram_range, as `bins` says. */
+template <class T, class Counter>
+histogram_result cpu_histogram(std::span<const T> samples, std::span<Counter> counts, const histogram_bins& bins,
+                               const histogram_options& options) {
+  if (const auto* even = std::get_if<even_bins>(&bins)) return cpu::histogram_even(samples, counts, *even, options);
+  return cpu::histogram_range(samples, counts, std::get<std::span<const double>>(bins), options);
+}
+
+/** @brief The GPU backend's histogram_even_async or histogram_range_async, as `bins` says. */
+template <class T, class Counter>
+choice gpu_histogram_async(std::span<const T> samples, std::span<Counter> counts, const histogram_bins& bins,
+                           gpu::workspace& ws, const histogram_options& options, gpu::stream_t stream) {
+  if (const auto* even = std::get_if<even_bins>(&bins)) {
+    return gpu::histogram_even_async(samples, counts, *even, ws, options, stream);
+  }
+  return gpu::histogram_range_async(samples, counts, std::get<std::span<const double>>(bins), ws, options, stream);
+}
+
 /**
  * @brief Measures histogram strategies on one case after another (T samples, Counter counts),
  * reusing its host and device buffers between cases. For each case: the CPU reference, then per
@@ -111,15 +139,15 @@ class histogram_runner {
 
   /**
    * @brief Appends one row per strategy (`base` with the strategy, what it used, verdict and
-   * times) to `rows`. `bins.num_bins` must not exceed the runner's `max_bins`.
+   * times) to `rows`. `bins` (even or range) must not have more than the runner's `max_bins`.
    */
-  void run(const bench_row& base, std::span<const T> host_samples, const even_bins& bins,
+  void run(const bench_row& base, std::span<const T> host_samples, const histogram_bins& bins,
            std::span<const strategy> strategies, std::vector<bench_row>& rows) {
     const std::int64_t size = base.num_samples;
-    const auto num_bins = static_cast<std::size_t>(bins.num_bins);
+    const auto num_bins = static_cast<std::size_t>(bin_count(bins));
     const std::span<Counter> want(expected_.data(), num_bins);
     const std::span<Counter> have(got_.data(), num_bins);
-    reference_left_out_ = cpu::histogram_even(host_samples, want, bins, {strategy::sequential}).left_out;
+    reference_left_out_ = cpu_histogram(host_samples, want, bins, {strategy::sequential}).left_out;
     reference_bins_ = num_bins;
     if (on_gpu()) {
       if (device_samples_.size() != host_samples.size()) {
@@ -138,7 +166,7 @@ class histogram_runner {
         if (on_gpu()) {
           const std::span<Counter> counts = device_counts_.span().first(num_bins);
           auto once = [&](gpu::stream_t stream) {
-            return gpu::histogram_even_async(device_samples_.const_span(), counts, bins, ws_, options, stream);
+            return gpu_histogram_async(device_samples_.const_span(), counts, bins, ws_, options, stream);
           };
           device_counts_.fill_bytes(0xab);  // poison: every bin must be written
           const choice chose = once(nullptr);
@@ -154,7 +182,7 @@ class histogram_runner {
           times = time_gpu_runs(row, [&](gpu::stream_t stream) { once(stream); }, warmup_, runs_, timing_);
         } else {
           std::fill(have.begin(), have.end(), static_cast<Counter>(0xababababababababull));
-          const histogram_result result = cpu::histogram_even(host_samples, have, bins, options);
+          const histogram_result result = cpu_histogram(host_samples, have, bins, options);
           row.used = std::string(to_string(result.chose.used));
           row.reason = std::string(result.chose.reason);
           verify_histogram<Counter>(row, want, have, reference_left_out_, result.left_out, result.chose.used);
@@ -163,7 +191,7 @@ class histogram_runner {
             continue;
           }
           for (int run = 0; run < warmup_ + runs_; ++run) {
-            const double ms = host_ms([&] { (void)cpu::histogram_even(host_samples, have, bins, options); });
+            const double ms = host_ms([&] { (void)cpu_histogram(host_samples, have, bins, options); });
             if (run >= warmup_) times.push_back(ms);
           }
         }

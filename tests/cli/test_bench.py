@@ -14,7 +14,7 @@ import pytest
 TALLY = os.environ.get("TALLY_BIN")
 GPU_WANTED = os.environ.get("TALLY_TEST_GPU") == "1"
 CPU_STRATEGIES = ["automatic", "sequential", "critical", "atomic", "privatized", "reduction"]
-DISTRIBUTIONS = ["uniform", "geometric", "single", "sorted", "loguniform"]
+DISTRIBUTIONS = ["uniform", "geometric", "single", "sorted", "loguniform", "strided32", "few_hot"]
 
 
 def run(*args):
@@ -51,6 +51,8 @@ def test_cpu_bench_verifies_and_times_every_strategy_on_every_distribution(tmp_p
                     assert (samples, bins, dist, strategy) in cases
     for r in rows:
         assert r["check"] == "exact", r
+        assert r["operation"] == "histogram" and r["bins_kind"] == "exact"  # the defaults
+        assert (r["lower"], r["upper"]) == (0, r["bins"])
         assert r["timed"] and r["runs"] == 2 and r["median_ms"] > 0
         assert r["bytes_per_s"] == pytest.approx(r["samples"] * 4 / (r["median_ms"] * 1e-3), rel=1e-6)
         assert r["read_fraction"] == pytest.approx(r["bytes_per_s"] / doc["read_bytes_per_s"], rel=1e-6)
@@ -67,14 +69,97 @@ def test_cpu_bench_verifies_and_times_every_strategy_on_every_distribution(tmp_p
 
 
 def test_bench_types_and_distributions_can_be_chosen(tmp_path):
-    result, json_path, _ = small_bench(tmp_path, "cpu", ("--types", "uint8,float64", "--dists", "bank32",
+    result, json_path, _ = small_bench(tmp_path, "cpu", ("--types", "uint8,float64", "--dists", "strided32,few_hot",
                                                           "--strategies", "privatized"))
     assert result.returncode == 0, result.stderr
     rows = json.loads(json_path.read_text())["rows"]
     assert {r["type"] for r in rows} == {"uint8", "float64"}
-    assert {r["distribution"] for r in rows} == {"bank32"}
+    assert {r["distribution"] for r in rows} == {"strided32", "few_hot"}
     assert {r["strategy"] for r in rows} == {"privatized"}
     assert all(r["check"] == "exact" for r in rows)
+
+
+def test_bench_takes_bank32_as_strided32s_old_name(tmp_path):
+    result, json_path, _ = small_bench(tmp_path, "cpu", ("--dists", "bank32", "--strategies", "sequential"))
+    assert result.returncode == 0, result.stderr
+    assert {r["distribution"] for r in json.loads(json_path.read_text())["rows"]} == {"strided32"}
+
+
+def test_few_hot_puts_90_percent_in_four_spread_bins_and_strided32_on_multiples_of_32(tmp_path):
+    # `tally advise` reports the generated input's shape: the fullest bin's share and the 32 fullest.
+    json_path = tmp_path / "advise.json"
+    result = run("advise", "--distribution", "few_hot", "--bins", "4096", "--samples", "2^18", "--backend", "cpu",
+                 "--runs", "1", "--quiet", "--json", str(json_path))
+    assert result.returncode == 0, result.stderr
+    shape = json.loads(json_path.read_text())["input"]
+    assert shape["top_bin_share"] == pytest.approx(0.5, abs=0.01)  # the hottest of the four: 50%
+    assert shape["top_32_bins_share"] == pytest.approx(0.9, abs=0.01)  # four hot bins, 90%; the tail is thin
+    assert shape["used_bins"] > 4000  # the uniform 10% reaches (nearly) every bin
+    result = run("advise", "--distribution", "strided32", "--bins", "4096", "--samples", "2^16", "--backend", "cpu",
+                 "--runs", "1", "--quiet", "--json", str(json_path))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(json_path.read_text())["input"]["used_bins"] == 4096 // 32
+
+
+def test_bench_general_range_is_the_datas_min_and_max_counted_half_open(tmp_path):
+    # numpy.histogram(a, bins) takes [min, max] from the data; bench counts it half-open, [min, max).
+    result, json_path, csv_path = small_bench(tmp_path, "cpu", ("--types", "int32,float32,uint8",
+                                                                 "--range-kind", "exact,general",
+                                                                 "--ops", "histogram,weighted_histogram",
+                                                                 "--strategies", "sequential,privatized"))
+    assert result.returncode == 0, result.stderr
+    assert "general" in result.stdout and "0 verification mismatches" in result.stdout
+    rows = json.loads(json_path.read_text())["rows"]
+    timed = [r for r in rows if r["strategy"] != "all"]
+    assert {r["bins_kind"] for r in timed} == {"exact", "general"}
+    assert {r["operation"] for r in timed} == {"histogram", "weighted_histogram"}
+    for r in timed:
+        assert r["check"] in ("exact", "within bound"), r
+        if r["bins_kind"] == "exact":
+            assert (r["lower"], r["upper"]) == (0, r["bins"])
+        elif r["distribution"] == "single" and r["type"] != "float32":
+            # one integer value, bins // 2: numpy widens the empty range by 0.5 each way
+            assert (r["lower"], r["upper"]) == (r["bins"] // 2 - 0.5, r["bins"] // 2 + 0.5), r
+        else:
+            # min < max, or one value (strided32 below 32 bins: all zero) widened as numpy does
+            widened = r["upper"] - r["lower"] == 1 and (r["lower"] + 0.5).is_integer()
+            assert widened or 0 <= r["lower"] < r["upper"] < r["bins"], r
+            assert -0.5 <= r["lower"] and r["upper"] <= r["bins"], r
+    exact_cases = {(r["operation"], r["type"], r["samples"], r["bins"], r["distribution"], r["strategy"], r["variant"])
+                   for r in timed if r["bins_kind"] == "exact"}
+    general_cases = {(r["operation"], r["type"], r["samples"], r["bins"], r["distribution"], r["strategy"], r["variant"])
+                     for r in timed if r["bins_kind"] == "general"}
+    assert exact_cases == general_cases
+    table = list(csv.DictReader(csv_path.read_text().splitlines()[1:]))
+    assert {row["bins_kind"] for row in table if row["strategy"] != "all"} == {"exact", "general"}
+    assert all(float(row["lower"]) < float(row["upper"]) for row in table if row["strategy"] != "all")
+
+
+def test_bench_range_bins_verify_every_strategy_on_log_and_random_edges(tmp_path):
+    result, json_path, csv_path = small_bench(tmp_path, "cpu", ("--ops", "histogram_range", "--types",
+                                                                 "int32,float64"))
+    assert result.returncode == 0, result.stderr
+    assert "range bins" in result.stdout and "summary of range-bin histograms" in result.stdout
+    assert "0 verification mismatches" in result.stdout
+    rows = json.loads(json_path.read_text())["rows"]
+    assert {r["operation"] for r in rows} == {"histogram_range"}
+    cases = {(r["type"], r["samples"], r["bins"], r["distribution"], r["bins_kind"], r["strategy"]) for r in rows}
+    for sample_type in ("int32", "float64"):
+        for samples in (16384, 1000):
+            for bins in (7, 256):
+                for dist in DISTRIBUTIONS:
+                    for kind in ("log", "random"):
+                        for strategy in CPU_STRATEGIES:
+                            assert (sample_type, samples, bins, dist, kind, strategy) in cases
+    for r in rows:
+        assert r["check"] == "exact", r
+        assert (r["lower"], r["upper"]) == (0, r["bins"])
+        assert r["timed"] and r["median_ms"] > 0
+    assert {row["bins_kind"] for row in csv.DictReader(csv_path.read_text().splitlines()[1:])} == {"log", "random"}
+    only_log, json_path2, _ = small_bench(tmp_path, "cpu", ("--ops", "histogram_range", "--edges", "log",
+                                                            "--strategies", "sequential"))
+    assert only_log.returncode == 0, only_log.stderr
+    assert {r["bins_kind"] for r in json.loads(json_path2.read_text())["rows"]} == {"log"}
 
 
 def test_cpu_bench_reductions_verify_every_strategy_and_keep_histograms_out(tmp_path):
@@ -152,6 +237,10 @@ def test_cpu_bench_weighted_histograms_verify_every_strategy_both_ways(tmp_path)
 @pytest.mark.parametrize("args, argument", [
     (("--ops", "sort"), "--ops"),
     (("--ops", "weighted_histogram,weighted"), "--ops"),
+    (("--ops", "histogram_ranges"), "--ops"),
+    (("--range-kind", "numpy"), "--range-kind"),
+    (("--range-kind", "exact,log"), "--range-kind"),  # log is a layout of edges, not an even range
+    (("--edges", "linear"), "--edges"),
     (("--ops", "weighted_histogram", "--sizes", "2^32"), "--sizes"),
     (("--strategies", "nonsense"), "--strategies"),
     (("--strategies", "shared_atomic", "--backend", "cpu"), "--strategies"),
@@ -209,6 +298,17 @@ def test_gpu_devices_and_bench(tmp_path):
     for r in rows:
         assert r["check"] == ("exact" if r["variant"].endswith("deterministic") else "within bound"), r
         assert r["read_fraction"] > 0
+    # The data's own range and range bins, CUB beside: CUB refuses (skipped) what it cannot count as
+    # tally does, and never reports a mismatch.
+    ranged, json_path4, _ = small_bench(tmp_path, "gpu", ("--ops", "histogram,histogram_range", "--range-kind",
+                                                          "exact,general", "--types", "int32,float32"))
+    assert ranged.returncode == 0, ranged.stdout + ranged.stderr
+    rows = json.loads(json_path4.read_text())["rows"]
+    assert {(r["operation"], r["bins_kind"]) for r in rows} == {
+        ("histogram", "exact"), ("histogram", "general"), ("histogram_range", "log"), ("histogram_range", "random")}
+    assert all(r["check"] == "exact" or r["strategy"] == "racy" or r["check"].startswith(("skipped", "cannot run"))
+               for r in rows), [r for r in rows if r["check"] != "exact"]
+    assert any(r["strategy"] == "cub" and r["operation"] == "histogram_range" and r["check"] == "exact" for r in rows)
 
 
 def test_top_level_help_lists_the_commands():
