@@ -8,7 +8,8 @@ PNG or SVG picture (matplotlib). The `tally` binary runs this script for `--plot
 What is drawn depends on the kind of result: the document's "command" field, or, for files
 written before that field existed, the fields of its rows.
   bench:       bars per strategy for each distribution, as a fraction of the read bandwidth
-               measured in the same run; one panel per (operation, sample type, bins) case.
+               measured in the same run; one panel per (operation, sample type, bins, bins kind) case:
+               even bins over the exact or the data's general range, range bins' log or random edges.
   advise:      the same bars for its one input, with the recommendation in the title.
   contention:  operations per second against the number of distinct addresses, log-log; one
                panel per operation (and memory, where rows say), one line per method.
@@ -124,7 +125,7 @@ CUB_COLOUR = "#111111"
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#76b7b2", "#edc948", "#9c755f", "#ff9da7", "#bab0ac",
            "#e15759", "#86bcb6", "#d4a6c8"]
 WRONG_COLOUR = "#d62728"
-BINNED = ("histogram", "weighted_histogram")
+BINNED = ("histogram", "histogram_range", "weighted_histogram")
 
 
 def strategy_colours(rows):
@@ -158,10 +159,12 @@ def bench_panels(rows):
         operation = row.get("operation", "histogram")
         binned = operation in BINNED
         if binned:
-            key = (operation, row.get("variant", ""), row["type"], row["bins"], row["samples"])
+            # results written before bins kinds existed: even bins over the exact range
+            kind = row.get("bins_kind") or "exact"
+            key = (operation, row.get("variant", ""), row["type"], row["bins"], kind, row["samples"])
             group = row["distribution"]
         else:
-            key = (operation, "", row["type"], 0, row["samples"])
+            key = (operation, "", row["type"], 0, "", row["samples"])
             group = row.get("variant") or operation
         panel = panels.setdefault(key, {"groups": [], "strategies": [], "cells": {}})
         if group not in panel["groups"]:
@@ -170,13 +173,17 @@ def bench_panels(rows):
             panel["strategies"].append(row["strategy"])
         panel["cells"][(group, row["strategy"])] = row
     out = []
-    for (operation, variant, sample_type, bins, samples), panel in panels.items():
+    for (operation, variant, sample_type, bins, kind, samples), panel in panels.items():
+        # even bins say their range where it is not the exact one; range bins always say their edges
+        range_text = "" if kind == "exact" else ", {} range".format(kind)
         if operation == "histogram":
-            title = "{}, {} bins".format(sample_type, bins)
+            title = "{}, {} bins{}".format(sample_type, bins, range_text)
+        elif operation == "histogram_range":
+            title = "range bins, {} edges: {}, {}".format(kind, sample_type, bins)
         elif operation == "weighted_histogram":
             # "float weights" or "float weights, deterministic": short enough for a panel's width
-            kind = "weighted, deterministic" if "deterministic" in variant else "weighted"
-            title = "{}: {}, {} bins".format(kind, sample_type, bins)
+            weighted = "weighted, deterministic" if "deterministic" in variant else "weighted"
+            title = "{}: {}, {} bins{}".format(weighted, sample_type, bins, range_text)
         else:
             title = "{}, {}".format(operation, sample_type)
         if len(sizes) > 1:

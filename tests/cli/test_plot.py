@@ -205,3 +205,56 @@ def test_the_committed_h100_pictures_source_still_draws(tmp_path):
     result = run("plot", str(source), "-o", str(tmp_path / "h100.svg"))
     assert result.returncode == 0, result.stderr
     assert_svg(tmp_path / "h100.svg")
+
+
+@pytest.fixture(scope="module")
+def bins_kinds_result(tmp_path_factory):
+    """A tiny CPU bench of every bins kind: even bins over the exact and the data's general range,
+    range bins with log and random edges. (The run, its JSON path, its SVG path.)"""
+    folder = tmp_path_factory.mktemp("kinds")
+    json_path, svg_path = folder / "kinds.json", folder / "kinds.svg"
+    result = run("bench", "--backend", "cpu", "--sizes", "2^12", "--bins", "16", "--dists", "uniform,few_hot",
+                 "--types", "int32", "--ops", "histogram,histogram_range", "--range-kind", "exact,general",
+                 "--strategies", "sequential,privatized", "--runs", "1", "--warmup", "0", "--quiet",
+                 "--json", str(json_path), "--plot", str(svg_path))
+    return result, json_path, svg_path
+
+
+@needs_matplotlib
+def test_bench_draws_a_panel_per_bins_kind(bins_kinds_result, tmp_path):
+    result, json_path, svg_path = bins_kinds_result
+    assert result.returncode == 0, result.stderr
+    assert_svg(svg_path)
+    # Each (operation, type, bins, bins kind) case is a panel: the script's own grouping says how many.
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("tally_plot", REPO / "src" / "cli" / "tally_plot.py")
+    tally_plot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tally_plot)
+    rows = json.loads(json_path.read_text())["rows"]
+    titles = [title for title, _, _, _ in tally_plot.bench_panels(rows)]
+    assert titles == ["int32, 16 bins", "int32, 16 bins, general range", "range bins, log edges: int32, 16",
+                      "range bins, random edges: int32, 16"]
+    # A result written before bins kinds existed reads as the exact range.
+    old = [{k: v for k, v in r.items() if k not in ("bins_kind", "lower", "upper")} for r in rows
+           if r["operation"] == "histogram" and r["bins_kind"] == "exact"]
+    assert [title for title, _, _, _ in tally_plot.bench_panels(old)] == ["int32, 16 bins"]
+
+
+def test_summarize_bench_lists_every_bins_kind_and_reads_older_results(bins_kinds_result, tmp_path):
+    _, json_path, _ = bins_kinds_result
+    summary = subprocess.run([os.environ.get("TALLY_PYTHON", "python3"), str(REPO / "scripts" / "summarize-bench"),
+                              str(json_path)], capture_output=True, text=True, timeout=60)
+    assert summary.returncode == 0, summary.stderr
+    lines = summary.stdout.splitlines()
+    assert "## Range bins (sorted edges over [0, bins]: log-spaced or random)" in lines
+    for kind, dist in (("exact", "uniform"), ("general", "few_hot"), ("log", "uniform"), ("random", "few_hot")):
+        assert any(line.startswith(f"| int32 | 16 | {kind} | {dist} | ") for line in lines), (kind, dist)
+    doc = json.loads(json_path.read_text())
+    doc["rows"] = [{k: v for k, v in r.items() if k not in ("bins_kind", "lower", "upper")} for r in doc["rows"]
+                   if r["operation"] == "histogram" and r["bins_kind"] == "exact"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc))
+    summary = subprocess.run([os.environ.get("TALLY_PYTHON", "python3"), str(REPO / "scripts" / "summarize-bench"),
+                              str(old)], capture_output=True, text=True, timeout=60)
+    assert summary.returncode == 0, summary.stderr
+    assert "| int32 | 16 | exact | uniform | " in summary.stdout
