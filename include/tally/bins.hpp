@@ -259,18 +259,126 @@ class exact_float_bin_mapper {
   bool inclusive_ = false;
 };
 
+/// Even bins over any other range (numpy's range from the data, [0, 1000) over floats, a step that
+/// is not whole over integers): one multiply-add estimates the bin, and one compare against the
+/// edge above the estimate, computed as numpy computes it (even_edge), settles it. The estimate is
+/// floor(x * scale - lower * scale - 1/2): the bin or the one below, never further off while the
+/// range reaches at most max_reach bins from zero (`fits`), so one compare is always enough, and the
+/// per-sample cost is a few arithmetic instructions, with no table and no loop.
+///
+/// Why one compare suffices: x's exact position p = (x - lower) / step lies within 2^-24 * reach
+/// bins (float samples; 2^-53 * reach otherwise) of where the rounded edges put it, and the
+/// estimate's own rounding (scale, offset and the multiply-add, in compare_type on the GPU) adds at
+/// most 4 * 2^-24 * reach + 2^-23; under max_reach the sum stays below 0.4, so
+/// floor(p - 1/2 + error) is the bin or the one below. The tests check it on random and adversarial
+/// ranges against the brute-force oracle, for the host form and for the GPU's float form.
+template <class Sample>
+class estimated_even_bin_mapper {
+ public:
+  using compare_type = std::conditional_t<std::is_same_v<Sample, float>, float, double>;
+  /// The farthest, in bins, that either bound may lie from zero.
+  static constexpr double max_reach = std::is_same_v<Sample, float> ? 0x1p20 : 0x1p40;
+
+  /// Whether the estimate is always the bin or the one below for these bins (above): the reach,
+  /// both bounds finite in compare_type (a float bound that rounds to infinity needs the general
+  /// rule's infinity test), a scale finite in it, and a step far above the subnormals (whose
+  /// rounding is absolute, not relative).
+  static bool fits(const even_bins& bins) {
+    const double step = (bins.upper - bins.lower) / static_cast<double>(bins.num_bins);
+    const double reach = std::max(std::fabs(bins.lower), std::fabs(bins.upper)) / step;
+    constexpr double largest = static_cast<double>(std::numeric_limits<compare_type>::max());
+    constexpr double smallest_step =
+        static_cast<double>(std::numeric_limits<compare_type>::min()) / std::numeric_limits<compare_type>::epsilon();
+    return bins.num_bins < std::numeric_limits<int>::max() && reach <= max_reach && std::fabs(bins.lower) <= largest &&
+           std::fabs(bins.upper) <= largest && step >= smallest_step && 1.0 / step < largest;
+  }
+
+  estimated_even_bin_mapper() = default;
+  estimated_even_bin_mapper(const even_bins& bins, bool inclusive)
+      : lower_(bins.lower),
+        step_((bins.upper - bins.lower) / static_cast<double>(bins.num_bins)),
+        scale_(static_cast<double>(bins.num_bins) / (bins.upper - bins.lower)),
+        offset_(-bins.lower * scale_ - 0.5),
+        scale_f_(static_cast<float>(scale_)),
+        offset_f_(static_cast<float>(offset_)),
+        first_(static_cast<compare_type>(bins.lower)),
+        last_(static_cast<compare_type>(bins.upper)),
+        num_bins_(static_cast<int>(bins.num_bins)),
+        inclusive_(inclusive) {}
+
+  TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
+
+  TALLY_HOST_DEVICE std::int64_t operator()(Sample sample) const {
+    const auto x = static_cast<compare_type>(sample);
+    if (!(x >= first_ && x < last_)) return (inclusive_ && x == last_) ? num_bins_ - 1 : left_out_bin;
+    return bin_above_estimate(x, next_edge_estimate(x));
+  }
+
+  /// The GPU's estimate for float samples, in float: a host test runs it through fmaf.
+  TALLY_HOST_DEVICE float scale_for_floats() const { return scale_f_; }
+  TALLY_HOST_DEVICE float offset_for_floats() const { return offset_f_; }
+
+  /// x's bin given `next`, the index of the first edge above the estimate (x in [first, last)).
+  TALLY_HOST_DEVICE int bin_above_estimate(compare_type x, int next) const {
+    const int bin = next - 1 + (x >= edge(next) ? 1 : 0);
+    return bin < num_bins_ ? bin : num_bins_ - 1;  // the computed last edge may fall short of upper
+  }
+
+ private:
+  /// estimate + 1, in [0, num_bins] for x in [first, last).
+  TALLY_HOST_DEVICE int next_edge_estimate(compare_type x) const {
+#if defined(__CUDA_ARCH__)
+    // Rounding down onto 2^23 + 1 (2^52 + 1 for doubles), where the spacing is one, floors the
+    // estimate and leaves estimate + 1 in the low bits: no conversion instruction.
+    if constexpr (std::is_same_v<compare_type, float>) {
+      const float t = __fadd_rd(__fmaf_rn(x, scale_f_, offset_f_), 8388609.0f);
+      return __float_as_int(t) - 0x4b000000;
+    } else {
+      return __double2loint(__dadd_rd(__fma_rn(x, scale_, offset_), 4503599627370497.0));
+    }
+#else
+    return static_cast<int>(std::floor(static_cast<double>(x) * scale_ + offset_)) + 1;
+#endif
+  }
+
+  /// Edge i as numpy computes it (even_edge), in compare_type; on the GPU i becomes a double by
+  /// its bits (2^52 + i, minus 2^52) rather than a conversion instruction.
+  TALLY_HOST_DEVICE compare_type edge(int i) const {
+#if defined(__CUDA_ARCH__)
+    const double index = __hiloint2double(0x43300000, i) - 4503599627370496.0;
+    return static_cast<compare_type>(__dadd_rn(__dmul_rn(index, step_), lower_));
+#else
+    return static_cast<compare_type>(even_edge(i, step_, lower_));
+#endif
+  }
+
+  double lower_ = 0.0;
+  double step_ = 0.0;
+  double scale_ = 0.0;
+  double offset_ = 0.0;
+  float scale_f_ = 0.0f;
+  float offset_f_ = 0.0f;
+  compare_type first_{};
+  compare_type last_{};
+  int num_bins_ = 0;
+  bool inclusive_ = false;
+};
+
 }  // namespace detail
 
-/// Which exact shortcut an even_bin_mapper found for its bins.
-enum class even_shortcut : std::uint8_t { none, integer_step, exact_float_edges };
+/// Which shortcut an even_bin_mapper found for its bins: exact arithmetic, or the estimate and one
+/// compare (estimated), or none (the general rule, with a search).
+enum class even_shortcut : std::uint8_t { none, integer_step, exact_float_edges, estimated };
 
 /**
  * @brief Maps a sample to its even bin, or to `left_out_bin`. Trivially copyable, for kernels.
  *
- * Two exact shortcuts are found at construction and give the same bins as the general rule:
- * integer samples with whole-number edges and step (detail::integer_step_bin_mapper), and float
- * samples whose edges are all exact floats (detail::exact_float_bin_mapper). Kernels that care
- * about registers take the shortcut mapper itself (see `shortcut()`); this class applies it too.
+ * Shortcuts are found at construction and give the same bins as the general rule: integer samples
+ * with whole-number edges and step (detail::integer_step_bin_mapper), float samples whose edges are
+ * all exact floats (detail::exact_float_bin_mapper), and, for other ranges that reach at most a
+ * million bins (float) from zero, an estimate and one compare (detail::estimated_even_bin_mapper).
+ * Kernels that care about registers take the shortcut mapper itself (see `shortcut()`); this class
+ * applies it too.
  */
 template <class Sample>
 class even_bin_mapper {
@@ -281,6 +389,7 @@ class even_bin_mapper {
   even_bin_mapper() = default;
   even_bin_mapper(const even_bins& bins, upper_edge last_edge)
       : lower_(bins.lower),
+        upper_(bins.upper),
         step_((bins.upper - bins.lower) / static_cast<double>(bins.num_bins)),
         scale_(static_cast<double>(bins.num_bins) / (bins.upper - bins.lower)),
         num_bins_(bins.num_bins),
@@ -310,6 +419,10 @@ class even_bin_mapper {
   detail::unit_step_bin_mapper<Sample> unit_step_mapper() const {
     return {static_cast<std::int64_t>(lower_), num_bins_};
   }
+  /** @brief The estimating mapper; valid when shortcut() is even_shortcut::estimated. */
+  detail::estimated_even_bin_mapper<Sample> estimated_mapper() const {
+    return {even_bins{num_bins_, lower_, upper_}, inclusive_};
+  }
   /** @brief The exact-float mapper; valid when shortcut() is even_shortcut::exact_float_edges. */
   detail::exact_float_bin_mapper exact_float_mapper() const {
     return {static_cast<float>(first_edge_), static_cast<float>(last_edge_), static_cast<float>(step_), num_bins_,
@@ -323,6 +436,7 @@ class even_bin_mapper {
     if constexpr (std::is_same_v<Sample, float>) {
       if (shortcut_ == even_shortcut::exact_float_edges) return float_.operator()(sample);
     }
+    if (shortcut_ == even_shortcut::estimated) return estimated_.operator()(sample);
     const auto x = static_cast<compare_type>(sample);
     if constexpr (std::is_floating_point_v<Sample>) {
       // Infinities are never counted, even when a bound rounds to infinity in the sample type.
@@ -367,9 +481,14 @@ class even_bin_mapper {
         float_ = exact_float_mapper();
       }
     }
+    if (shortcut_ == even_shortcut::none && detail::estimated_even_bin_mapper<Sample>::fits({num_bins_, lower_, upper_})) {
+      shortcut_ = even_shortcut::estimated;
+      estimated_ = estimated_mapper();
+    }
   }
 
   double lower_ = 0.0;
+  double upper_ = 0.0;
   double step_ = 0.0;
   double scale_ = 0.0;
   std::int64_t num_bins_ = 0;
@@ -379,12 +498,14 @@ class even_bin_mapper {
   even_shortcut shortcut_ = even_shortcut::none;
   detail::integer_step_bin_mapper<Sample> integer_;
   detail::exact_float_bin_mapper float_;
+  detail::estimated_even_bin_mapper<Sample> estimated_;
 };
 
 namespace detail {
 
 /// Calls `run(mapper)` with the cheapest mapper that bins exactly as `map` does: the unit-step or
-/// integer-step shortcut for integer samples, the exact-float one for floats, else `map` itself.
+/// integer-step shortcut for integer samples, the exact-float one for floats, the estimating one
+/// for other ranges that allow it, else `map` itself.
 /// Both backends take even bins through it, so they choose alike.
 template <class Sample, class Run>
 decltype(auto) with_fastest_mapper(const even_bin_mapper<Sample>& map, Run&& run) {
@@ -395,6 +516,7 @@ decltype(auto) with_fastest_mapper(const even_bin_mapper<Sample>& map, Run&& run
   if constexpr (std::is_same_v<Sample, float>) {
     if (map.shortcut() == even_shortcut::exact_float_edges) return run(map.exact_float_mapper());
   }
+  if (map.shortcut() == even_shortcut::estimated) return run(map.estimated_mapper());
   return run(map);
 }
 

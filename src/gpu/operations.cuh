@@ -11,6 +11,7 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <cub/device/device_histogram.cuh>
 
@@ -19,6 +20,7 @@
 #include "tally/detail/dispatch/histogram_dispatch.cuh"
 #include "tally/detail/dispatch/reduce_dispatch.cuh"
 #include "tally/detail/dispatch/weighted_histogram_dispatch.cuh"
+#include "tally/detail/range_grid.hpp"
 #include "tally/detail/validate.hpp"
 #include "tally/detail/workspace_slots.hpp"
 #include "tally/gpu.hpp"
@@ -192,13 +194,20 @@ choice histogram_range_async(std::span<const Sample> samples, std::span<Counter>
   const auto num_edges = static_cast<std::int64_t>(edges.size());
   tally::detail::check_histogram_buffers(function, samples, counts, num_edges - 1);
   tally::detail::check_strategy(function, backend::gpu, operation::histogram, options.algorithm);
-  // The edges travel to the start of the workspace storage; mappers read them there.
+  // The edges travel to the start of the workspace storage (CUB reads them there), and after them
+  // the grid mapper's tables, built here from the edges.
+  using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
+  const std::size_t edges_bytes = (edges.size_bytes() + 15) / 16 * 16;
+  const std::size_t tables_bytes = grid_mapper::table_bytes(num_edges);
   auto prepare = [&](char* storage) {
-    if (storage != nullptr) {
-      check_cuda(cudaMemcpyAsync(storage, edges.data(), edges.size_bytes(), cudaMemcpyHostToDevice, stream),
-                 "copying the edges to the device");
-    }
-    return range_bin_mapper<Sample>(reinterpret_cast<const double*>(storage), num_edges, options.last_edge);
+    if (storage == nullptr) return grid_mapper::for_sizing(num_edges);
+    std::vector<std::byte> tables(tables_bytes);
+    const grid_mapper map(edges, options.last_edge, tables, reinterpret_cast<const std::byte*>(storage + edges_bytes));
+    check_cuda(cudaMemcpyAsync(storage, edges.data(), edges.size_bytes(), cudaMemcpyHostToDevice, stream),
+               "copying the edges to the device");
+    check_cuda(cudaMemcpyAsync(storage + edges_bytes, tables.data(), tables_bytes, cudaMemcpyHostToDevice, stream),
+               "copying the edge tables to the device");
+    return map;
   };
   auto cub_call = [&](void* temp, std::size_t& bytes, void* device_edges, stream_t s) {
     check_cub_bins(function, num_edges - 1);
@@ -206,8 +215,8 @@ choice histogram_range_async(std::span<const Sample> samples, std::span<Counter>
                                                 static_cast<int>(num_edges), static_cast<const double*>(device_edges),
                                                 static_cast<std::int64_t>(samples.size()), s);
   };
-  return run_histogram(function, samples, counts, num_edges - 1, ws, options, stream, edges.size_bytes(), prepare,
-                       cub_call);
+  return run_histogram(function, samples, counts, num_edges - 1, ws, options, stream, edges_bytes + tables_bytes,
+                       prepare, cub_call);
 }
 
 template <class Sample, class Counter>

@@ -22,6 +22,7 @@
 
 #include "common/reference.hpp"
 #include "tally/bins.hpp"
+#include "tally/detail/range_grid.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -153,6 +154,23 @@ void expect_even_mapper_matches_oracle(const even_case& c, upper_edge mode, cons
     if (mapper.shortcut() == tally::even_shortcut::integer_step) check("integer-step mapper", mapper.integer_step_mapper());
     if (mapper.unit_step()) check("unit-step mapper", mapper.unit_step_mapper());
   }
+  if (mapper.shortcut() == tally::even_shortcut::estimated) {
+    const auto estimated = mapper.estimated_mapper();
+    check("estimated mapper", estimated);
+    if constexpr (std::is_same_v<Sample, float>) {
+      // Its GPU form estimates in float: one fmaf rounded to nearest, then the floor (the GPU
+      // floors by adding 2^23 + 1 rounded down, which is exact for the estimates in range).
+      const float first = mapper.edge(0);
+      const float last = mapper.edge(c.num_bins);
+      check("estimated mapper, GPU form", [&](float x) -> std::int64_t {
+        if (!(x >= first && x < last)) {
+          return (mode == upper_edge::inclusive && x == last) ? c.num_bins - 1 : tally::left_out_bin;
+        }
+        const float t = std::fmaf(x, estimated.scale_for_floats(), estimated.offset_for_floats());
+        return estimated.bin_above_estimate(x, static_cast<int>(std::floor(t)) + 1);
+      });
+    }
+  }
   if constexpr (std::is_same_v<Sample, float>) {
     if (mapper.shortcut() == tally::even_shortcut::exact_float_edges) {
       const auto exact = mapper.exact_float_mapper();
@@ -202,6 +220,14 @@ const std::vector<even_case>& even_cases() {
       {16, -8388608.0, -8388592.0},     // float shortcut at its limit: 2^23 - lower / step = 2^24
       {16, -8388609.0, -8388593.0},     // past it: 2^23 - lower / step = 2^24 + 1 is no float
       {4, 0.0, 0x1p-126},               // a power-of-two step of 2^-128, whose inverse is no float
+      {4096, 0.0, 1000.0},              // estimated: what users type
+      {4096, 0.0, 10000.0},             // estimated: a step that is not whole over integers
+      {4096, -418.0, 8848.86},          // estimated: a range from the data
+      {65536, 0.1, 6553.7},             // estimated: many bins
+      {1024, 1e6, 1e6 + 1024.0},        // estimated for floats at its reach (2^20 bins from zero)
+      {100, 1000.0, 1000.1},            // estimated at its reach: 16 floats a bin
+      {100, 1000.0, 1000.01},           // past the float reach: the general rule
+      {3, -1.0, 1e-7},                  // estimated across zero, an uneven last bin
   };
   return cases;
 }
@@ -445,7 +471,18 @@ TYPED_TEST(RangeBinMapper, AgreesWithOracleOnEdgesTheirNeighboursAndSpecialValue
       {0x1p53 - 2, 0x1p53, 0x1p53 + 2, 0x1p53 + 4},
       {-0.5, 0.5, 127.5, 254.5, 255.0},
       {-0x1p63, 0.0, 0x1p63},
+      {-1e39, 0.0, 1e39},                 // past float's range at both ends
   };
+  // Log-spaced edges (the grid over float bits serves them) and even edges of 0.1 (not floats).
+  for (const int n : {64, 1024}) {
+    std::vector<double> log_edges, tenth_edges;
+    for (int k = 0; k <= n; ++k) {
+      log_edges.push_back(std::pow(static_cast<double>(n + 1), static_cast<double>(k) / n) - 1.0);
+      tenth_edges.push_back(0.1 * k - 5.0);
+    }
+    edge_sets.push_back(log_edges);
+    edge_sets.push_back(tenth_edges);
+  }
   // Random sorted edges, sometimes with repeats.
   for (int k = 0; k < 20; ++k) {
     std::uniform_int_distribution<int> size(2, 300);
@@ -478,14 +515,21 @@ TYPED_TEST(RangeBinMapper, AgreesWithOracleOnEdgesTheirNeighboursAndSpecialValue
       what << edges.size() << " edges from " << lower << " to " << upper << ", " << mode_name(mode);
       SCOPED_TRACE(what.str());
       const tally::range_bin_mapper<Sample> mapper(edges.data(), static_cast<std::int64_t>(edges.size()), mode);
+      // The GPU's mapper, with its tables in host memory.
+      using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
+      std::vector<std::byte> tables(grid_mapper::table_bytes(static_cast<std::int64_t>(edges.size())));
+      const grid_mapper grid(edges, mode, tables, tables.data());
       const tally_test::reference_range<Sample> oracle(edges, mode);
       ASSERT_EQ(mapper.num_bins(), static_cast<std::int64_t>(edges.size()) - 1);
+      ASSERT_EQ(grid.num_bins(), mapper.num_bins());
       int failures = 0;
       for (const Sample x : samples) {
         const std::int64_t expected = oracle.bin(x);
         const std::int64_t actual = mapper(x);
-        if (actual != expected && ++failures <= 10) {
-          ADD_FAILURE() << "sample " << show(x) << ": mapper bin " << actual << ", oracle bin " << expected;
+        const std::int64_t gridded = grid(x);
+        if ((actual != expected || gridded != expected) && ++failures <= 10) {
+          ADD_FAILURE() << "sample " << show(x) << ": mapper bin " << actual << ", grid mapper bin " << gridded
+                        << ", oracle bin " << expected;
         }
       }
       EXPECT_EQ(failures, 0);
@@ -505,6 +549,33 @@ TEST(RangeBinMapper, PutsSamplesOnRepeatedEdgesInTheLastOfTheEmptyBins) {
   const tally::range_bin_mapper<double> inclusive(edges, 5, upper_edge::inclusive);
   EXPECT_EQ(inclusive(2.0), 3);
   EXPECT_EQ(inclusive(std::nextafter(2.0, 3.0)), tally::left_out_bin);
+}
+
+TEST(RangeBinMapper, GridFollowsTheEdgesSpacing) {
+  // Log-spaced edges crowd into the first cells of a grid even in value, so float samples take
+  // cells even in their bits; evenly spread edges keep the value grid.
+  std::vector<double> log_edges, even_edges;
+  for (int k = 0; k <= 1024; ++k) {
+    log_edges.push_back(std::pow(1e6, k / 1024.0));
+    even_edges.push_back(1000.0 * k / 1024.0 + 0.3);
+  }
+  using grid_mapper = tally::detail::grid_range_bin_mapper<float>;
+  std::vector<std::byte> tables(grid_mapper::table_bytes(1025));
+  EXPECT_EQ(grid_mapper(log_edges, upper_edge::exclusive, tables, tables.data()).kind(), tally::detail::grid_kind::float_bits);
+  EXPECT_EQ(grid_mapper(even_edges, upper_edge::exclusive, tables, tables.data()).kind(), tally::detail::grid_kind::value);
+}
+
+TEST(EvenBinMapper, EstimatesRangesThatAreNotExactInBinary) {
+  using tally::even_shortcut;
+  EXPECT_EQ(tally::even_bin_mapper<float>({4096, 0.0, 1000.0}, upper_edge::exclusive).shortcut(), even_shortcut::estimated);
+  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({4096, 0.0, 10000.0}, upper_edge::inclusive).shortcut(),
+            even_shortcut::estimated);
+  EXPECT_EQ(tally::even_bin_mapper<float>({4096, 0.0, 4096.0}, upper_edge::exclusive).shortcut(),
+            even_shortcut::exact_float_edges);
+  // Past the float estimate's reach (bins 2^-20 of the distance from zero), the general rule.
+  EXPECT_EQ(tally::even_bin_mapper<float>({100, 1000.0, 1000.01}, upper_edge::exclusive).shortcut(), even_shortcut::none);
+  EXPECT_EQ(tally::even_bin_mapper<double>({100, 1000.0, 1000.01}, upper_edge::exclusive).shortcut(),
+            even_shortcut::estimated);
 }
 
 // ---- bincount -------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include <nv/target>
 
 #include "tally/bins.hpp"
+#include "tally/detail/range_grid.hpp"
 #include "tally/detail/block/vectorized_walk.cuh"
 #include "tally/detail/block/warp_sum.cuh"
 #include "tally/detail/tuning/histogram_tuning.cuh"
@@ -41,6 +42,29 @@ __device__ __forceinline__ std::uint64_t for_each_bin(const Sample* samples, std
     }
   }
   return left_out;
+}
+
+/// Whether a mapper reads tables of its own (grid_range_bin_mapper), which a block may copy into
+/// its shared memory first.
+template <class Mapper>
+inline constexpr bool has_tables = requires(const Mapper& map) { map.tables_bytes(); };
+
+/// The mapper a block counts with: `map` itself, or, for a mapper with tables and a launch that
+/// left room for them at word `table_words` of the block's shared memory (-1: none), the same
+/// mapper reading a copy of its tables there. The block's threads copy them; the caller's next
+/// barrier must come before the first sample is mapped.
+template <class Mapper>
+__device__ __forceinline__ Mapper tables_in_block(const Mapper& map, std::uint32_t* shared, int table_words) {
+  if constexpr (has_tables<Mapper>) {
+    if (table_words >= 0) {
+      const auto* from = reinterpret_cast<const uint4*>(map.tables());  // 16-byte aligned storage
+      auto* to = reinterpret_cast<uint4*>(shared + table_words);
+      const int vectors = static_cast<int>(map.tables_bytes() / 16);
+      for (int i = static_cast<int>(threadIdx.x); i < vectors; i += static_cast<int>(blockDim.x)) to[i] = from[i];
+      return map.reading_tables_at(reinterpret_cast<const std::byte*>(to));
+    }
+  }
+  return map;
 }
 
 template <class Counter>

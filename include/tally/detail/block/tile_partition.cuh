@@ -278,10 +278,10 @@ __device__ __forceinline__ void stage_tile_async(Sample* staged, const Sample* t
   __pipeline_commit();
 }
 
-/// Whether a mapper searches edges in memory for a sample's bin (range_bin_mapper): too dear to
-/// map a sample twice.
+/// Whether a mapper searches edges in memory for a sample's bin (range bins): too dear to map a
+/// sample twice.
 template <class Mapper>
-inline constexpr bool searches_edges = false;
+inline constexpr bool searches_edges = has_tables<Mapper>;
 template <class Sample>
 inline constexpr bool searches_edges<range_bin_mapper<Sample>> = true;
 

@@ -129,6 +129,21 @@ inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, st
   return {strategy::global_atomic, "too many bins to partition: one global atomic per sample"};
 }
 
+/// Where a launch whose blocks' copies take `shared_bytes` of shared memory puts the mapper's
+/// tables (has_tables): right after the copy, 16-byte aligned, when both fit one block, and then
+/// `shared_bytes` grows by them; returns that word, or -1 (the tables stay in global memory).
+template <class Mapper>
+int place_tables(const Mapper& map, std::size_t& shared_bytes, const device_properties& props) {
+  if constexpr (has_tables<Mapper>) {
+    const std::size_t start = (shared_bytes + 15) / 16 * 16;
+    if (start + map.tables_bytes() <= props.shared_memory_per_block_optin) {
+      shared_bytes = start + map.tables_bytes();
+      return static_cast<int>(start / 4);
+    }
+  }
+  return -1;
+}
+
 /// A kernel launch shape: enough blocks to fill the GPU, no block with more than 2^31 samples.
 template <class Kernel>
 cudaError_t histogram_grid(Kernel kernel, std::int64_t num_samples, std::size_t shared_bytes,
@@ -218,7 +233,10 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
     }
     case strategy::shared_two_phase: {
       auto kernel = shared_two_phase_histogram_kernel<Sample, Mapper>;
-      if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, max_copies, blocks, threads); e != cudaSuccess) {
+      std::size_t shared_bytes = copy_bytes;
+      const int table_words = place_tables(map, shared_bytes, props);
+      if (cudaError_t e = histogram_grid(kernel, num_samples, shared_bytes, props, max_copies, blocks, threads);
+          e != cudaSuccess) {
         return e;
       }
       if (temp == nullptr) {
@@ -229,7 +247,7 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
       if (num_samples == 0) {
         if (cudaError_t e = cudaMemsetAsync(copies, 0, copy_bytes * blocks, stream); e != cudaSuccess) return e;
       } else {
-        kernel<<<blocks, threads, copy_bytes, stream>>>(samples, num_samples, copies, map, left_out);
+        kernel<<<blocks, threads, shared_bytes, stream>>>(samples, num_samples, copies, map, left_out, table_words);
       }
       if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
       return launch_merge(copies, blocks, num_bins, counts, sizeof(Counter) == 8, props, stream);
@@ -271,7 +289,8 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
       auto kernel = s == strategy::warp_aggregated
                         ? shared_atomic_histogram_kernel<aggregation::warp, Sample, Counter, Mapper>
                         : shared_atomic_histogram_kernel<aggregation::none, Sample, Counter, Mapper>;
-      const std::size_t bytes = copy_bytes * copies;
+      std::size_t bytes = copy_bytes * copies;
+      const int table_words = place_tables(map, bytes, props);
       const bool byte_replicas = std::is_same_v<Mapper, byte_shift_mapper> && copies == tuning::byte_replicas;
       const int max_blocks = byte_replicas ? props.multiprocessors * tuning::byte_replica_blocks_per_multiprocessor : 1 << 30;
       if (cudaError_t e = histogram_grid(kernel, num_samples, bytes, props, max_blocks, blocks, threads); e != cudaSuccess) {
@@ -279,17 +298,20 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
       }
       const output_start_words output{left_out, left_out + scalar_slot::output_zeroed,
                                       left_out + scalar_slot::output_blocks_finished};
-      kernel<<<blocks, threads, bytes, stream>>>(samples, num_samples, counts, map, output, copies, sample_input);
+      kernel<<<blocks, threads, bytes, stream>>>(samples, num_samples, counts, map, output, copies, sample_input,
+                                                 table_words);
       break;
     }
     case strategy::packed16: {
       auto kernel = packed16_histogram_kernel<Sample, Counter, Mapper>;
-      const std::size_t bytes = packed_copy_bytes(num_bins);
+      std::size_t bytes = packed_copy_bytes(num_bins);
+      const int table_words = place_tables(map, bytes, props);
       if (cudaError_t e = histogram_grid(kernel, num_samples, bytes, props, 1 << 30, blocks, tuning::packed_block_threads);
           e != cudaSuccess) {
         return e;
       }
-      kernel<<<blocks, tuning::packed_block_threads, bytes, stream>>>(samples, num_samples, counts, map, left_out);
+      kernel<<<blocks, tuning::packed_block_threads, bytes, stream>>>(samples, num_samples, counts, map, left_out,
+                                                                      table_words);
       break;
     }
     default: return cudaErrorInvalidValue;

@@ -67,7 +67,8 @@ inline constexpr bool is_byte_kernel = std::is_same_v<Mapper, byte_shift_mapper>
 template <aggregation Aggregate, class Sample, class Counter, class Mapper>
 __global__ void __launch_bounds__(tuning::histogram_block_threads<Sample>, tuning::histogram_min_blocks<Sample>)
 shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
-                                               Mapper map, output_start_words output, int copies, bool sample_input) {
+                                               Mapper map, output_start_words output, int copies, bool sample_input,
+                                               int table_words) {
   extern __shared__ __align__(16) std::uint32_t shared_copy[];  // add_byte_copy_in_bulk reads it as uint4
   constexpr bool all_bytes = is_byte_kernel<Aggregate, Mapper>;
   constexpr int unroll = all_bytes ? tuning::byte_replica_unroll : tuning::histogram_unroll<Sample>;
@@ -87,9 +88,10 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
     add_byte_copy<tuning::histogram_block_threads<Sample>>(shared_copy, map, copies, copy_words, counts);
   } else {
     zero_block_copy(shared_copy, copy_words);
+    const Mapper block_map = tables_in_block(map, shared_copy, table_words);
     start_output(counts, map.num_bins(), output);  // its barrier also orders the copy's zeroing before counting
     const std::uint64_t left_out =
-        count_vectorized<Aggregate, unroll, copy_memory::shared>(samples, num_samples, map, shared_copy, copies);
+        count_vectorized<Aggregate, unroll, copy_memory::shared>(samples, num_samples, block_map, shared_copy, copies);
     __syncthreads();  // every count is in before the copy is read
     wait_for_zeroed_output(output);
     add_block_copy(shared_copy, map.num_bins(), counts, copies);
@@ -104,13 +106,14 @@ template <class Sample, class Mapper>
 __global__ void __launch_bounds__(tuning::histogram_block_threads<Sample>, tuning::histogram_min_blocks<Sample>)
 shared_two_phase_histogram_kernel(const Sample* samples, std::int64_t num_samples,
                                                   std::uint32_t* block_copies, Mapper map,
-                                                  std::uint64_t* left_out) {
-  extern __shared__ std::uint32_t shared_copy[];
+                                                  std::uint64_t* left_out, int table_words) {
+  extern __shared__ __align__(16) std::uint32_t shared_copy[];
   const std::int64_t num_bins = map.num_bins();
   zero_block_copy(shared_copy, num_bins);
+  const Mapper block_map = tables_in_block(map, shared_copy, table_words);
   __syncthreads();
   warp_add_to(count_vectorized<aggregation::none, tuning::histogram_unroll<Sample>, copy_memory::shared>(
-                  samples, num_samples, map, shared_copy),
+                  samples, num_samples, block_map, shared_copy),
               left_out);
   __syncthreads();
   std::uint32_t* copy = block_copies + static_cast<std::int64_t>(blockIdx.x) * num_bins;
@@ -122,12 +125,13 @@ shared_two_phase_histogram_kernel(const Sample* samples, std::int64_t num_sample
 template <class Sample, class Counter, class Mapper>
 __global__ void __launch_bounds__(tuning::packed_block_threads, 1)
 packed16_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts, Mapper map,
-                          std::uint64_t* left_out) {
+                          std::uint64_t* left_out, int table_words) {
   extern __shared__ __align__(16) std::uint32_t packed_copy[];  // scan mode reads it as uint4
   const std::int64_t num_bins = map.num_bins();
   zero_block_copy(packed_copy, packed_words(num_bins) + packed_mode_words);
+  const Mapper block_map = tables_in_block(map, packed_copy, table_words);
   __syncthreads();
-  warp_add_to(count_packed<tuning::packed_block_threads, tuning::packed_unroll<Sample>>(samples, num_samples, map,
+  warp_add_to(count_packed<tuning::packed_block_threads, tuning::packed_unroll<Sample>>(samples, num_samples, block_map,
                                                                                       packed_copy, counts),
               left_out);
   __syncthreads();  // every count and spill is in before the copy is read

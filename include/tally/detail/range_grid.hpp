@@ -1,0 +1,243 @@
+// Range bins (sorted edges of the caller's) found without a search over all the edges: a grid of
+// cells over the edges says, for each cell, which bins its samples can fall in, usually one or
+// two, and a short search among those settles it. Host-safe; the tables are built on the host
+// and read by kernels from shared memory (localize_tables) or, when they do not fit, global memory.
+#pragma once
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "tally/bins.hpp"
+#include "tally/config.hpp"
+
+namespace tally::detail {
+
+/// How a sample picks its grid cell.
+enum class grid_kind : std::uint8_t {
+  value,       ///< cells of equal width in value: edges spread evenly (random or even edges)
+  float_bits,  ///< cells of equal width in a float's bits, about equal in log(value): log-spaced edges
+};
+
+/**
+ * Maps a sample to its range bin as range_bin_mapper does (the same bins, edges compared as numpy
+ * compares them), in a few instructions per sample:
+ * - keys: the edges in the precision samples compare in. Float samples take each double edge
+ *   rounded up to a float (x >= e exactly when x >= that float), so they compare in float.
+ * - cells: cell(x) is monotone in x, and first[c] counts the edges 1..n-1 whose cell is below c.
+ *   For x in cell c, every such edge is below x and no edge above cell c is at or below x, so x's
+ *   bin lies in [first[c], first[c + 1]]: a binary search over that short span of keys.
+ * Trivially copyable for kernels; the tables must stay alive and be readable where it runs.
+ */
+template <class Sample>
+class grid_range_bin_mapper {
+ public:
+  using key_type = std::conditional_t<std::is_same_v<Sample, float>, float, double>;
+
+  /// Cells for `num_bins` bins: the power of two at or above 2 * num_bins, so that evenly spread
+  /// edges leave most cells with one edge or none, and most samples one compare or none; at most
+  /// 2^21 cells: the value grid floors a float below 2^23 by its bits, and more edges than
+  /// that share cells (a longer search, still exact).
+  static std::int64_t cells_for(std::int64_t num_bins) {
+    return static_cast<std::int64_t>(
+        std::bit_ceil(static_cast<std::uint64_t>(std::min<std::int64_t>(2 * num_bins, std::int64_t{1} << 21))));
+  }
+  /// Bytes of the tables for `num_edges` edges: the keys, then the cells' first bins, 16-byte aligned.
+  static std::size_t table_bytes(std::int64_t num_edges) {
+    return keys_bytes(num_edges) + first_bytes(cells_for(num_edges - 1));
+  }
+  grid_range_bin_mapper() = default;
+
+  /// A mapper with no tables, for asking a dispatch how much storage `num_edges` edges need.
+  static grid_range_bin_mapper for_sizing(std::int64_t num_edges) {
+    grid_range_bin_mapper sizing;
+    sizing.num_bins_ = static_cast<int>(num_edges - 1);
+    sizing.cells_ = static_cast<int>(cells_for(num_edges - 1));
+    return sizing;
+  }
+
+  /**
+   * Builds the tables for sorted, finite `edges` (check_range_edges) into `tables`
+   * (table_bytes(edges.size()) bytes, 16-byte aligned), and sets the mapper to read them at
+   * `device_tables` (where the caller will copy them; the host bytes for host use).
+   */
+  grid_range_bin_mapper(std::span<const double> edges, upper_edge last_edge, std::span<std::byte> tables,
+                        const std::byte* device_tables) {
+    const auto num_edges = static_cast<std::int64_t>(edges.size());
+    num_bins_ = static_cast<int>(num_edges - 1);
+    cells_ = static_cast<int>(cells_for(num_bins_));
+    auto* keys = reinterpret_cast<key_type*>(tables.data());
+    auto* first = reinterpret_cast<std::uint32_t*>(tables.data() + keys_bytes(num_edges));
+    for (std::int64_t i = 0; i < num_edges; ++i) keys[i] = key_of_edge(edges[static_cast<std::size_t>(i)]);
+    first_key_ = keys[0];
+    last_key_ = keys[num_bins_];
+    // A sample equals the last edge only if the edge is exactly a key (a float, for float samples).
+    inclusive_ = last_edge == upper_edge::inclusive && static_cast<double>(last_key_) == edges.back();
+
+    // Both grids are tried; the one whose cells hold fewer edges (sum of squares: the search a
+    // sample placed like the edges would do) is kept.
+    choose_value_grid(keys);
+    std::vector<std::uint32_t> value_first(static_cast<std::size_t>(cells_) + 1);
+    const std::uint64_t value_cost = fill_first(keys, value_first);
+    std::memcpy(first, value_first.data(), value_first.size() * sizeof(std::uint32_t));
+    if constexpr (std::is_same_v<key_type, float>) {
+      const grid_range_bin_mapper value = *this;
+      choose_bits_grid(keys);
+      std::vector<std::uint32_t> bits_first(value_first.size());
+      if (fill_first(keys, bits_first) < value_cost) {
+        std::memcpy(first, bits_first.data(), bits_first.size() * sizeof(std::uint32_t));
+      } else {
+        *this = value;
+      }
+    }
+    keys_ = reinterpret_cast<const key_type*>(device_tables);
+    first_ = reinterpret_cast<const std::uint32_t*>(device_tables + keys_bytes(num_edges));
+  }
+
+  TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
+  TALLY_HOST_DEVICE grid_kind kind() const { return kind_; }
+
+  TALLY_HOST_DEVICE std::int64_t operator()(Sample sample) const {
+    const auto x = canonical(static_cast<key_type>(sample));
+    if (!(x >= first_key_ && x < last_key_)) return (inclusive_ && x == last_key_) ? num_bins_ - 1 : left_out_bin;
+    const int c = cell(x);
+    int lo = static_cast<int>(first_[c]);
+    int hi = static_cast<int>(first_[c + 1]);
+    while (lo < hi) {  // the last key at or below x, among keys lo..hi
+      const int mid = (lo + hi + 1) >> 1;
+      if (x >= keys_[mid]) {
+        lo = mid;
+      } else {
+        hi = mid - 1;
+      }
+    }
+    return lo;
+  }
+
+  /// Bytes of the tables (table_bytes of this mapper's edges).
+  TALLY_HOST_DEVICE std::size_t tables_bytes() const { return keys_bytes(num_bins_ + 1) + first_bytes(cells_); }
+  /// The same mapper reading its tables at `tables` (a copy of them, in shared memory say).
+  TALLY_HOST_DEVICE grid_range_bin_mapper reading_tables_at(const std::byte* tables) const {
+    grid_range_bin_mapper moved = *this;
+    moved.keys_ = reinterpret_cast<const key_type*>(tables);
+    moved.first_ = reinterpret_cast<const std::uint32_t*>(tables + keys_bytes(num_bins_ + 1));
+    return moved;
+  }
+  TALLY_HOST_DEVICE const std::byte* tables() const { return reinterpret_cast<const std::byte*>(keys_); }
+
+ private:
+  // Both tables take whole 16-byte vectors, so that blocks copy them 16 bytes at a time.
+  TALLY_HOST_DEVICE static std::size_t keys_bytes(std::int64_t num_edges) {
+    return (static_cast<std::size_t>(num_edges) * sizeof(key_type) + 15) / 16 * 16;
+  }
+  TALLY_HOST_DEVICE static std::size_t first_bytes(std::int64_t cells) {
+    return (static_cast<std::size_t>(cells + 1) * sizeof(std::uint32_t) + 15) / 16 * 16;
+  }
+
+  /// The key of an edge: itself, or for float samples the least float at or above it.
+  static key_type key_of_edge(double edge) {
+    if constexpr (std::is_same_v<key_type, float>) {
+      float up = static_cast<float>(edge);
+      if (static_cast<double>(up) < edge) up = std::nextafter(up, std::numeric_limits<float>::infinity());
+      return canonical(up);
+    } else {
+      return edge;
+    }
+  }
+
+  /// -0 as +0: they compare equal, and the bits grid must give them one cell.
+  TALLY_HOST_DEVICE static key_type canonical(key_type x) {
+    if constexpr (std::is_same_v<key_type, float>) {
+      return x + 0.0f;
+    } else {
+      return x;
+    }
+  }
+
+  /// A float's bits as an int that orders as the floats do (for non-NaN, canonical floats).
+  TALLY_HOST_DEVICE static std::int32_t ordered_bits(float x) {
+    std::int32_t bits;
+    std::memcpy(&bits, &x, sizeof(bits));
+    return bits ^ ((bits >> 31) & 0x7fffffff);
+  }
+
+  TALLY_HOST_DEVICE int cell(key_type x) const {
+    if constexpr (std::is_same_v<key_type, float>) {
+      if (kind_ == grid_kind::float_bits) {
+        return static_cast<int>(static_cast<std::uint32_t>(ordered_bits(x) - bits_origin_) >> bits_shift_);
+      }
+    }
+    // floor(x * scale + offset), clamped to the cells: one multiply-add rounded to nearest, the
+    // same on the host (fma) as on the GPU, so the tables built here hold there.
+    const key_type last_cell = static_cast<key_type>(cells_ - 1);
+#if defined(__CUDA_ARCH__)
+    if constexpr (std::is_same_v<key_type, float>) {
+      const float t = fminf(fmaxf(__fmaf_rn(x, scale_, offset_), 0.0f), last_cell);
+      return __float_as_int(__fadd_rd(t, 8388608.0f)) - 0x4b000000;  // the floor, from the bits at 2^23
+    } else {
+      const double t = fmin(fmax(__fma_rn(x, scale_, offset_), 0.0), last_cell);
+      return __double2loint(__dadd_rd(t, 4503599627370496.0));
+    }
+#else
+    const key_type t = std::min(std::max(std::fma(x, scale_, offset_), key_type{0}), last_cell);
+    return static_cast<int>(std::floor(t));
+#endif
+  }
+
+  void choose_value_grid(const key_type* keys) {
+    kind_ = grid_kind::value;
+    const double width = static_cast<double>(keys[num_bins_]) - static_cast<double>(keys[0]);
+    // Edges all equal, or a width whose scale overflows: every sample lands in one cell.
+    const double scale = width > 0.0 ? static_cast<double>(cells_) / width : 0.0;
+    scale_ = std::isfinite(static_cast<key_type>(scale)) ? static_cast<key_type>(scale) : key_type{0};
+    offset_ = static_cast<key_type>(-static_cast<double>(keys[0]) * static_cast<double>(scale_));
+    if (!std::isfinite(offset_)) scale_ = offset_ = 0;
+  }
+
+  void choose_bits_grid(const key_type* keys) {
+    if constexpr (std::is_same_v<key_type, float>) {
+      kind_ = grid_kind::float_bits;
+      bits_origin_ = ordered_bits(keys[0]);
+      const auto span = static_cast<std::uint32_t>(ordered_bits(keys[num_bins_]) - bits_origin_);
+      bits_shift_ = 0;
+      while ((span >> bits_shift_) >= static_cast<std::uint32_t>(cells_)) ++bits_shift_;
+    }
+  }
+
+  /// first[c] for every cell; returns the sum over cells of their edges squared.
+  std::uint64_t fill_first(const key_type* keys, std::vector<std::uint32_t>& first) const {
+    std::vector<std::uint32_t> per_cell(static_cast<std::size_t>(cells_), 0);
+    for (int j = 1; j < num_bins_; ++j) ++per_cell[static_cast<std::size_t>(cell(keys[j]))];
+    std::uint64_t cost = 0;
+    std::uint32_t below = 0;
+    for (int c = 0; c < cells_; ++c) {
+      first[static_cast<std::size_t>(c)] = below;
+      below += per_cell[static_cast<std::size_t>(c)];
+      cost += static_cast<std::uint64_t>(per_cell[static_cast<std::size_t>(c)]) * per_cell[static_cast<std::size_t>(c)];
+    }
+    first[static_cast<std::size_t>(cells_)] = below;
+    return cost;
+  }
+
+  const key_type* keys_ = nullptr;
+  const std::uint32_t* first_ = nullptr;
+  key_type first_key_{};
+  key_type last_key_{};
+  key_type scale_{};
+  key_type offset_{};
+  std::int32_t bits_origin_ = 0;
+  int bits_shift_ = 0;
+  int cells_ = 2;
+  int num_bins_ = 0;
+  grid_kind kind_ = grid_kind::value;
+  bool inclusive_ = false;
+};
+
+}  // namespace tally::detail
