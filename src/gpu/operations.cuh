@@ -17,6 +17,7 @@
 
 #include "cuda_check.hpp"
 #include "instantiation_list.hpp"
+#include "tally/detail/cub_bins.hpp"
 #include "tally/detail/dispatch/histogram_dispatch.cuh"
 #include "tally/detail/dispatch/reduce_dispatch.cuh"
 #include "tally/detail/dispatch/weighted_histogram_dispatch.cuh"
@@ -167,6 +168,10 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
   const even_bin_mapper<Sample> map(bins, options.last_edge);
   auto cub_call = [&](void* temp, std::size_t& bytes, void*, stream_t s) {
     check_cub_bins(function, bins.num_bins);
+    // CUB bins with arithmetic of its own: it runs only where that gives numpy's bins, else refuses.
+    if (const char* why = tally::detail::cub_even_bins_unfit<Sample>(bins, options.last_edge)) {
+      throw_unsupported(function, strategy::cub, std::string("would count other bins than numpy's here: ") + why);
+    }
     const auto [lower, upper] = cub_levels<Sample>(function, bins);
     return cub::DeviceHistogram::HistogramEven(temp, bytes, samples.data(), as_cub_counters(counts),
                                                static_cast<int>(bins.num_bins + 1), lower, upper,

@@ -162,7 +162,12 @@ TEST(GpuHistogramFloatEdges, SamplesOnAndBesideEveryEdgeAreBinnedAsOnTheCpu) {
       {64, 0.5, 16.5},                 // step 1/4, lower off zero
       {16, -8388608.0, -8388592.0},    // the shortcut at its limit (2^23 - lower / step = 2^24)
       {16, -8388609.0, -8388593.0},    // past it: the general mapper
-      {300, -1.0, 2.0},                // no shortcut: step 0.01
+      {300, -1.0, 2.0},                // estimated: step 0.01
+      {4096, 0.0, 1000.0},             // estimated: what users type
+      {4096, -418.0, 8848.86},         // estimated: a range from the data
+      {65536, 0.1, 6553.7},            // estimated, many bins
+      {100, 1000.0, 1000.1},           // estimated at its reach: 16 floats a bin
+      {100, 1000.0, 1000.01},          // past its reach: the general rule
   };
   std::mt19937_64 rng(seed);
   for (const even_case& c : cases) {
@@ -191,6 +196,56 @@ TEST(GpuHistogramFloatEdges, SamplesOnAndBesideEveryEdgeAreBinnedAsOnTheCpu) {
                                           << (mode == upper_edge::inclusive ? "inclusive " : "exclusive ")
                                           << to_string(s));
         expect_even_matches<float, std::uint32_t>(host, bins, s, mode);
+      }
+    }
+  }
+}
+
+/// Range bins with float samples on and beside every edge (rounded to float both ways), through
+/// every exact strategy: log-spaced edges (the grid over float bits), random ones (the value
+/// grid), with tables in shared memory (4096 bins) and in global memory (65536).
+TEST(GpuHistogramFloatEdges, RangeBinSamplesOnAndBesideEveryEdgeAreBinnedAsOnTheCpu) {
+  std::mt19937_64 rng(seed);
+  for (const std::int64_t num_bins : {64, 4096, 65536}) {
+    std::vector<double> log_edges, random_edges{0.0};
+    for (std::int64_t k = 0; k <= num_bins; ++k) {
+      log_edges.push_back(std::pow(static_cast<double>(num_bins + 1), static_cast<double>(k) / num_bins) - 1.0);
+    }
+    std::uniform_real_distribution<double> position(0.0, static_cast<double>(num_bins));
+    for (std::int64_t k = 1; k < num_bins; ++k) random_edges.push_back(position(rng));
+    random_edges.push_back(static_cast<double>(num_bins));
+    std::sort(random_edges.begin(), random_edges.end());
+    for (const auto* edges : {&log_edges, &random_edges}) {
+      std::vector<float> host;
+      for (const double e : *edges) {
+        const auto f = static_cast<float>(e);
+        host.insert(host.end(), {f, std::nextafter(f, -INFINITY), std::nextafter(f, INFINITY)});
+      }
+      host.insert(host.end(), {std::numeric_limits<float>::quiet_NaN(), INFINITY, -INFINITY, -0.0f, -1.0f});
+      const std::size_t distinct = host.size();
+      while (host.size() < 600000) host.push_back(host[rng() % distinct]);
+      std::shuffle(host.begin(), host.end(), rng);
+      std::vector<std::uint32_t> expected(static_cast<std::size_t>(num_bins));
+      auto samples = to_device(host);
+      gpu::device_buffer<std::uint32_t> counts(expected.size());
+      for (const upper_edge last : {upper_edge::exclusive, upper_edge::inclusive}) {
+        const auto want = cpu::histogram_range(std::span<const float>(host), std::span<std::uint32_t>(expected),
+                                               std::span<const double>(*edges), {strategy::sequential, last});
+        for (const strategy s : exact_gpu_strategies()) {
+          if (s == strategy::cub && last == upper_edge::inclusive) continue;
+          SCOPED_TRACE(::testing::Message() << "bins=" << num_bins << (edges == &log_edges ? " log" : " random") << " "
+                                            << to_string(s) << " inclusive=" << (last == upper_edge::inclusive));
+          counts.fill_bytes(poison_byte);
+          try {
+            const auto got = gpu::histogram_range(samples.const_span(), counts.span(), std::span<const double>(*edges),
+                                                  {s, last});
+            EXPECT_EQ(download(counts), expected);
+            EXPECT_EQ(got.left_out, want.left_out);
+          } catch (const error& e) {
+            ASSERT_TRUE(refused_as_unfit(e)) << e.what();
+            ASSERT_NE(s, strategy::automatic) << e.what();
+          }
+        }
       }
     }
   }
