@@ -487,6 +487,32 @@ TEST(HistogramStrategies, ReductionRefusesCountsTooLargeForThreadStacks) {
   EXPECT_TRUE(tally_test::counts_equal<std::uint64_t>(counts, expected.counts));
 }
 
+// privatized's copies are taken by the threads OpenMP starts, which inside another parallel region
+// (nesting off) is one, not max_threads(): the merge must add only the copies that were taken.
+TEST(HistogramStrategies, PrivatizedCountsRightInsideAParallelRegion) {
+  const std::int64_t num_bins = 300;
+  std::vector<std::int32_t> samples(200003);
+  for (std::size_t i = 0; i < samples.size(); ++i) samples[i] = static_cast<std::int32_t>((i * 7919) % 311) - 5;
+  const tally::even_bins bins{num_bins, 0.0, static_cast<double>(num_bins)};
+  std::vector<std::uint32_t> expected(static_cast<std::size_t>(num_bins));
+  const auto want = tally::cpu::histogram_even<std::int32_t, std::uint32_t>(samples, expected, bins, {strategy::sequential});
+  std::vector<double> weights(samples.size(), 0.5);
+  std::vector<double> expected_sums(static_cast<std::size_t>(num_bins));
+  (void)tally::cpu::histogram_even<std::int32_t, double, double>(samples, weights, expected_sums, bins,
+                                                                 {strategy::sequential});
+  int mismatches = 0;
+#pragma omp parallel num_threads(2) reduction(+ : mismatches)
+  {
+    std::vector<std::uint32_t> counts(static_cast<std::size_t>(num_bins), tally_test::poison<std::uint32_t>);
+    const auto got = tally::cpu::histogram_even<std::int32_t, std::uint32_t>(samples, counts, bins, {strategy::privatized});
+    std::vector<double> sums(static_cast<std::size_t>(num_bins), -1.0);
+    (void)tally::cpu::histogram_even<std::int32_t, double, double>(samples, weights, sums, bins,
+                                                                   {strategy::privatized});
+    mismatches += (counts != expected || got.left_out != want.left_out || sums != expected_sums) ? 1 : 0;
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
 TEST(HistogramStrategies, AutomaticExplainsItsChoiceOnSmallAndLargeInputs) {
   // Whatever it picks, automatic names a CPU strategy and gives a reason, and the counts are right.
   for (const std::size_t n : {std::size_t{10}, std::size_t{1} << 20}) {
