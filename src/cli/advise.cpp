@@ -341,6 +341,10 @@ int advise_typed(const advise_arguments& args, backend where, std::vector<T> sam
   base.num_samples = static_cast<std::int64_t>(samples.size());
   base.distribution = path.empty() ? args.distribution_name : "file";
   base.num_bins = bins.num_bins;
+  // A distribution's [0, bins) is bench's exact range; a file's range (data_range) is its own.
+  base.bins_kind = args.lower_option->count() > 0 ? "given" : path.empty() ? "exact" : "data";
+  base.lower = bins.lower;
+  base.upper = bins.upper;
   std::vector<bench_row> rows;
   input_shape shape;
   std::size_t counter_bytes = 4;

@@ -35,7 +35,8 @@ struct bench_row {
   std::string distribution;
   std::int64_t num_bins = 0;
   /// How the bins were laid out: even bins over `exact` [0, num_bins) or the data's `general`
-  /// [min, max); range bins' `log` or `random` edges. Empty for rows without bins.
+  /// [min, max); range bins' `log` or `random` edges; advise's `given` or file's `data` range.
+  /// Empty for rows without bins.
   std::string bins_kind;
   double lower = 0.0;  ///< the first edge (binned rows)
   double upper = 0.0;  ///< the last edge, excluded (binned rows)
