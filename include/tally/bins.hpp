@@ -303,15 +303,24 @@ class estimated_even_bin_mapper {
         offset_f_(static_cast<float>(offset_)),
         first_(static_cast<compare_type>(bins.lower)),
         last_(static_cast<compare_type>(bins.upper)),
-        num_bins_(static_cast<int>(bins.num_bins)),
-        inclusive_(inclusive) {}
+        counted_last_(inclusive ? last_ : std::numeric_limits<compare_type>::quiet_NaN()),
+        num_bins_(static_cast<int>(bins.num_bins)) {}
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
   TALLY_HOST_DEVICE std::int64_t operator()(Sample sample) const {
     const auto x = static_cast<compare_type>(sample);
-    if (!(x >= first_ && x < last_)) return (inclusive_ && x == last_) ? num_bins_ - 1 : left_out_bin;
+#if defined(__CUDA_ARCH__)
+    // Without branches: every sample takes the estimate and the compare, in range or not (outside,
+    // or NaN, they give a bin that the select discards), so the compiler interleaves the samples of
+    // a vector. With a branch per sample each ran its chain of dependent instructions alone.
+    const int bin = bin_above_estimate(x, next_edge_estimate(x));
+    const int outside = x == counted_last_ ? num_bins_ - 1 : static_cast<int>(left_out_bin);
+    return (x >= first_ && x < last_) ? bin : outside;
+#else
+    if (!(x >= first_ && x < last_)) return x == counted_last_ ? num_bins_ - 1 : left_out_bin;
     return bin_above_estimate(x, next_edge_estimate(x));
+#endif
   }
 
   /// The GPU's estimate for float samples, in float: a host test runs it through fmaf.
@@ -360,8 +369,8 @@ class estimated_even_bin_mapper {
   float offset_f_ = 0.0f;
   compare_type first_{};
   compare_type last_{};
+  compare_type counted_last_{};  // upper where it counts in the last bin (inclusive), else NaN: equal to nothing
   int num_bins_ = 0;
-  bool inclusive_ = false;
 };
 
 }  // namespace detail

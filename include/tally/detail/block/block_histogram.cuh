@@ -72,15 +72,37 @@ __device__ __forceinline__ void zero_block_copy(Counter* copy, std::int64_t num_
   for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) copy[bin] = 0;
 }
 
+/// Words a swizzled copy of `words` words takes: whole rows of 32 words (one per bank).
+__host__ __device__ constexpr std::int64_t swizzled_words(std::int64_t words) { return (words + 31) / 32 * 32; }
+
+/// Where word `word` of a block's copy sits in shared memory. Word w is in bank w % 32, so bins
+/// that step by 32 (values that are multiples of 32, or of 64, 1024, ...) would all wait on one
+/// bank: 32 lanes' atomics served one at a time. Each row of 32 words is permuted instead, by an
+/// XOR of its low five bits with five bits of a multiplicative hash of the row (the top bits of
+/// row * 2^32 / golden ratio, which differ for rows a power of two apart), so such bins spread
+/// over the banks. Words stay in their row, so a copy of swizzled_words() holds them, and
+/// neighbouring bins stay in different banks. The map is its own inverse: reading word p of the
+/// copy gives the count of word bank_swizzled(p). `mask` 0 turns it off (replicas of 32 or more,
+/// whose lanes already own their banks).
+__host__ __device__ __forceinline__ std::uint32_t bank_swizzled(std::uint32_t word, std::uint32_t mask = 31u) {
+  return word ^ (((word >> 5) * 0x9e3779b9u) >> 27 & mask);
+}
+
+/// The swizzle's mask for a copy with `copies` interleaved replicas: off from 32 replicas on.
+__host__ __device__ __forceinline__ std::uint32_t swizzle_mask(int copies) { return copies >= 32 ? 0u : 31u; }
+
 /// Maps the samples of one vector to bins (-1 for left out, and for all of an invalid vector);
-/// returns how many valid samples were left out.
+/// returns how many valid samples were left out. Every sample is mapped, valid or not (an invalid
+/// vector holds zeros, see visit_warp_chunk), and `valid` only selects: a branch around each
+/// sample's mapping kept the compiler from interleaving the samples' instructions.
 template <class Sample, class Mapper>
 __device__ __forceinline__ std::uint32_t map_vector(const Mapper& map, const sample_vector<Sample>& v, bool valid,
                                                     int (&bins)[sample_vector<Sample>::items]) {
   std::uint32_t left_out = 0;
 #pragma unroll
   for (int j = 0; j < sample_vector<Sample>::items; ++j) {
-    bins[j] = valid ? static_cast<int>(map(v.item[j])) : -1;
+    const int bin = static_cast<int>(map(v.item[j]));
+    bins[j] = valid ? bin : -1;
     if constexpr (!maps_every_sample<Mapper>) left_out += (valid && bins[j] < 0) ? 1 : 0;
   }
   return left_out;
@@ -197,7 +219,8 @@ __device__ __forceinline__ bool block_bytes_pile_up(int first_byte) {
 }
 
 /// Counts this thread's share of the samples (16-byte loads) into a block-private copy of 32-bit
-/// counters; returns how many samples it left out.
+/// counters, swizzled in shared memory (bank_swizzled; the copy takes swizzled_words); returns how
+/// many samples it left out.
 /// With `copies` > 1 (a power of two, at most 64) the copy is replicated: bin b of replica r is at
 /// b * copies + r and thread t counts into replica t % copies, so lanes that hit one bin spread
 /// over min(copies, 32) words in different banks.
@@ -206,10 +229,12 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
                                                           const Mapper& map, std::uint32_t* copy, int copies = 1) {
   constexpr int items = sample_vector<Sample>::items;
   std::uint32_t left_out = 0;  // a thread sees far fewer than 2^32 samples
-  std::uint32_t* const replica = copy + threadIdx.x % copies;
+  const int replica = static_cast<int>(threadIdx.x) % copies;
+  // Shared memory has banks: its copies are swizzled (bank_swizzled); global ones are not.
+  const std::uint32_t mask = Memory == copy_memory::shared ? swizzle_mask(copies) : 0u;
   // Block copies hold fewer than 2^31 bins, so bins travel as 32-bit ints (fewer registers).
-  const auto add = [replica, copies](int bin, std::uint32_t count) {
-    add_to_copy<Memory>(replica + bin * copies, count);
+  const auto add = [copy, replica, copies, mask](int bin, std::uint32_t count) {
+    add_to_copy<Memory>(copy + bank_swizzled(static_cast<std::uint32_t>(bin * copies + replica), mask), count);
   };
   const auto visit_one = [&](Sample x) {
     const int bin = static_cast<int>(map(x));
@@ -252,7 +277,7 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
       }
     }
   };
-  walk_vectorized<Unroll>(samples, num_samples, visit, visit_one);
+  walk_vectorized<Unroll, tuning::histogram_pipelined<Sample>>(samples, num_samples, visit, visit_one);
   return left_out;
 }
 
@@ -339,15 +364,15 @@ __device__ __forceinline__ void finish_output(const output_start_words& words) {
   finished.store(0, cuda::memory_order_relaxed);
 }
 
-/// Adds the block's copy (summing its `copies` replicas) into the global counts: one device-scope
-/// atomic per non-zero bin. With 32 or 64 replicas, a bin's replicas are consecutive words, 32 to a
+/// Adds the block's copy (summing its `copies` replicas, swizzled as count_vectorized left them,
+/// or not: the byte kernel's) into the global counts: one device-scope atomic per non-zero bin. With 32 or 64 replicas, a bin's replicas are consecutive words, 32 to a
 /// row of banks: a warp reads them at once and sums them with shuffles (a thread summing them alone
 /// would read words of one bank while its neighbours wait on the same banks).
 template <class Counter>
 __device__ __forceinline__ void add_block_copy(const std::uint32_t* copy, std::int64_t num_bins, Counter* counts,
-                                               int copies = 1) {
+                                               int copies = 1, bool swizzled = true) {
   const auto add = [counts](std::int64_t bin, std::uint32_t value) { add_to_global_count(counts + bin, Counter{value}); };
-  if (copies == 32 || copies == 64) {
+  if (copies == 32 || copies == 64) {  // not swizzled (swizzle_mask)
     const int lane = static_cast<int>(threadIdx.x % 32);
     const int warps = static_cast<int>(blockDim.x / 32);
     for (std::int64_t bin = threadIdx.x / 32; bin < num_bins; bin += warps) {
@@ -358,9 +383,10 @@ __device__ __forceinline__ void add_block_copy(const std::uint32_t* copy, std::i
     }
     return;
   }
+  const std::uint32_t mask = swizzled ? swizzle_mask(copies) : 0u;
   for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) {
     std::uint32_t value = 0;
-    for (int r = 0; r < copies; ++r) value += copy[bin * copies + r];
+    for (int r = 0; r < copies; ++r) value += copy[bank_swizzled(static_cast<std::uint32_t>(bin * copies + r), mask)];
     if (value != 0) add(bin, value);
   }
 }
@@ -430,7 +456,7 @@ __device__ __forceinline__ void add_byte_copy(std::uint32_t* copy, const byte_sh
                  add_byte_copy_in_bulk<BlockThreads>(copy, map.shift(), copies, first);
                  return;
                }))
-  add_block_copy(copy, map.num_bins(), counts, copies);
+  add_block_copy(copy, map.num_bins(), counts, copies, /*swizzled=*/false);  // count_all_bytes's layout
 }
 
 }  // namespace tally::detail

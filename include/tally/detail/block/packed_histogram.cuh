@@ -35,6 +35,7 @@ inline constexpr std::uint32_t packed_spill = 0x1000u;
 
 /// Words of a packed copy (half_bins). Bin b is the low half of word b when b < half_bins, else the
 /// high half of word b - half_bins: neighbouring bins, often hot together, sit in different words.
+/// Words are swizzled over the banks (bank_swizzled), so the copy takes swizzled_words(half_bins).
 __host__ __device__ constexpr std::int64_t packed_words(std::int64_t num_bins) { return (num_bins + 1) / 2; }
 
 /// Samples a block may count between two barriers: every counter is below 2^12 at a barrier, so it
@@ -56,7 +57,7 @@ template <class Counter>
 __device__ __forceinline__ void add_packed(std::uint32_t* words, int half_bins, Counter* counts, int bin,
                                            std::uint32_t count) {
   const int high = bin >= half_bins ? 1 : 0;
-  const int word = bin - high * half_bins;
+  const std::uint32_t word = bank_swizzled(static_cast<std::uint32_t>(bin - high * half_bins));
   const std::uint32_t shift = 16u * static_cast<std::uint32_t>(high);
   const std::uint32_t before = (atomicAdd(words + word, count << shift) >> shift) & 0xffffu;
   if (before / packed_spill != (before + count) / packed_spill) {
@@ -65,15 +66,16 @@ __device__ __forceinline__ void add_packed(std::uint32_t* words, int half_bins, 
   }
 }
 
-/// Words after a packed copy where its block tallies, in its first period, the vectors whose lanes
+/// Words after a packed copy (after swizzled_words(half_bins)) where its block tallies, in its first period, the vectors whose lanes
 /// hint at shared bins and the vectors seen (zeroed with the copy).
 inline constexpr int packed_mode_words = 2;
 
 /// Scan mode's spill, between two barriers: every counter at packed_spill or more goes whole to
-/// the global counts.
+/// the global counts. Word p of the copy holds the counters of word bank_swizzled(p).
 template <int Threads, class Counter>
 __device__ __forceinline__ void spill_large_counters(std::uint32_t* words, int half_bins, Counter* counts) {
-  const auto spill = [&](std::uint32_t& value, int word) {
+  const auto spill = [&](std::uint32_t& value, int place) {
+    const int word = static_cast<int>(bank_swizzled(static_cast<std::uint32_t>(place)));  // below half_bins if counted
     const std::uint32_t low = value & 0xffffu;
     const std::uint32_t high = value >> 16;
     if (low >= packed_spill) add_to_global_count(counts + word, Counter{low});
@@ -89,7 +91,7 @@ __device__ __forceinline__ void spill_large_counters(std::uint32_t* words, int h
   // bandwidth on an H100 before this test).
   constexpr std::uint32_t large_bits = (0x10000u - packed_spill) * 0x10001u;  // 0xf000f000
   auto* quads = reinterpret_cast<uint4*>(words);  // the kernel declares the copy 16-byte aligned
-  const int whole = half_bins / 4;
+  const int whole = static_cast<int>(swizzled_words(half_bins)) / 4;  // the padding words stay zero
   for (int i = static_cast<int>(threadIdx.x); i < whole; i += Threads) {
     uint4 quad = quads[i];
     if ((((quad.x | quad.y) | (quad.z | quad.w)) & large_bits) == 0) continue;
@@ -98,10 +100,6 @@ __device__ __forceinline__ void spill_large_counters(std::uint32_t* words, int h
     changed = spill(quad.z, 4 * i + 2) || changed;
     changed = spill(quad.w, 4 * i + 3) || changed;
     if (changed) quads[i] = quad;
-  }
-  for (int word = 4 * whole + static_cast<int>(threadIdx.x); word < half_bins; word += Threads) {
-    std::uint32_t value = words[word];
-    if (spill(value, word)) words[word] = value;
   }
 }
 
@@ -118,12 +116,12 @@ __device__ __forceinline__ std::uint64_t count_packed(const Sample* samples, std
   constexpr int tiles_per_period = packed_tiles_per_period(Threads, Unroll, items);
   static_assert(tiles_per_period >= 1, "a tile must fit in one period of the packed counters");
   static_assert(32 * items < packed_spill, "one addition (at most a warp's vector) crosses at most one multiple");
-  std::uint32_t* const mode_votes = words + half_bins;  // [0] vectors with a hint, [1] vectors seen
+  std::uint32_t* const mode_votes = words + swizzled_words(half_bins);  // [0] vectors with a hint, [1] vectors seen
   std::uint32_t left_out = 0;
   const auto add = [&](int bin, std::uint32_t count) { add_packed(words, half_bins, counts, bin, count); };
   const auto add_unchecked = [&](int bin, std::uint32_t count) {
     const int high = bin >= half_bins ? 1 : 0;
-    std::uint32_t* const word = words + (bin - high * half_bins);
+    std::uint32_t* const word = words + bank_swizzled(static_cast<std::uint32_t>(bin - high * half_bins));
     if (count == 1) {  // constants, result unused: increments the hardware merges across the warp
       if (high != 0) {
         atomicAdd(word, 0x10000u);
@@ -223,7 +221,7 @@ template <class Counter>
 __device__ __forceinline__ void add_packed_copy(const std::uint32_t* words, std::int64_t num_bins, Counter* counts) {
   const std::int64_t half_bins = packed_words(num_bins);
   for (std::int64_t word = threadIdx.x; word < half_bins; word += blockDim.x) {
-    const std::uint32_t value = words[word];
+    const std::uint32_t value = words[bank_swizzled(static_cast<std::uint32_t>(word))];
     const std::uint32_t low = value & 0xffffu;
     const std::uint32_t high = value >> 16;
     if (low != 0) add_to_global_count(counts + word, Counter{low});

@@ -48,16 +48,23 @@ __device__ __forceinline__ void visit_head_and_tail(const Sample* samples, std::
 /// the vector as loaded (`const uint4&`) gets its four words: turned into an array of samples and
 /// back, bytes come out of the compiler taken apart and put together again, eight instructions a
 /// word that a byte histogram, at two instructions a byte, notices.
-template <int Unroll, class Sample, class VisitVector>
-__device__ __forceinline__ void visit_warp_chunk(const uint4* body, std::int64_t vectors, std::int64_t base,
-                                                 VisitVector& visit) {
+template <int Unroll>
+__device__ __forceinline__ void load_warp_chunk(const uint4* body, std::int64_t vectors, std::int64_t base,
+                                                uint4 (&raw)[Unroll]) {
   const int lane = static_cast<int>(threadIdx.x % 32);
-  uint4 raw[Unroll];
 #pragma unroll
   for (int u = 0; u < Unroll; ++u) {
     const std::int64_t index = base + u * 32 + lane;
-    if (index < vectors) raw[u] = __ldcs(body + index);  // streamed: read once, not kept in cache
+    // Streamed: read once, not kept in cache. Past the end, zeros: visitors may map a vector
+    // before they look at `valid` (without a branch), and zeros are a sample every mapper takes.
+    raw[u] = index < vectors ? __ldcs(body + index) : make_uint4(0, 0, 0, 0);
   }
+}
+
+template <int Unroll, class Sample, class VisitVector>
+__device__ __forceinline__ void visit_loaded_chunk(const uint4 (&raw)[Unroll], std::int64_t vectors, std::int64_t base,
+                                                   VisitVector& visit) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
 #pragma unroll
   for (int u = 0; u < Unroll; ++u) {
     const bool valid = base + u * 32 + lane < vectors;
@@ -71,10 +78,21 @@ __device__ __forceinline__ void visit_warp_chunk(const uint4* body, std::int64_t
   }
 }
 
+template <int Unroll, class Sample, class VisitVector>
+__device__ __forceinline__ void visit_warp_chunk(const uint4* body, std::int64_t vectors, std::int64_t base,
+                                                 VisitVector& visit) {
+  uint4 raw[Unroll];
+  load_warp_chunk(body, vectors, base, raw);
+  visit_loaded_chunk<Unroll, Sample>(raw, vectors, base, visit);
+}
+
 /// Calls `visit_one(sample)` for the head and tail samples, and `visit(vector, valid)` for the
 /// 16-byte vectors between them, each warp striding over the grid on its own. Needs blockDim.x to
 /// be a multiple of 32.
-template <int Unroll, class Sample, class VisitVector, class VisitOne>
+/// With `Pipelined`, each chunk's loads are issued before the previous chunk is visited, so a
+/// thread keeps Unroll loads in flight while it counts: for mappers with long chains of dependent
+/// arithmetic per sample, whose counting would otherwise leave the memory idle.
+template <int Unroll, bool Pipelined = false, class Sample, class VisitVector, class VisitOne>
 __device__ __forceinline__ void walk_vectorized(const Sample* samples, std::int64_t num_samples, VisitVector visit,
                                                 VisitOne visit_one) {
   const vector_split<Sample> split(samples, num_samples);
@@ -82,8 +100,21 @@ __device__ __forceinline__ void walk_vectorized(const Sample* samples, std::int6
   const auto* body = reinterpret_cast<const uint4*>(samples + split.head);
   const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
-  for (std::int64_t base = warp * 32 * Unroll; base < split.vectors; base += warps * 32 * Unroll) {
-    visit_warp_chunk<Unroll, Sample>(body, split.vectors, base, visit);
+  const std::int64_t step = warps * 32 * Unroll;
+  if constexpr (Pipelined) {
+    uint4 next[Unroll];
+    load_warp_chunk(body, split.vectors, warp * 32 * Unroll, next);
+    for (std::int64_t base = warp * 32 * Unroll; base < split.vectors; base += step) {
+      uint4 raw[Unroll];
+#pragma unroll
+      for (int u = 0; u < Unroll; ++u) raw[u] = next[u];
+      load_warp_chunk(body, split.vectors, base + step, next);
+      visit_loaded_chunk<Unroll, Sample>(raw, split.vectors, base, visit);
+    }
+  } else {
+    for (std::int64_t base = warp * 32 * Unroll; base < split.vectors; base += step) {
+      visit_warp_chunk<Unroll, Sample>(body, split.vectors, base, visit);
+    }
   }
 }
 

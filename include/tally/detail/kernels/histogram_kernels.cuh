@@ -72,7 +72,7 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
   extern __shared__ __align__(16) std::uint32_t shared_copy[];  // add_byte_copy_in_bulk reads it as uint4
   constexpr bool all_bytes = is_byte_kernel<Aggregate, Mapper>;
   constexpr int unroll = all_bytes ? tuning::byte_replica_unroll : tuning::histogram_unroll<Sample>;
-  const std::int64_t copy_words = map.num_bins() * copies;  // as launched
+  const std::int64_t copy_words = swizzled_words(map.num_bins() * copies);  // as launched
   if constexpr (all_bytes) {
     // The byte kernel's counts were zeroed by a memset before the launch (the dispatch's
     // zeroes_own_output asks is_byte_kernel too). Its sample of the input is loaded first, so
@@ -109,7 +109,7 @@ shared_two_phase_histogram_kernel(const Sample* samples, std::int64_t num_sample
                                                   std::uint64_t* left_out, int table_words) {
   extern __shared__ __align__(16) std::uint32_t shared_copy[];
   const std::int64_t num_bins = map.num_bins();
-  zero_block_copy(shared_copy, num_bins);
+  zero_block_copy(shared_copy, swizzled_words(num_bins));
   const Mapper block_map = tables_in_block(map, shared_copy, table_words);
   __syncthreads();
   warp_add_to(count_vectorized<aggregation::none, tuning::histogram_unroll<Sample>, copy_memory::shared>(
@@ -117,7 +117,9 @@ shared_two_phase_histogram_kernel(const Sample* samples, std::int64_t num_sample
               left_out);
   __syncthreads();
   std::uint32_t* copy = block_copies + static_cast<std::int64_t>(blockIdx.x) * num_bins;
-  for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) copy[bin] = shared_copy[bin];
+  for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) {
+    copy[bin] = shared_copy[bank_swizzled(static_cast<std::uint32_t>(bin))];
+  }
 }
 
 /// A packed copy of 16-bit counters per block in shared memory (twice the bins of 32-bit ones),
@@ -128,7 +130,7 @@ packed16_histogram_kernel(const Sample* samples, std::int64_t num_samples, Count
                           std::uint64_t* left_out, int table_words) {
   extern __shared__ __align__(16) std::uint32_t packed_copy[];  // scan mode reads it as uint4
   const std::int64_t num_bins = map.num_bins();
-  zero_block_copy(packed_copy, packed_words(num_bins) + packed_mode_words);
+  zero_block_copy(packed_copy, swizzled_words(packed_words(num_bins)) + packed_mode_words);
   const Mapper block_map = tables_in_block(map, packed_copy, table_words);
   __syncthreads();
   warp_add_to(count_packed<tuning::packed_block_threads, tuning::packed_unroll<Sample>>(samples, num_samples, block_map,

@@ -15,7 +15,7 @@ namespace tally::detail::tuning {
 #define TALLY_HISTOGRAM_MIN_BLOCKS 2
 #endif
 #ifndef TALLY_HISTOGRAM_UNROLL
-#define TALLY_HISTOGRAM_UNROLL 4
+#define TALLY_HISTOGRAM_UNROLL 2
 #endif
 #ifndef TALLY_HISTOGRAM_BYTE_BLOCK_THREADS
 #define TALLY_HISTOGRAM_BYTE_BLOCK_THREADS 1024
@@ -29,14 +29,23 @@ inline constexpr int histogram_block_threads =
     sizeof(Sample) == 1 ? TALLY_HISTOGRAM_BYTE_BLOCK_THREADS : TALLY_HISTOGRAM_BLOCK_THREADS;
 /// Blocks per multiprocessor the privatized kernels are compiled to fit, which caps their
 /// registers (64 for two blocks of 512 threads, or for one of 1024 byte threads; 128 for one block
-/// of 8-byte samples), and the 16-byte loads each thread issues before it counts them: four, two
-/// for bytes (16 samples a load already). Measured on an H100 against 4 blocks x 2 loads, 3 x 2 and
-/// 1024-thread blocks (results/2026-11-22-h100-tuning): 4 x 2 dips to 0.94 of the read bandwidth
-/// at 16384 int32 bins, 3 x 2 and this one hold 0.95-0.97, 1024-thread blocks are slower.
+/// of 8-byte samples), and the 16-byte loads each thread issues per chunk: two, pipelined (the
+/// next chunk's loads issued before this one is counted, histogram_pipelined), two for bytes
+/// unpipelined (16 samples a load already). Pipelined two-load chunks keep loads in flight while a
+/// thread counts, which mappers with long arithmetic chains need: measured on an H100 in the
+/// library's kernel, 2^28 samples, 4096 bins (docs/performance.md), against four loads
+/// unpipelined: estimated float bins 0.829 against 0.817, estimated int32 0.820 against 0.768,
+/// exact float 0.949 against 0.951, unit-step int32 0.982 against 0.960.
 template <class Sample>
 inline constexpr int histogram_min_blocks = sizeof(Sample) == 4 ? TALLY_HISTOGRAM_MIN_BLOCKS : (TALLY_HISTOGRAM_MIN_BLOCKS + 1) / 2;
 template <class Sample>
 inline constexpr int histogram_unroll = sizeof(Sample) == 1 ? 2 : TALLY_HISTOGRAM_UNROLL;
+#ifndef TALLY_HISTOGRAM_PIPELINED
+#define TALLY_HISTOGRAM_PIPELINED 1
+#endif
+/// Whether count_vectorized issues a chunk's loads before it counts the previous one.
+template <class Sample>
+inline constexpr bool histogram_pipelined = sizeof(Sample) != 1 && TALLY_HISTOGRAM_PIPELINED != 0;
 /// Loads per thread of the byte kernel over all 256 values (byte_shift_mapper, shared memory, no
 /// aggregation), whose count of a byte takes few registers: four, where other byte kernels spill
 /// with four. Measured on an H100 in a standalone probe of 32 replicas, timed with the launch
