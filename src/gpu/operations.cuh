@@ -158,6 +158,35 @@ inline void check_cub_bins(std::string_view function, std::int64_t num_bins) {
   }
 }
 
+/// Runs a histogram over the range bins `edges` through the grid mapper (grid_range_bin_mapper):
+/// the edges go to the start of the workspace storage, where CUB's HistogramRange reads them, and
+/// the grid's tables, built here, after them.
+template <class Sample, class Counter, class CubCall>
+choice run_grid_histogram(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
+                          std::span<const double> edges, workspace& ws, const histogram_options& options,
+                          stream_t stream, CubCall cub_call) {
+  using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
+  const auto num_edges = static_cast<std::int64_t>(edges.size());
+  const std::size_t edges_bytes = (edges.size_bytes() + 15) / 16 * 16;
+  const std::size_t tables_bytes = grid_mapper::table_bytes(num_edges);
+  auto prepare = [&](char* storage) {
+    if (storage == nullptr) return grid_mapper::for_sizing(num_edges);
+    std::vector<std::byte> tables(tables_bytes);
+    const grid_mapper map(edges, options.last_edge, tables, reinterpret_cast<const std::byte*>(storage + edges_bytes));
+    check_cuda(cudaMemcpyAsync(storage, edges.data(), edges.size_bytes(), cudaMemcpyHostToDevice, stream),
+               "copying the edges to the device");
+    check_cuda(cudaMemcpyAsync(storage + edges_bytes, tables.data(), tables_bytes, cudaMemcpyHostToDevice, stream),
+               "copying the edge tables to the device");
+    return map;
+  };
+  return run_histogram(function, samples, counts, num_edges - 1, ws, options, stream, edges_bytes + tables_bytes,
+                       prepare, cub_call);
+}
+
+/// The most even bins that go through the grid when the estimate cannot take them: beyond, the
+/// host's work to build the tables per call would show.
+inline constexpr std::int64_t max_even_bins_on_grid = std::int64_t{1} << 22;
+
 template <class Sample, class Counter>
 choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> counts, const even_bins& bins,
                             workspace& ws, const histogram_options& options, stream_t stream) {
@@ -187,6 +216,16 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
       return run_with(tally::detail::byte_shift_mapper(static_cast<int>(-bins.lower), bins.num_bins));
     }
   }
+  // Bins the estimate cannot take (a range far narrower than its distance from zero, as a float
+  // data's own [min, max] often is: a float's rounding of the edges is then a sizeable part of a
+  // bin) are range bins whose edges are numpy's, in the precision samples compare in: the grid
+  // counts them with a compare or two per sample, where the general rule searches with doubles.
+  if (map.shortcut() == even_shortcut::none && bins.num_bins <= max_even_bins_on_grid &&
+      std::isfinite(static_cast<double>(map.edge(0))) && std::isfinite(static_cast<double>(map.edge(bins.num_bins)))) {
+    std::vector<double> edges(static_cast<std::size_t>(bins.num_bins) + 1);
+    for (std::int64_t i = 0; i <= bins.num_bins; ++i) edges[static_cast<std::size_t>(i)] = static_cast<double>(map.edge(i));
+    return run_grid_histogram(function, samples, counts, std::span<const double>(edges), ws, options, stream, cub_call);
+  }
   return tally::detail::with_fastest_mapper(map, run_with);
 }
 
@@ -199,29 +238,13 @@ choice histogram_range_async(std::span<const Sample> samples, std::span<Counter>
   const auto num_edges = static_cast<std::int64_t>(edges.size());
   tally::detail::check_histogram_buffers(function, samples, counts, num_edges - 1);
   tally::detail::check_strategy(function, backend::gpu, operation::histogram, options.algorithm);
-  // The edges travel to the start of the workspace storage (CUB reads them there), and after them
-  // the grid mapper's tables, built here from the edges.
-  using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
-  const std::size_t edges_bytes = (edges.size_bytes() + 15) / 16 * 16;
-  const std::size_t tables_bytes = grid_mapper::table_bytes(num_edges);
-  auto prepare = [&](char* storage) {
-    if (storage == nullptr) return grid_mapper::for_sizing(num_edges);
-    std::vector<std::byte> tables(tables_bytes);
-    const grid_mapper map(edges, options.last_edge, tables, reinterpret_cast<const std::byte*>(storage + edges_bytes));
-    check_cuda(cudaMemcpyAsync(storage, edges.data(), edges.size_bytes(), cudaMemcpyHostToDevice, stream),
-               "copying the edges to the device");
-    check_cuda(cudaMemcpyAsync(storage + edges_bytes, tables.data(), tables_bytes, cudaMemcpyHostToDevice, stream),
-               "copying the edge tables to the device");
-    return map;
-  };
   auto cub_call = [&](void* temp, std::size_t& bytes, void* device_edges, stream_t s) {
     check_cub_bins(function, num_edges - 1);
     return cub::DeviceHistogram::HistogramRange(temp, bytes, samples.data(), as_cub_counters(counts),
                                                 static_cast<int>(num_edges), static_cast<const double*>(device_edges),
                                                 static_cast<std::int64_t>(samples.size()), s);
   };
-  return run_histogram(function, samples, counts, num_edges - 1, ws, options, stream, edges_bytes + tables_bytes,
-                       prepare, cub_call);
+  return run_grid_histogram(function, samples, counts, edges, ws, options, stream, cub_call);
 }
 
 template <class Sample, class Counter>

@@ -13,6 +13,7 @@
 #include <limits>
 #include <span>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tally/bins.hpp"
@@ -106,11 +107,14 @@ class grid_range_bin_mapper {
 
   TALLY_HOST_DEVICE std::int64_t operator()(Sample sample) const {
     const auto x = canonical(static_cast<key_type>(sample));
-    if (!(x >= first_key_ && x < last_key_)) return (inclusive_ && x == last_key_) ? num_bins_ - 1 : left_out_bin;
+    // Every sample, in range or not, takes the cell (clamped to the grid) and the compare, and a
+    // select settles the rest: no branch in the common path, so the compiler interleaves the
+    // samples of a vector, each waiting on two dependent table reads. Only cells with more than
+    // one candidate edge loop.
     const int c = cell(x);
     int lo = static_cast<int>(first_[c]);
     int hi = static_cast<int>(first_[c + 1]);
-    while (lo < hi) {  // the last key at or below x, among keys lo..hi
+    while (hi - lo > 1) {  // x's bin is in [lo, hi]; narrow it to two candidates
       const int mid = (lo + hi + 1) >> 1;
       if (x >= keys_[mid]) {
         lo = mid;
@@ -118,7 +122,9 @@ class grid_range_bin_mapper {
         hi = mid - 1;
       }
     }
-    return lo;
+    const int bin = x >= keys_[hi] ? hi : lo;  // keys_[lo] <= x, so hi == lo gives lo
+    const int outside = (inclusive_ && x == last_key_) ? num_bins_ - 1 : static_cast<int>(left_out_bin);
+    return (x >= first_key_ && x < last_key_) ? bin : outside;
   }
 
   /// Bytes of the tables (table_bytes of this mapper's edges).
@@ -168,10 +174,13 @@ class grid_range_bin_mapper {
     return bits ^ ((bits >> 31) & 0x7fffffff);
   }
 
+  /// The cell of x, in [0, cells) for any x, NaN and samples outside the edges included.
   TALLY_HOST_DEVICE int cell(key_type x) const {
     if constexpr (std::is_same_v<key_type, float>) {
       if (kind_ == grid_kind::float_bits) {
-        return static_cast<int>(static_cast<std::uint32_t>(ordered_bits(x) - bits_origin_) >> bits_shift_);
+        // In 64 bits: a difference of two float's ordered bits may pass 2^31.
+        const std::int64_t steps = (static_cast<std::int64_t>(ordered_bits(x)) - bits_origin_) >> bits_shift_;
+        return static_cast<int>(steps < 0 ? 0 : steps < cells_ ? steps : cells_ - 1);
       }
     }
     // floor(x * scale + offset), clamped to the cells: one multiply-add rounded to nearest, the
@@ -186,28 +195,39 @@ class grid_range_bin_mapper {
       return __double2loint(__dadd_rd(t, 4503599627370496.0));
     }
 #else
-    const key_type t = std::min(std::max(std::fma(x, scale_, offset_), key_type{0}), last_cell);
+    // fmax and fmin, not max and min: they take NaN to the grid (cell 0) too.
+    const key_type t = std::fmin(std::fmax(std::fma(x, scale_, offset_), key_type{0}), last_cell);
     return static_cast<int>(std::floor(t));
 #endif
   }
 
+  /// The keys the grid spans: the interior edges (1 and n - 1) when there are any, since every
+  /// sample below the first or above the last of them has one candidate bin whatever its cell.
+  /// Spanning the outer edges instead wastes cells: log-spaced edges from 0 put 120 of a float's
+  /// octaves below the first interior edge, and the bits grid left four edges a cell.
+  std::pair<key_type, key_type> spanned_keys(const key_type* keys) const {
+    return num_bins_ >= 3 ? std::pair{keys[1], keys[num_bins_ - 1]} : std::pair{keys[0], keys[num_bins_]};
+  }
+
   void choose_value_grid(const key_type* keys) {
     kind_ = grid_kind::value;
-    const double width = static_cast<double>(keys[num_bins_]) - static_cast<double>(keys[0]);
+    const auto [low, high] = spanned_keys(keys);
+    const double width = static_cast<double>(high) - static_cast<double>(low);
     // Edges all equal, or a width whose scale overflows: every sample lands in one cell.
     const double scale = width > 0.0 ? static_cast<double>(cells_) / width : 0.0;
     scale_ = std::isfinite(static_cast<key_type>(scale)) ? static_cast<key_type>(scale) : key_type{0};
-    offset_ = static_cast<key_type>(-static_cast<double>(keys[0]) * static_cast<double>(scale_));
+    offset_ = static_cast<key_type>(-static_cast<double>(low) * static_cast<double>(scale_));
     if (!std::isfinite(offset_)) scale_ = offset_ = 0;
   }
 
   void choose_bits_grid(const key_type* keys) {
     if constexpr (std::is_same_v<key_type, float>) {
       kind_ = grid_kind::float_bits;
-      bits_origin_ = ordered_bits(keys[0]);
-      const auto span = static_cast<std::uint32_t>(ordered_bits(keys[num_bins_]) - bits_origin_);
+      const auto [low, high] = spanned_keys(keys);
+      bits_origin_ = ordered_bits(low);
+      const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(ordered_bits(high)) - bits_origin_);
       bits_shift_ = 0;
-      while ((span >> bits_shift_) >= static_cast<std::uint32_t>(cells_)) ++bits_shift_;
+      while ((span >> bits_shift_) >= static_cast<std::uint64_t>(cells_)) ++bits_shift_;
     }
   }
 
