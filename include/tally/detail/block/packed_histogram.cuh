@@ -35,7 +35,8 @@ inline constexpr std::uint32_t packed_spill = 0x1000u;
 
 /// Words of a packed copy (half_bins). Bin b is the low half of word b when b < half_bins, else the
 /// high half of word b - half_bins: neighbouring bins, often hot together, sit in different words.
-/// Words are swizzled over the banks (bank_swizzled), so the copy takes swizzled_words(half_bins).
+/// A block whose samples would crowd banks swizzles its words over them (bank_swizzled, chosen by
+/// packed_block_swizzles), so the copy takes swizzled_words(half_bins).
 __host__ __device__ constexpr std::int64_t packed_words(std::int64_t num_bins) { return (num_bins + 1) / 2; }
 
 /// Samples a block may count between two barriers: every counter is below 2^12 at a barrier, so it
@@ -53,11 +54,11 @@ __host__ __device__ constexpr int packed_tiles_per_period(int threads, int unrol
 /// Everything is 32-bit: a copy fits shared memory, and every instruction per sample shows (on an
 /// H100, 65536 int32 bins ran at 0.85 of the read bandwidth with `half_bins` as a 64-bit value,
 /// 0.90 with it as an int).
-template <class Counter>
+template <std::uint32_t Swizzle, class Counter>
 __device__ __forceinline__ void add_packed(std::uint32_t* words, int half_bins, Counter* counts, int bin,
                                            std::uint32_t count) {
   const int high = bin >= half_bins ? 1 : 0;
-  const std::uint32_t word = bank_swizzled(static_cast<std::uint32_t>(bin - high * half_bins));
+  const std::uint32_t word = bank_swizzled(static_cast<std::uint32_t>(bin - high * half_bins), Swizzle);
   const std::uint32_t shift = 16u * static_cast<std::uint32_t>(high);
   const std::uint32_t before = (atomicAdd(words + word, count << shift) >> shift) & 0xffffu;
   if (before / packed_spill != (before + count) / packed_spill) {
@@ -72,10 +73,10 @@ inline constexpr int packed_mode_words = 2;
 
 /// Scan mode's spill, between two barriers: every counter at packed_spill or more goes whole to
 /// the global counts. Word p of the copy holds the counters of word bank_swizzled(p).
-template <int Threads, class Counter>
+template <int Threads, std::uint32_t Swizzle, class Counter>
 __device__ __forceinline__ void spill_large_counters(std::uint32_t* words, int half_bins, Counter* counts) {
   const auto spill = [&](std::uint32_t& value, int place) {
-    const int word = static_cast<int>(bank_swizzled(static_cast<std::uint32_t>(place)));  // below half_bins if counted
+    const int word = static_cast<int>(bank_swizzled(static_cast<std::uint32_t>(place), Swizzle));  // below half_bins if counted
     const std::uint32_t low = value & 0xffffu;
     const std::uint32_t high = value >> 16;
     if (low >= packed_spill) add_to_global_count(counts + word, Counter{low});
@@ -103,12 +104,37 @@ __device__ __forceinline__ void spill_large_counters(std::uint32_t* words, int h
   }
 }
 
+/// Whether the block's packed copy is swizzled: each thread maps the first sample it will count
+/// (a load cached for the count), and a lane is crowded when 4 or more lanes of its warp would hit
+/// other words of its bank (lanes on one word are merged or take turns whatever the layout). The
+/// swizzle costs packed16 its instructions where nothing crowds (a probe on an H100, 65536 uniform
+/// int32 bins: 0.919 of the read bandwidth plain, 0.860 swizzled; bins 32 apart: 0.315 and 0.871),
+/// so a block swizzles when a quarter of its lanes are crowded. Every thread must call it (a barrier).
+template <class Sample, class Mapper>
+__device__ __forceinline__ bool packed_block_swizzles(const Sample* samples, std::int64_t num_samples,
+                                                      const Mapper& map, int unroll) {
+  constexpr int items = sample_vector<Sample>::items;
+  const vector_split<Sample> split(samples, num_samples);
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const std::int64_t first = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32 * 32 * unroll + lane;
+  const int half_bins = static_cast<int>(packed_words(map.num_bins()));
+  int word = -1 - lane;  // a lane with no sample, or a left-out one, shares no word and no bank
+  if (first < split.vectors) {
+    const int bin = static_cast<int>(map(samples[split.head + first * items]));
+    if (bin >= 0) word = bin - (bin >= half_bins ? half_bins : 0);
+  }
+  const unsigned same_bank = __match_any_sync(0xffffffffu, word >= 0 ? (word & 31) : 32 + lane);
+  const unsigned same_word = __match_any_sync(0xffffffffu, word);
+  const bool crowded = __popc(same_bank) - __popc(same_word) >= 4;
+  return __syncthreads_count(crowded ? 1 : 0) * 4 >= static_cast<int>(blockDim.x);
+}
+
 /// Counts this thread's share of the samples into the packed copy (zeroed, with its
 /// packed_mode_words after it), with the warp-wide vote, in return mode and, if the first period
 /// says so, scan mode after it; returns how many samples it left out. Every thread of the block
 /// must call it, with blockDim.x == Threads: it synchronizes the block between periods. The
 /// periods after the first run a loop of their own per mode, so neither pays for the other.
-template <int Threads, int Unroll, class Sample, class Counter, class Mapper>
+template <int Threads, int Unroll, std::uint32_t Swizzle, class Sample, class Counter, class Mapper>
 __device__ __forceinline__ std::uint64_t count_packed(const Sample* samples, std::int64_t num_samples,
                                                       const Mapper& map, std::uint32_t* words, Counter* counts) {
   constexpr int items = sample_vector<Sample>::items;
@@ -118,10 +144,10 @@ __device__ __forceinline__ std::uint64_t count_packed(const Sample* samples, std
   static_assert(32 * items < packed_spill, "one addition (at most a warp's vector) crosses at most one multiple");
   std::uint32_t* const mode_votes = words + swizzled_words(half_bins);  // [0] vectors with a hint, [1] vectors seen
   std::uint32_t left_out = 0;
-  const auto add = [&](int bin, std::uint32_t count) { add_packed(words, half_bins, counts, bin, count); };
+  const auto add = [&](int bin, std::uint32_t count) { add_packed<Swizzle>(words, half_bins, counts, bin, count); };
   const auto add_unchecked = [&](int bin, std::uint32_t count) {
     const int high = bin >= half_bins ? 1 : 0;
-    std::uint32_t* const word = words + bank_swizzled(static_cast<std::uint32_t>(bin - high * half_bins));
+    std::uint32_t* const word = words + bank_swizzled(static_cast<std::uint32_t>(bin - high * half_bins), Swizzle);
     if (count == 1) {  // constants, result unused: increments the hardware merges across the warp
       if (high != 0) {
         atomicAdd(word, 0x10000u);
@@ -198,7 +224,7 @@ __device__ __forceinline__ std::uint64_t count_packed(const Sample* samples, std
       if (++tiles == tiles_per_period) {
         tiles = 0;
         __syncthreads();  // the period's increments are in
-        spill_large_counters<Threads>(words, half_bins, counts);
+        spill_large_counters<Threads, Swizzle>(words, half_bins, counts);
         __syncthreads();  // every counter is below 2^12 before the next period counts
       }
     }
@@ -218,10 +244,11 @@ __device__ __forceinline__ std::uint64_t count_packed(const Sample* samples, std
 /// Adds the packed copy into the global counts (after the block's last __syncthreads; a counter is
 /// below 2^16 whichever mode counted it): one device-scope atomic per non-zero counter.
 template <class Counter>
-__device__ __forceinline__ void add_packed_copy(const std::uint32_t* words, std::int64_t num_bins, Counter* counts) {
+__device__ __forceinline__ void add_packed_copy(const std::uint32_t* words, std::int64_t num_bins, Counter* counts,
+                                                std::uint32_t swizzle) {
   const std::int64_t half_bins = packed_words(num_bins);
   for (std::int64_t word = threadIdx.x; word < half_bins; word += blockDim.x) {
-    const std::uint32_t value = words[bank_swizzled(static_cast<std::uint32_t>(word))];
+    const std::uint32_t value = words[bank_swizzled(static_cast<std::uint32_t>(word), swizzle)];
     const std::uint32_t low = value & 0xffffu;
     const std::uint32_t high = value >> 16;
     if (low != 0) add_to_global_count(counts + word, Counter{low});
