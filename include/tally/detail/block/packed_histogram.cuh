@@ -67,8 +67,9 @@ __device__ __forceinline__ void add_packed(std::uint32_t* words, int half_bins, 
   }
 }
 
-/// Words after a packed copy (after swizzled_words(half_bins)) where its block tallies, in its first period, the vectors whose lanes
-/// hint at shared bins and the vectors seen (zeroed with the copy).
+/// Words after a packed copy (after swizzled_words(half_bins)) where its block tallies, in its
+/// first period, the vectors whose lanes hint at shared bins and the vectors seen (zeroed with the
+/// copy).
 inline constexpr int packed_mode_words = 2;
 
 /// Scan mode's spill, between two barriers: every counter at packed_spill or more goes whole to

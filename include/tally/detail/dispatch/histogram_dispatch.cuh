@@ -22,7 +22,9 @@ namespace tally::detail {
 
 /// Bytes of one block's copy of 32-bit counters in shared memory: whole rows of banks, as the
 /// swizzle (bank_swizzled) needs.
-inline std::size_t shared_copy_bytes(std::int64_t num_bins) { return static_cast<std::size_t>(swizzled_words(num_bins)) * 4; }
+inline std::size_t shared_copy_bytes(std::int64_t num_bins) {
+  return static_cast<std::size_t>(swizzled_words(num_bins)) * 4;
+}
 inline std::size_t packed_copy_bytes(std::int64_t num_bins) {
   return static_cast<std::size_t>(swizzled_words(packed_words(num_bins)) + packed_mode_words) * 4;
 }
