@@ -203,8 +203,9 @@ class grid_range_bin_mapper {
 
   /// The keys the grid spans: the interior edges (1 and n - 1) when there are any, since every
   /// sample below the first or above the last of them has one candidate bin whatever its cell.
-  /// Spanning the outer edges instead wastes cells: log-spaced edges from 0 put 120 of a float's
-  /// octaves below the first interior edge, and the bits grid left four edges a cell.
+  /// Spanning the outer edges gives cells to ranges no edge divides: for log-spaced edges from 0,
+  /// the bits grid spent cells on every float octave between 0 and the first interior edge (over a
+  /// hundred), leaving fewer for the octaves where the edges are.
   std::pair<key_type, key_type> spanned_keys(const key_type* keys) const {
     return num_bins_ >= 3 ? std::pair{keys[1], keys[num_bins_ - 1]} : std::pair{keys[0], keys[num_bins_]};
   }
