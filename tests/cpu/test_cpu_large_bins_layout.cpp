@@ -1,5 +1,5 @@
 // The temporary-storage formulas of the large-bin GPU strategies (partitioned, radix_sort): host
-// code, so checked here against the closed forms that gpu.hpp and the README state.
+// code, so checked here against the closed forms that gpu.hpp and docs/strategies.md state.
 #include <cstddef>
 #include <cstdint>
 #include <utility>

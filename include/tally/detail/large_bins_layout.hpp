@@ -1,5 +1,5 @@
 // Where the large-bin strategies keep their temporary storage, and so how much they need: the
-// formulas gpu.hpp and the README state, computed by host code (and checked by the CPU tests).
+// formulas gpu.hpp and docs/strategies.md state, computed by host code (and checked by the CPU tests).
 // CUB's own scratch storage is sized by CUB and passed in.
 //
 // partitioned, with c = min(N, 2^28) samples per chunk, t = ceil(c / 7168) tiles per chunk and
