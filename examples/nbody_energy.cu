@@ -1,4 +1,4 @@
-// The seeds' N-body energy example: the kinetic and potential energy of N bodies, in double
+// An N-body energy example: the kinetic and potential energy of N bodies, in double
 // precision, summed on the GPU two ways and checked against a compensated CPU sum.
 //
 //   hybrid     each block reduces its threads' terms in shared memory, then thread 0 adds the
@@ -10,8 +10,8 @@
 // the lesson: the two-phase result is bitwise identical from run to run, the hybrid's need not be,
 // because the atomics add the block sums in whatever order the blocks happen to finish.
 //
-// Physics (the seed's formulas, G = 1, no softening: the seed uses none, and random positions in a
-// cube never coincide, so every 1/|r_i - r_j| is finite):
+// Physics (G = 1, no softening: random positions in a cube never coincide, so every
+// 1/|r_i - r_j| is finite):
 //   kinetic   K = sum_i 0.5 m_i |v_i|^2
 //   potential U = - sum_{i<j} G m_i m_j / |r_i - r_j|
 //   total     E = K + U
@@ -40,8 +40,8 @@
 
 #include <cuda_runtime.h>
 
-// atomicAdd(double*, double) is native from compute capability 6.0 (Pascal) on. The seed shows
-// the compare-and-swap loop older GPUs need; tally builds for sm_90, so we do not carry it.
+// atomicAdd(double*, double) is native from compute capability 6.0 (Pascal) on. Older GPUs need
+// a compare-and-swap loop (tally::atomic_add_cas); tally builds for sm_90, so we do not carry it.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 600
 #error "nbody_energy needs compute capability 6.0 or newer for atomicAdd on double"
 #endif
@@ -140,7 +140,7 @@ __device__ energy_pair thread_energy_terms(const bodies_view bodies) {
   return mine;
 }
 
-// Sums both quantities over the block with the seed's shared-memory tree; the result is meant for
+// Sums both quantities over the block with a shared-memory tree; the result is meant for
 // thread 0 (every thread gets it, only thread 0 uses it). Must be called by every thread of the
 // block, with blockDim.x == threads_per_block. The order of the additions depends only on the
 // block size, never on timing, so it gives the same bits every run.

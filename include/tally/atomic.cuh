@@ -1,5 +1,5 @@
 // tally's public device-side atomic helpers, for use in your own kernels (header-only; needs
-// nvcc): the seeds' compare-and-swap loop for any 4- or 8-byte type, float and double
+// nvcc): a compare-and-swap loop for any 4- or 8-byte type, float and double
 // max/min (CAS form and one-instruction integer form), double add through CAS (the pre-Pascal
 // fallback) next to the native one, a saturating add and a warp-aggregated increment.
 //
@@ -101,7 +101,7 @@ __host__ __device__ constexpr T min_nan() {
  * @brief `*address = op(*address)` atomically, for any trivially copyable 4- or 8-byte T; returns
  * the value `op` was applied to (the old value).
  *
- * The seeds' compare-and-swap loop: read, compute `op(old)`, swap it in if `*address` still holds
+ * The compare-and-swap loop: read, compute `op(old)`, swap it in if `*address` still holds
  * `old`, else retry with the value found. Bit patterns are compared, never values, so a NaN (which
  * is unequal to itself) cannot make it loop forever. `op` may run several times, on different old
  * values, and must be a pure function of its argument. When `op` returns the old bits unchanged,
@@ -207,7 +207,7 @@ __device__ T atomic_add(T* address, cuda::std::type_identity_t<T> value) {
 }
 
 /**
- * @brief `*address += value` through atomic_update: the seeds' pre-Pascal double atomicAdd, on any
+ * @brief `*address += value` through atomic_update: the pre-Pascal CAS-loop double atomicAdd, on any
  * GPU; returns the old value. Each addition rounds as the native one does (IEEE round to nearest
  * even), so the two differ only through the order the additions happen in; for double they are
  * bit-identical whenever every partial sum is exact. (float: the native f32 atomic add may flush
@@ -221,7 +221,7 @@ __device__ T atomic_add_cas(T* address, cuda::std::type_identity_t<T> value) {
 
 /**
  * @brief `*address = min(*address + value, limit)` for a 32- or 64-bit unsigned counter, never
- * wrapping (the seeds' saturating counter); returns the old value. A counter already at or above
+ * wrapping (a saturating counter); returns the old value. A counter already at or above
  * `limit` is left as it is. Built on atomic_update: once the counter is full, a call costs one load.
  */
 template <cuda::thread_scope Scope = cuda::thread_scope_device, class T>

@@ -1,4 +1,4 @@
-// The seeds' GPU experiments as a host API (tally::lab): atomic contention (memory space x scope x
+// The lab's GPU experiments as a host API (tally::lab): atomic contention (memory space x scope x
 // operation x warp aggregation x number of addresses) and the deliberate data races of `tally race`.
 // Host-safe (no CUDA type in here), so the CLI and tests call it from plain C++; the kernels are in
 // detail/kernels/lab_kernels.cuh, their launches in detail/dispatch/lab_dispatch.cuh, the bodies in
@@ -16,8 +16,8 @@
 // then folds its array into global memory (add, cas: a device-scope add per non-zero word; max: a
 // device-scope max; exch: the words are written out per block), so a correct run leaves exactly
 // what the global run leaves (exch: see check below). The zeroing and the fold are inside the timed
-// kernel: they are what privatizing into shared memory costs. Global private (seed 001's per-block
-// histogram in global memory): every block has its own slice of A words in global memory (blocks x A
+// kernel: they are what privatizing into shared memory costs. Global private (a per-block
+// histogram privatized in global memory): every block has its own slice of A words in global memory (blocks x A
 // words, block b's at [b A, (b + 1) A)), zeroed before the timed launch, and updates the same
 // addresses with the same values there; nothing is folded, each slice is checked on its own. Only
 // one block touches a slice, so block scope is enough there, as in shared memory.
@@ -168,7 +168,7 @@ struct race_count {
 };
 
 /**
- * @brief The seed's counter table (000, Part 1): `threads` GPU threads (blocks of 256) each add 1
+ * @brief The racy counter (lost updates): `threads` GPU threads (blocks of 256) each add 1
  * to one zeroed counter in global memory, once. Racy: a relaxed atomic load, then a relaxed atomic
  * store of the value + 1 (the split read-modify-write of `counter[0] = counter[0] + 1`, without
  * undefined behaviour, and which the compiler may not fold); else a device-scope fetch_add.
@@ -176,10 +176,10 @@ struct race_count {
 race_count count_with_threads(std::int64_t threads, bool racy);
 
 /**
- * @brief The block histogram of seed 001: one sample per thread (blocks of 256), each block counts
+ * @brief The block histogram: one sample per thread (blocks of 256), each block counts
  * its samples in a shared-memory histogram (block-scope fetch_add), then its threads add the block's
  * bins to the global histogram (device-scope fetch_add). With `barrier`, __syncthreads() separates
- * the two phases (the seed's fix); without it (the seed's bug) a thread may add a bin that other
+ * the two phases (the fix); without it (the bug) a thread may add a bin that other
  * warps of its block are still counting into. `samples` (host memory) must lie in [0, bins);
  * `reference` is their exact histogram. Returns the comparison.
  */

@@ -1,5 +1,5 @@
-// Strategies are values with names: one per lesson of the seeds, shared by the CPU and GPU
-// backends where the idea is the same, plus `automatic`, which picks one and says why.
+// Strategies are values with names: one per way of resolving conflicting updates, shared by the
+// CPU and GPU backends where the idea is the same, plus `automatic`, which picks one and says why.
 #pragma once
 
 #include <array>
@@ -18,7 +18,7 @@ enum class backend : std::uint8_t { cpu, gpu };
 enum class strategy : std::uint8_t {
   automatic,  ///< chosen per call from the sizes, the type and the input; the result says which
 
-  // CPU backend: the OpenMP analogy of the seeds.
+  // CPU backend: OpenMP's ways (critical, atomic, reduction clause, private copies).
   sequential,  ///< one thread, no synchronization: the reference every result is checked against
   critical,    ///< `#pragma omp critical` around each update: one lock for everything
   atomic,      ///< `std::atomic_ref` per update
@@ -87,7 +87,7 @@ inline constexpr std::array gpu_histogram_strategies{
 /// shared-memory copy per block (GPU).
 inline constexpr std::array cpu_weighted_strategies{strategy::sequential, strategy::privatized};
 inline constexpr std::array gpu_weighted_strategies{strategy::global_atomic, strategy::shared_atomic};
-/// reduce and count_if: the seeds' ladder from one atomic per sample to none at all, then CUB.
+/// reduce and count_if: the ladder from one atomic per sample to none at all, then CUB.
 inline constexpr std::array gpu_reduce_strategies{strategy::atomic_per_element, strategy::atomic_per_thread,
                                                   strategy::block_reduce_atomic, strategy::two_pass, strategy::cub};
 inline constexpr std::array gpu_count_strategies = gpu_reduce_strategies;

@@ -180,7 +180,8 @@ struct advice {
 };
 
 /// The one paragraph: the input, its contention, where privatized copies fit, what was measured,
-/// why that matches the seeds' decision guide (or not), and what automatic did.
+/// why (privatize when updates contend and the copies fit, else plain atomics), and what automatic
+/// did.
 advice explain(const std::vector<bench_row>& rows, const input_shape& shape, const even_bins& bins,
                const std::string& input_text, backend where, std::size_t counter_bytes) {
   const bench_row* best = nullptr;
@@ -243,15 +244,15 @@ advice explain(const std::vector<bench_row>& rows, const input_shape& shape, con
   const std::string& w = best->strategy;
   if (is_privatizing(w)) {
     text += shape.window_depth >= 4
-                ? "This is the decision guide's case for privatization: with updates that contend, counting in "
+                ? "This is the case for privatization: with updates that contend, counting in "
                   "private copies first and merging once keeps the contended atomics out of the shared counters. "
                 : "Privatization wins even though updates rarely collide: private copies are updated in fast, "
                   "near memory, and only the merge touches the shared counters. ";
   } else if (w == "global_atomic" || w == "atomic") {
-    text += fits_private ? "Plain atomics win: the samples spread over many bins and rarely collide (the guide's "
+    text += fits_private ? "Plain atomics win: the samples spread over many bins and rarely collide (the "
                            "low-contention case), and private copies cost more than they save. "
-                         : "Plain atomics win because private copies do not fit where they would be fast; the "
-                           "guide's privatization needs the copies to fit. ";
+                         : "Plain atomics win because private copies do not fit where they would be fast; "
+                           "privatization needs the copies to fit. ";
   } else if (w == "sequential") {
     const bench_row* parallel = nullptr;
     for (const bench_row& r : rows) {

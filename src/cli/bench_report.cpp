@@ -119,7 +119,7 @@ void print_reduce_table(std::FILE* out, const std::vector<bench_row>& rows) {
 }
 
 namespace {
-/// Reductions side by side, one line per (operation, variant, type, size): the seeds' comparison.
+/// Reductions side by side, one line per (operation, variant, type, size): atomics vs reductions.
 void print_reduce_summary(std::FILE* out, const std::vector<bench_row>& rows) {
   using key = std::tuple<std::string, std::string, std::string, std::int64_t>;
   std::map<key, std::map<std::string, const bench_row*>> cells;

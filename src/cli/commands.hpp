@@ -20,9 +20,9 @@ void add_bench_command(CLI::App& app, int& exit_code);
 void add_hist_command(CLI::App& app, int& exit_code);
 /** @brief `tally contention`: atomic throughput against the number of distinct addresses, verified. */
 void add_contention_command(CLI::App& app, int& exit_code);
-/** @brief `tally race`: the seeds' data races beside their correct variants: expected, actual, lost. */
+/** @brief `tally race`: data races beside their correct variants: expected, actual, lost. */
 void add_race_command(CLI::App& app, int& exit_code);
-/** @brief `tally lab`: every seed experiment, each claim of the seeds beside the figure measured here. */
+/** @brief `tally lab`: every experiment of the lab, each claim beside the figure measured here. */
 void add_lab_command(CLI::App& app, int& exit_code);
 /** @brief `tally advise`: measures the histogram strategies on an input and explains which to use. */
 void add_advise_command(CLI::App& app, int& exit_code);

@@ -1,8 +1,8 @@
-// `tally lab`: every experiment of the four seeds in one go, at a modest size, on the GPU when there
-// is one (else the CPU; seed 003's OpenMP claims always run on the CPU), and for each claim the
-// seeds make, the seed's words (short, with the seed file), the figure measured here and a verdict:
-// "holds", "partly" or "does not hold here". Every correct variant is checked against the reference
-// before its time counts (a wrong one makes the claim a MISMATCH and the exit code 1); racy variants
+// `tally lab`: every experiment of the teaching lab (docs/lab.md) in one go, at a modest size, on the
+// GPU when there is one (else the CPU; the OpenMP claims always run on the CPU), and for each claim
+// the lab makes, the claim in a short sentence labelled with its lesson, the figure measured here and
+// a verdict: "holds", "partly" or "does not hold here". Every correct variant is checked against the
+// reference before its time counts (a wrong one makes the claim a MISMATCH and the exit code 1); racy variants
 // are reported as what they lost, never timed into a speedup.
 #include <algorithm>
 #include <cstdint>
@@ -38,12 +38,13 @@ namespace {
 
 constexpr const char* command_name = "tally lab";
 
-// The seeds, as /work/shared/seeds names them (000: races, atomics, contention; 001: the block
-// histogram's missing barrier; 002: atomics vs reductions; 003: histograms and throughput).
-constexpr const char* seed_000 = "000 (atomic operations)";
-constexpr const char* seed_001 = "001 (fix the data race)";
-constexpr const char* seed_002 = "002 (atomics vs reductions)";
-constexpr const char* seed_003 = "003 (data race, atomics, throughput)";
+// The lessons the claims belong to, as docs/lab.md's sections name them.
+constexpr const char* lesson_races = "races";                  // lost updates, the missing barrier
+constexpr const char* lesson_cas = "atomics and CAS";          // atomics built from compare-and-swap
+constexpr const char* lesson_contention = "contention";        // many threads on few addresses
+constexpr const char* lesson_privatization = "privatization";  // private copies, narrower scope
+constexpr const char* lesson_reductions = "reductions";        // reduce first, then one atomic (or none)
+constexpr const char* lesson_openmp = "OpenMP";                // critical, atomic, reduction on the CPU
 
 struct lab_config {
   std::string backend_name = "auto";
@@ -58,8 +59,8 @@ struct lab_config {
 
 struct claim_row {
   std::string backend;  ///< where it was measured: "gpu" or "cpu"
-  std::string seed;
-  std::string claim;     ///< the seed's words, short
+  std::string lesson;    ///< the lesson the claim belongs to (docs/lab.md)
+  std::string claim;     ///< the claim, short
   std::string measured;  ///< what was measured here, with the numbers
   double figure = 0.0;   ///< the headline number (a ratio, or a fraction lost)
   std::string unit;      ///< "x" (a speedup) or "lost" (a fraction)
@@ -78,10 +79,10 @@ std::string speedup_verdict(double ratio, double holds_at) {
 }
 
 /// A race claim: the correct variant must be exact (else a mismatch); the racy one should lose.
-claim_row race_claim(std::string seed, std::string claim, std::uint64_t expected, std::uint64_t racy_actual,
+claim_row race_claim(std::string lesson, std::string claim, std::uint64_t expected, std::uint64_t racy_actual,
                      std::uint64_t correct_actual, std::int64_t correct_wrong_bins, double most) {
   claim_row row;
-  row.seed = std::move(seed);
+  row.lesson = std::move(lesson);
   row.claim = std::move(claim);
   row.unit = "lost";
   const std::uint64_t lost = expected >= racy_actual ? expected - racy_actual : 0;
@@ -98,7 +99,7 @@ claim_row race_claim(std::string seed, std::string claim, std::uint64_t expected
   } else if (row.figure >= most) {
     row.verdict = "holds";
   } else {
-    row.verdict = "partly: updates are lost, but fewer than the seed suggests";
+    row.verdict = "partly: updates are lost, but fewer than the claim says";
   }
   return row;
 }
@@ -122,11 +123,11 @@ double median_gpu_ms(int runs, const std::function<void(gpu::stream_t)>& work) {
 /// `ops_per_s(case, runs, why)` measures one (every run checked), 0 with `why` set when it did not
 /// run or was wrong, which makes the row a mismatch; `digits` are the decimals of the Mops/s shown.
 template <class Case, class OpsPerSecond>
-claim_row ratio_claim(std::string seed, std::string claim, const Case& faster, const Case& slower,
+claim_row ratio_claim(std::string lesson, std::string claim, const Case& faster, const Case& slower,
                       const std::string& faster_name, const std::string& slower_name, double holds_at, int runs,
                       int digits, OpsPerSecond ops_per_s) {
   claim_row row;
-  row.seed = std::move(seed);
+  row.lesson = std::move(lesson);
   row.claim = std::move(claim);
   row.unit = "x";
   std::string why;
@@ -159,10 +160,10 @@ double gpu_ops_per_s(lab::contention_case c, int runs, std::string& why) {
 }
 
 /// Two GPU contention cases compared: `faster` should beat `slower` by `holds_at`.
-claim_row gpu_contention_claim(std::string seed, std::string claim, const lab::contention_case& faster,
+claim_row gpu_contention_claim(std::string lesson, std::string claim, const lab::contention_case& faster,
                                const lab::contention_case& slower, const std::string& faster_name,
                                const std::string& slower_name, double holds_at, int runs) {
-  return ratio_claim(std::move(seed), std::move(claim), faster, slower, faster_name, slower_name, holds_at, runs, 0,
+  return ratio_claim(std::move(lesson), std::move(claim), faster, slower, faster_name, slower_name, holds_at, runs, 0,
                      gpu_ops_per_s);
 }
 
@@ -223,10 +224,10 @@ double gpu_sum_ms(const gpu::device_buffer<std::int32_t>& samples, std::int64_t 
 }
 
 /// `slow_ms / fast_ms` as a claim, or a mismatch when either variant was wrong (-1).
-claim_row timed_claim(std::string seed, std::string claim, double fast_ms, double slow_ms,
+claim_row timed_claim(std::string lesson, std::string claim, double fast_ms, double slow_ms,
                       const std::string& fast_name, const std::string& slow_name, double holds_at) {
   claim_row row;
-  row.seed = std::move(seed);
+  row.lesson = std::move(lesson);
   row.claim = std::move(claim);
   row.unit = "x";
   if (fast_ms < 0 || slow_ms < 0) {
@@ -254,44 +255,45 @@ std::vector<claim_row> gpu_claims(const lab_config& cfg, std::int64_t n,
   {
     const lab::race_count racy = lab::count_with_threads(1000000, true);
     const lab::race_count atomic = lab::count_with_threads(1000000, false);
-    rows.push_back(race_claim(seed_000, "without atomics most increments are LOST (Part 1)", racy.expected, racy.actual,
+    rows.push_back(race_claim(lesson_races, "without atomics most increments are LOST", racy.expected, racy.actual,
                               atomic.actual, 0, 0.5));
   }
 
   progress("contention: 1 vs 256 addresses, global add");
   rows.push_back(gpu_contention_claim(
-      seed_000, "atomics are slow when many threads compete for one location (Part 4: 1 vs 256 locations)",
+      lesson_contention, "atomics are slow when many threads compete for one location (1 vs 256 locations)",
       gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 256, sms),
       gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 1, sms), "256 addresses",
       "1 address", 2.0, cfg.runs));
 
   progress("contention: shared vs global memory, 256 addresses");
   rows.push_back(gpu_contention_claim(
-      seed_000, "shared-memory atomics are ~10x faster than global (Performance tips)",
+      lesson_contention, "shared-memory atomics are ~10x faster than global",
       gpu_case(memory_space::shared, atomic_scope::block, aggregation::none, atomic_op::add, 256, sms),
       gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 256, sms),
       "shared, block scope", "global, device scope", 5.0, cfg.runs));
 
   progress("contention: warp aggregation, 1 address");
   rows.push_back(gpu_contention_claim(
-      seed_000, "batch updates: one atomic per warp instead of per thread (Performance tips)",
+      lesson_contention, "batch updates: one atomic per warp instead of per thread",
       gpu_case(memory_space::global, atomic_scope::device, aggregation::warp, atomic_op::add, 1, sms),
       gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 1, sms),
       "warp-aggregated", "one atomic per thread", 2.0, cfg.runs));
 
   progress("contention: native add vs CAS-loop add, 256 addresses, shared memory");
   rows.push_back(gpu_contention_claim(
-      seed_000, "CAS is the building block of every atomic (Part 7); a native atomic beats the CAS loop",
+      lesson_cas, "CAS is the building block of every atomic; a native atomic beats the CAS loop",
       gpu_case(memory_space::shared, atomic_scope::block, aggregation::none, atomic_op::add, 256, sms),
       gpu_case(memory_space::shared, atomic_scope::block, aggregation::none, atomic_op::cas, 256, sms), "native add",
       "CAS-loop add", 1.5, cfg.runs));
 
-  // Seed 001's scope lesson is its per-block histogram in global memory: each block updates its own
-  // slice, where block scope is enough and legal. (In shared memory the scope changes nothing: only
+  // Scope: a per-block histogram in global memory, where each block updates its own slice, so
+  // block scope is enough and legal. (In shared memory the scope changes nothing: only
   // the block can see the word.)
   progress("contention: block vs device scope, a global slice per block, 256 addresses");
   rows.push_back(gpu_contention_claim(
-      seed_001, "reduce the scope of the atomic with cuda::atomic_ref (block scope where a block is enough)",
+      lesson_privatization,
+      "reduce the scope of the atomic with cuda::atomic_ref (block scope where a block is enough)",
       gpu_case(memory_space::global_private, atomic_scope::block, aggregation::none, atomic_op::add, 256, sms),
       gpu_case(memory_space::global_private, atomic_scope::device, aggregation::none, atomic_op::add, 256, sms),
       "block scope (global, a slice per block)", "device scope", 1.1, cfg.runs));
@@ -305,17 +307,18 @@ std::vector<claim_row> gpu_claims(const lab_config& cfg, std::int64_t n,
   {
     const lab::race_count missing = lab::block_histogram(data, reference, false);
     const lab::race_count fixed = lab::block_histogram(data, reference, true);
-    rows.push_back(race_claim(seed_001, "without __syncthreads() before the flush the block histogram is wrong",
+    rows.push_back(race_claim(lesson_races, "without __syncthreads() before the flush the block histogram is wrong",
                               missing.expected, missing.actual, fixed.actual, fixed.wrong_bins, 0.0));
   }
   const double global_ms = gpu_bincount_ms(device_data, reference, strategy::global_atomic, cfg.runs, ws);
   const double shared_ms = gpu_bincount_ms(device_data, reference, strategy::shared_atomic, cfg.runs, ws);
-  rows.push_back(timed_claim(seed_000, "privatization (a shared histogram per block) reduces contention dramatically",
-                             shared_ms, global_ms, "shared_atomic", "global_atomic", 2.0));
+  rows.push_back(timed_claim(lesson_privatization,
+                             "privatization (a shared histogram per block) reduces contention dramatically", shared_ms,
+                             global_ms, "shared_atomic", "global_atomic", 2.0));
   {
     // The correct variant is global_atomic, checked bin by bin just above (-1: it was wrong).
     const std::uint64_t racy_total = gpu_racy_bincount_total(device_data, 256, ws);
-    rows.push_back(race_claim(seed_003, "the naive histogram (hist[bin]++) is incorrect: a data race", data.size(),
+    rows.push_back(race_claim(lesson_races, "the naive histogram (hist[bin]++) is incorrect: a data race", data.size(),
                               racy_total, data.size(), global_ms < 0 ? 1 : 0, 0.0));
   }
 
@@ -324,14 +327,15 @@ std::vector<claim_row> gpu_claims(const lab_config& cfg, std::int64_t n,
   const double naive_ms = gpu_sum_ms(device_data, want, strategy::atomic_per_element, cfg.runs, ws);
   const double block_ms = gpu_sum_ms(device_data, want, strategy::block_reduce_atomic, cfg.runs, ws);
   const double two_pass_ms = gpu_sum_ms(device_data, want, strategy::two_pass, cfg.runs, ws);
-  rows.push_back(timed_claim(seed_000, "privatized sum (block reduction, one atomic per block) beats one atomic per "
-                                       "element (Part 5)",
+  rows.push_back(timed_claim(lesson_reductions, "privatized sum (block reduction, one atomic per block) beats one "
+                                                "atomic per element",
                              block_ms, naive_ms, "block_reduce_atomic", "atomic_per_element", 2.0));
-  rows.push_back(timed_claim(seed_002, "a full parallel reduction avoids the serialization of atomics on one location",
+  rows.push_back(timed_claim(lesson_reductions,
+                             "a full parallel reduction avoids the serialization of atomics on one location",
                              two_pass_ms, naive_ms, "two_pass", "atomic_per_element", 2.0));
   {
-    claim_row row = timed_claim(seed_002, "the hybrid (block reduce + one atomicAdd per block) is as good when blocks "
-                                          "are few",
+    claim_row row = timed_claim(lesson_reductions, "the hybrid (block reduce + one atomicAdd per block) is as good "
+                                                   "when blocks are few",
                                 block_ms, two_pass_ms, "block_reduce_atomic", "two_pass", 1.0);
     // "As good": within 10% of the two-pass time counts.
     if (!row.mismatch) row.verdict = row.figure >= 1.0 / clearly_faster ? "holds" : "does not hold here";
@@ -359,15 +363,15 @@ double cpu_ops_per_s(const contention_case& c, int runs, std::string& why) {
 }
 
 /// Two CPU contention cases compared: `faster` should beat `slower` by `holds_at`.
-claim_row cpu_contention_claim(std::string seed, std::string claim, const contention_case& faster,
+claim_row cpu_contention_claim(std::string lesson, std::string claim, const contention_case& faster,
                                const contention_case& slower, const std::string& faster_name,
                                const std::string& slower_name, double holds_at, int runs) {
-  return ratio_claim(std::move(seed), std::move(claim), faster, slower, faster_name, slower_name, holds_at, runs, 1,
+  return ratio_claim(std::move(lesson), std::move(claim), faster, slower, faster_name, slower_name, holds_at, runs, 1,
                      cpu_ops_per_s);
 }
 
 /// The CPU's claims: all of them, or (`openmp_only`, beside the GPU's) those only the CPU can test,
-/// seed 003's OpenMP critical, atomic and reduction.
+/// OpenMP's critical, atomic and reduction.
 std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n, bool openmp_only,
                                   const std::function<void(const std::string&)>& progress) {
   std::vector<claim_row> rows;
@@ -377,7 +381,7 @@ std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n, bool op
     progress("race: one counter, 1,000,000 logical threads");
     const race_outcome racy = count_with_threads(1000000, true);
     const race_outcome atomic = count_with_threads(1000000, false);
-    rows.push_back(race_claim(seed_000, "without atomics most increments are LOST (Part 1)", racy.expected, racy.actual,
+    rows.push_back(race_claim(lesson_races, "without atomics most increments are LOST", racy.expected, racy.actual,
                               atomic.actual, 0, 0.5));
   }
 
@@ -387,17 +391,17 @@ std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n, bool op
   if (!openmp_only) {
     progress("contention: 1 vs 256 addresses");
     rows.push_back(cpu_contention_claim(
-        seed_000, "atomics are slow when many threads compete for one location (Part 4: 1 vs 256 locations)",
+        lesson_contention, "atomics are slow when many threads compete for one location (1 vs 256 locations)",
         cpu_case(contention_op::add, contention_method::atomic, 256),
         cpu_case(contention_op::add, contention_method::atomic, 1), "256 addresses", "1 address", 2.0, cfg.runs));
   }
   progress("contention: omp critical vs atomics vs private copies");
   rows.push_back(cpu_contention_claim(
-      seed_003, "#pragma omp critical is a bottleneck next to #pragma omp atomic (256 addresses)",
+      lesson_openmp, "#pragma omp critical is a bottleneck next to #pragma omp atomic (256 addresses)",
       cpu_case(contention_op::add, contention_method::atomic, 256),
       cpu_case(contention_op::add, contention_method::critical, 256), "atomic", "critical", 1.5, cfg.runs));
   rows.push_back(cpu_contention_claim(
-      seed_003, "per-thread copies (the OpenMP reduction idea) avoid the cost of synchronizing (256 addresses)",
+      lesson_openmp, "per-thread copies (the OpenMP reduction idea) avoid the cost of synchronizing (256 addresses)",
       cpu_case(contention_op::add, contention_method::privatized, 256),
       cpu_case(contention_op::add, contention_method::atomic, 256), "privatized", "atomic", 1.5, cfg.runs));
 
@@ -408,12 +412,12 @@ std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n, bool op
   if (!openmp_only) {
     const race_outcome missing = block_histogram_with_threads(data, reference, false);
     const race_outcome fixed = block_histogram_with_threads(data, reference, true);
-    rows.push_back(race_claim(seed_001, "without the barrier before the flush the block histogram is wrong",
+    rows.push_back(race_claim(lesson_races, "without the barrier before the flush the block histogram is wrong",
                               missing.expected, missing.actual, fixed.actual, fixed.wrong_bins, 0.0));
     const race_outcome naive = histogram_with_threads(data, reference, true);
     const race_outcome atomic = histogram_with_threads(data, reference, false);
-    rows.push_back(race_claim(seed_003, "the naive histogram (hist[bin]++) is incorrect: a data race", naive.expected,
-                              naive.actual, atomic.actual, atomic.wrong_bins, 0.0));
+    rows.push_back(race_claim(lesson_races, "the naive histogram (hist[bin]++) is incorrect: a data race",
+                              naive.expected, naive.actual, atomic.actual, atomic.wrong_bins, 0.0));
   }
   const auto histogram_ms = [&](strategy s) {
     std::vector<std::uint64_t> counts(256);
@@ -424,7 +428,7 @@ std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n, bool op
     return median_host_ms(cfg.runs, [&] { (void)cpu::bincount<std::int32_t, std::uint64_t>(data, counts, options); });
   };
   if (!openmp_only) {
-    rows.push_back(timed_claim(seed_000,
+    rows.push_back(timed_claim(lesson_privatization,
                                "privatization (a private histogram per thread) reduces contention dramatically",
                                histogram_ms(strategy::privatized), histogram_ms(strategy::atomic), "privatized",
                                "atomic", 2.0));
@@ -441,9 +445,9 @@ std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n, bool op
   const double critical_ms = sum_ms(strategy::critical);
   const double atomic_ms = sum_ms(strategy::atomic);
   const double reduction_ms = sum_ms(strategy::reduction);
-  rows.push_back(timed_claim(seed_003, "reduction(+) instead of a critical section around every addition",
+  rows.push_back(timed_claim(lesson_openmp, "reduction(+) instead of a critical section around every addition",
                              reduction_ms, critical_ms, "reduction", "critical", 2.0));
-  rows.push_back(timed_claim(seed_003, "reduction(+) instead of an atomic per addition", reduction_ms, atomic_ms,
+  rows.push_back(timed_claim(lesson_openmp, "reduction(+) instead of an atomic per addition", reduction_ms, atomic_ms,
                              "reduction", "atomic", 2.0));
   return rows;
 }
@@ -453,7 +457,7 @@ std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n, bool op
 void print_claims(std::FILE* out, const std::vector<claim_row>& rows) {
   for (std::size_t i = 0; i < rows.size(); ++i) {
     const claim_row& r = rows[i];
-    fmt::print(out, "{:>2}. [seed {}; {}] \"{}\"\n    measured: {}\n    verdict:  {}\n", i + 1, r.seed, r.backend,
+    fmt::print(out, "{:>2}. [{}; {}] \"{}\"\n    measured: {}\n    verdict:  {}\n", i + 1, r.lesson, r.backend,
                r.claim, r.measured.empty() ? "-" : r.measured, r.verdict);
   }
   const auto count = [&](const char* prefix) {
@@ -467,14 +471,14 @@ void write_csv(const std::string& path, const run_environment& env, const std::v
   std::ofstream file(path);
   if (!file) throw error(errc::io_error, "--csv", "cannot write '" + path + "'");
   file << environment_csv_comment("lab", env) << "\n";
-  file << "backend,seed,claim,measured,figure,unit,verdict\n";
+  file << "backend,lesson,claim,measured,figure,unit,verdict\n";
   const auto quoted = [](std::string text) {
     std::string out = "\"";
     for (const char ch : text) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
     return out + "\"";
   };
   for (const claim_row& r : rows) {
-    file << fmt::format("{},{},{},{},{:.6g},{},{}\n", r.backend, quoted(r.seed), quoted(r.claim), quoted(r.measured),
+    file << fmt::format("{},{},{},{},{:.6g},{},{}\n", r.backend, quoted(r.lesson), quoted(r.claim), quoted(r.measured),
                         r.figure, r.unit, quoted(r.verdict));
   }
 }
@@ -486,7 +490,7 @@ void write_json(const std::string& path, const run_environment& env, const std::
   out_rows = nlohmann::json::array();
   for (const claim_row& r : rows) {
     out_rows.push_back({{"backend", r.backend},
-                        {"seed", r.seed},
+                        {"lesson", r.lesson},
                         {"claim", r.claim},
                         {"measured", r.measured},
                         {"figure", r.figure},
@@ -511,7 +515,7 @@ int run_lab(const lab_config& cfg) {
 
   const run_environment env = describe_run_environment(where);
   print_environment_header(stdout, "lab", env);
-  fmt::print("every experiment of the four seeds at a modest size; correct variants checked before they are timed, "
+  fmt::print("every experiment of the lab at a modest size; correct variants checked before they are timed, "
              "racy ones reported as what they lost; median of {} runs\n\n",
              cfg.runs);
   std::fflush(stdout);
@@ -523,7 +527,7 @@ int run_lab(const lab_config& cfg) {
   if (on_gpu) {
     rows = gpu_claims(cfg, n, progress);
     for (claim_row& r : rows) r.backend = "gpu";
-    // Seed 003's OpenMP claims can only be tested on the CPU: they run beside the GPU's, on at most
+    // The OpenMP claims can only be tested on the CPU: they run beside the GPU's, on at most
     // 2^22 samples (a critical section per addition is slow).
     std::vector<claim_row> openmp = cpu_claims(cfg, std::min<std::int64_t>(n, std::int64_t{1} << 22), true, progress);
     for (claim_row& r : openmp) r.backend = "cpu";
@@ -547,7 +551,7 @@ int run_lab(const lab_config& cfg) {
 void add_lab_command(CLI::App& app, int& exit_code) {
   auto cfg = std::make_shared<lab_config>();
   CLI::App* sub = app.add_subcommand(
-      "lab", "Every seed experiment in one go: each claim of the seeds beside the figure measured here, and a verdict");
+      "lab", "Every experiment of the lab in one go: each claim beside the figure measured here, and a verdict");
   sub->add_option("--backend", cfg->backend_name, "auto (the GPU when there is one), gpu or cpu")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();

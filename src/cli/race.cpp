@@ -1,6 +1,6 @@
-// `tally race`: the seeds' data races, each beside its correct variant, on the GPU (tally::lab and
-// tally::gpu) or the CPU (race_experiment.cpp): one counter incremented by 100 to 1,000,000 threads
-// (000, Part 1), the naive histogram (003), and the block histogram with its barrier missing (001).
+// `tally race`: data races, each beside its correct variant, on the GPU (tally::lab and
+// tally::gpu) or the CPU (race_experiment.cpp): one counter incremented by 100 to 1,000,000 threads,
+// the naive histogram (`hist[bin]++`), and the block histogram with its barrier missing.
 // Correct variants must be exact (else exit code 1); racy rows are labelled wrong results, with
 // what they lost, and nothing is averaged.
 #include <algorithm>
@@ -83,9 +83,9 @@ race_outcome from_lab(const lab::race_count& count) {
   return out;
 }
 
-/// The seed's naive histogram (003) on the GPU: tally::gpu::bincount with strategy racy (a plain
+/// The naive histogram on the GPU: tally::gpu::bincount with strategy racy (a plain
 /// `hist[bin] = hist[bin] + 1` through a volatile pointer) or global_atomic (one atomicAdd per
-/// sample, the seed's fix), compared bin by bin with the reference.
+/// sample, the fix), compared bin by bin with the reference.
 race_outcome gpu_histogram(const gpu::device_buffer<std::int32_t>& samples, std::span<const std::uint64_t> reference,
                            bool racy, gpu::workspace& ws) {
   gpu::device_buffer<std::uint32_t> counts(reference.size());
@@ -291,7 +291,7 @@ int run_race(const race_config& cfg) {
 void add_race_command(CLI::App& app, int& exit_code) {
   auto cfg = std::make_shared<race_config>();
   CLI::App* sub = app.add_subcommand(
-      "race", "The seeds' data races (GPU or CPU): racy variants beside correct ones, expected, actual and lost");
+      "race", "Data races (GPU or CPU): racy variants beside correct ones, expected, actual and lost");
   sub->add_option("--backend", cfg->backend_name, "auto (the GPU when there is one), gpu or cpu")
       ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
       ->capture_default_str();

@@ -1,4 +1,4 @@
-// The CPU side of `tally race`: the seeds' data races, reproduced without undefined behaviour.
+// The CPU side of `tally race`: data races and lost updates, reproduced without undefined behaviour.
 // A racy update is a relaxed atomic load followed by a relaxed atomic store of the value plus one:
 // the read-modify-write split in two, exactly the race of `counter[0] = counter[0] + 1` on a GPU,
 // but defined in C++ (a plain `++` from two threads would be a data race, which the compiler may
@@ -23,13 +23,13 @@ struct race_outcome {
 };
 
 /**
- * @brief The seed's counter table (000, Part 1): `threads` logical threads, spread over the
+ * @brief The racy counter (lost updates): `threads` logical threads, spread over the
  * OpenMP team, each add 1 to one counter, racy (load, store) or by fetch_add.
  */
 race_outcome count_with_threads(std::int64_t threads, bool racy);
 
 /**
- * @brief The seed's naive histogram (003): every sample adds 1 to bin `samples[i]` (each in
+ * @brief The naive histogram: every sample adds 1 to bin `samples[i]` (each in
  * [0, reference.size())), racy or by fetch_add, over the OpenMP team; compared bin by bin with
  * `reference`.
  */
@@ -37,10 +37,10 @@ race_outcome histogram_with_threads(std::span<const std::int32_t> samples, std::
                                     bool racy);
 
 /**
- * @brief The block histogram of 001 with the team as the block: every thread adds its share of
+ * @brief The block histogram with the team as the block: every thread adds its share of
  * the samples to one shared histogram (fetch_add), then each copies its share of the bins to the
- * output. With `barrier`, a barrier separates the two phases (the seed's fixed kernel); without
- * it (the seed's bug), a thread may copy a bin that others are still adding to.
+ * output. With `barrier`, a barrier separates the two phases (the fix); without it (the bug), a
+ * thread may copy a bin that others are still adding to.
  */
 race_outcome block_histogram_with_threads(std::span<const std::int32_t> samples,
                                           std::span<const std::uint64_t> reference, bool barrier);

@@ -14,7 +14,7 @@ written before that field existed, the fields of its rows.
   contention:  operations per second against the number of distinct addresses, log-log; one
                panel per operation (and memory, where rows say), one line per method.
   race:        updates lost against the number of threads; racy variants are labelled wrong.
-  lab:         one horizontal bar per claim of the seeds, coloured by verdict: speedups (x) in
+  lab:         one horizontal bar per claim, labelled with its lesson, coloured by verdict: speedups (x) in
                one panel with a line at 1x, the fraction of updates racy variants lost in another.
 
 Exit codes: 0 drawn; 2 bad arguments or input (unknown kind, unreadable JSON); 4 matplotlib is
@@ -593,13 +593,13 @@ def verdict_style(verdict):
 
 
 def claim_label(number, row):
-    """#3  000 [gpu]  and the claim, wrapped to a few lines."""
+    """#3  races [gpu]  and the claim, wrapped to a few lines."""
     lines = textwrap.wrap(row["claim"], CLAIM_WRAP)
     if len(lines) > CLAIM_LINES:
         lines = lines[:CLAIM_LINES]
         lines[-1] = lines[-1][:CLAIM_WRAP - 3].rstrip() + "..."
-    seed = str(row["seed"]).split(" ")[0]
-    return "{}. seed {} [{}]: {}".format(number, seed, row.get("backend", "?"), "\n".join(lines))
+    lesson = row.get("lesson", row.get("seed", "?"))  # older results call the field "seed"
+    return "{}. {} [{}]: {}".format(number, lesson, row.get("backend", "?"), "\n".join(lines))
 
 
 def draw_lab(plt, doc):
@@ -661,7 +661,7 @@ def draw_lab(plt, doc):
         if ratio:
             ax.axvline(1.0, color="#333333", linestyle="--", linewidth=1.0, zorder=3)
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "{:g}x".format(v)))
-            ax.set_xlabel("speedup of the variant the seed favours (its time over the other's; 1x: no difference"
+            ax.set_xlabel("speedup of the variant the claim favours (its time over the other's; 1x: no difference"
                           + (", log scale)" if logarithmic else ")"), fontsize=9.5)
             ax.set_title("claims about speed", fontsize=11, loc="left")
         else:
@@ -673,7 +673,7 @@ def draw_lab(plt, doc):
     if speedups:
         handles.append(Line2D([], [], color="#333333", linestyle="--"))
         labels.append("1x: no faster")
-    title = "tally lab: each claim of the seeds beside the figure measured here ({} claims)".format(len(rows))
+    title = "tally lab: each claim beside the figure measured here ({} claims)".format(len(rows))
     add_header(fig, title, doc, handles, labels, len(handles))
     # the claims' labels take the left of the figure
     fig.subplots_adjust(left=4.6 / fig.get_figwidth(), right=1 - 0.3 / fig.get_figwidth(), hspace=0.3)

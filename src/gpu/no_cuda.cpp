@@ -105,7 +105,7 @@ TALLY_INSTANTIATE_REDUCE(double)
 }  // namespace tally::gpu
 
 namespace tally::lab {
-// The seeds' GPU experiments need the GPU backend; names, validation and checks (lab_common.cpp)
+// The lab's GPU experiments need the GPU backend; names, validation and checks (lab_common.cpp)
 // are in every build.
 contention_result run_contention(const contention_case&, int, int) {
   throw error(errc::not_supported, "backend", "tally was built without CUDA: the GPU experiments are not available");

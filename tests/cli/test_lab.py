@@ -1,7 +1,7 @@
-"""Tests of `tally lab`: on the CPU backend, one claim per seed experiment with its seed, the
-figure measured and a verdict consistent with that figure, the environment in JSON and CSV, and
-errors naming the option at fault (exit code 2). On the GPU with TALLY_TEST_GPU=1 (else
-`--backend gpu` must fail cleanly).
+"""Tests of `tally lab`: on the CPU backend, one row per claim with its lesson, the figure
+measured and a verdict consistent with that figure, the environment in JSON and CSV, and errors
+naming the option at fault (exit code 2). On the GPU with TALLY_TEST_GPU=1 (else `--backend gpu`
+must fail cleanly).
 """
 
 import csv
@@ -15,7 +15,7 @@ TALLY = os.environ.get("TALLY_BIN")
 GPU_WANTED = os.environ.get("TALLY_TEST_GPU") == "1"
 gpu_only = pytest.mark.skipif(not GPU_WANTED, reason="GPU runs only with TALLY_TEST_GPU=1 (a GPU and a CUDA build)")
 gpu_absent = pytest.mark.skipif(GPU_WANTED, reason="TALLY_TEST_GPU=1: this machine has a GPU")
-SEEDS = {"000", "001", "002", "003"}
+LESSONS = {"races", "atomics and CAS", "contention", "privatization", "reductions", "OpenMP"}
 
 
 def run(*args):
@@ -24,7 +24,7 @@ def run(*args):
 
 def check_rows(rows):
     for r in rows:
-        assert r["seed"][:3] in SEEDS, r
+        assert r["lesson"] in LESSONS, r
         assert r["claim"] and r["measured"], r
         verdict = r["verdict"]
         assert not verdict.startswith("MISMATCH"), r
@@ -59,13 +59,16 @@ def test_cpu_lab_prints_every_claim_with_a_figure_and_a_verdict(tmp_path):
         assert doc[field], field
     rows = doc["rows"]
     assert len(rows) == 9 and all(r["backend"] == "cpu" for r in rows)
-    assert {r["seed"][:3] for r in rows} == {"000", "001", "003"}  # 002 is about GPU reductions
+    # CAS loops and the GPU's reductions are GPU claims; the CPU's sums are OpenMP's
+    assert {r["lesson"] for r in rows} == {"races", "contention", "privatization", "OpenMP"}
     check_rows(rows)
     for r in rows:
         assert f"\"{r['claim']}\"" in result.stdout and r["verdict"] in result.stdout
+        assert f"[{r['lesson']}; cpu] \"{r['claim']}\"" in result.stdout
     lines = csv_path.read_text().splitlines()
     assert lines[0].startswith("# tally ") and " lab," in lines[0] and "date" in lines[0]
     table = list(csv.DictReader(lines[1:]))
+    assert [row["lesson"] for row in table] == [r["lesson"] for r in rows]
     assert [row["claim"] for row in table] == [r["claim"] for r in rows]
     assert [row["verdict"] for row in table] == [r["verdict"] for r in rows]
 
@@ -100,9 +103,9 @@ def test_gpu_lab_prints_every_claim_with_a_figure_and_a_verdict(tmp_path):
     result = run("lab", "--backend", "gpu", "--samples", "2^20", "--runs", "3", "--json", str(json_path))
     assert result.returncode == 0, result.stdout + result.stderr
     rows = json.loads(json_path.read_text())["rows"]
-    assert len(rows) == 12 + 4  # the GPU's claims, then seed 003's OpenMP ones on the CPU
+    assert len(rows) == 12 + 4  # the GPU's claims, then the OpenMP ones on the CPU
     assert [r["backend"] for r in rows] == ["gpu"] * 12 + ["cpu"] * 4
-    assert {r["seed"][:3] for r in rows} == SEEDS
+    assert {r["lesson"] for r in rows} == LESSONS
     check_rows(rows)
     counter = rows[0]
     assert counter["unit"] == "lost" and counter["figure"] > 0, counter  # 1,000,000 racy increments lose some

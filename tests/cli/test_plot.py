@@ -159,7 +159,8 @@ def test_lab_plot_flag_draws_a_png_and_its_json_redraws_as_svg(tmp_path):
     assert result.returncode == 0, result.stderr
     assert_svg(svg)
     # every claim labelled: matplotlib writes each text it draws as paths with the string in a comment
-    assert svg.read_text().count("seed 00") >= len(doc["rows"])
+    text = svg.read_text()
+    assert all(f"{i}. {r['lesson']} [cpu]" in text for i, r in enumerate(doc["rows"], 1))
 
 
 def test_a_bad_plot_file_is_refused_before_anything_is_measured(tmp_path):

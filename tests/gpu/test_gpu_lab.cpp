@@ -1,4 +1,4 @@
-// GPU tests of the seeds' experiments (tally/lab.hpp). Every contention variant (operation x
+// GPU tests of the lab's experiments (tally/lab.hpp). Every contention variant (operation x
 // memory (global, shared, global_private) x scope x warp aggregation) runs a small sweep of address
 // counts and must pass the exact check of every run; block scope on global memory shared by blocks
 // is formally a race, so there it must run but is not required to be exact (on a global_private

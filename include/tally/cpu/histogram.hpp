@@ -1,4 +1,4 @@
-// The CPU backend's histograms: the OpenMP analogy of the seeds made into strategies.
+// The CPU backend's histograms: the OpenMP analogy (critical, atomic, reduction) made into strategies.
 // `sequential` is the reference every other result, CPU or GPU, is checked against; `critical`,
 // `atomic`, `privatized` and `reduction` are the four ways OpenMP resolves conflicting updates.
 // Weighted histograms (sums of a weight per sample) offer `sequential` and `privatized`, in

@@ -1,5 +1,5 @@
 // The CPU backend's reduce, count_if and find_first_if, with the same five strategies as its
-// histograms: the seeds' OpenMP lesson (critical, atomic, reduction) applied to one result.
+// histograms: OpenMP's critical, atomic and reduction clause applied to one result.
 // Host-only: no CUDA header is included here.
 #pragma once
 

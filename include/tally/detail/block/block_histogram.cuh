@@ -21,7 +21,7 @@ namespace tally::detail {
 
 /// How a block combines updates before they reach its private copy.
 enum class aggregation {
-  none,  ///< one block-scope atomic per sample: the seeds' shared-memory histogram
+  none,  ///< one block-scope atomic per sample: the plain shared-memory histogram
   warp,  ///< equal neighbours in a lane add as one, and a warp whose samples share a bin adds once
 };
 

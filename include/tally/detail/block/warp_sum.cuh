@@ -1,5 +1,5 @@
 // Warp- and block-level sums built on shuffles: how a kernel turns one value per thread into one
-// atomic per warp or per block (the seeds' "reduce first, then one atomic").
+// atomic per warp or per block ("reduce first, then one atomic").
 #pragma once
 
 #include <cstdint>

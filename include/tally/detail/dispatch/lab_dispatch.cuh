@@ -1,4 +1,4 @@
-// The dispatch of the seeds' experiments (tally::lab): turns a contention case's run-time choices
+// The dispatch of the lab's experiments (tally::lab): turns a contention case's run-time choices
 // (operation, memory, scope, aggregation) into one of the 72 kernel instantiations and launches it,
 // and launches the racy counter and block histogram of `tally race`. The only code that launches
 // lab kernels. Functions return cudaError_t and never throw; src/gpu/lab.cu validates, allocates,
@@ -99,7 +99,7 @@ inline cudaError_t launch_contention(atomic_op op, memory_space memory, atomic_s
 
 inline constexpr int race_block_threads = 256;
 
-/// The seed's counter: `threads` threads add 1 to the zeroed *counter, racily or by fetch_add.
+/// The racy counter: `threads` threads add 1 to the zeroed *counter, racily or by fetch_add.
 inline cudaError_t launch_counter(unsigned long long* counter, long long threads, bool racy, cudaStream_t stream) {
   const auto blocks = static_cast<unsigned>((threads + race_block_threads - 1) / race_block_threads);
   if (racy) {
@@ -110,7 +110,7 @@ inline cudaError_t launch_counter(unsigned long long* counter, long long threads
   return cudaGetLastError();
 }
 
-/// The block histogram of seed 001 into the zeroed `histogram`, with or without its barrier.
+/// The block histogram into the zeroed `histogram`, with or without its barrier.
 /// `bins` * 4 bytes must fit the default 48 KiB of shared memory (the caller checks).
 inline cudaError_t launch_block_histogram(const std::int32_t* samples, long long n, unsigned* histogram, int bins,
                                           bool barrier, cudaStream_t stream) {

@@ -15,7 +15,7 @@
 
 namespace tally::detail {
 
-/// The seeds' `hist[bin]++` with no synchronization: concurrent updates of one bin are lost.
+/// `hist[bin]++` with no synchronization: concurrent updates of one bin are lost.
 template <class Sample, class Counter, class Mapper>
 __global__ void racy_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts, Mapper map,
                                       std::uint64_t* left_out) {

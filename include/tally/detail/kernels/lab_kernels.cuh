@@ -1,4 +1,4 @@
-// The kernels of the seeds' experiments (tally::lab, tally/lab.hpp): atomic contention on global
+// The kernels of the lab's experiments (tally::lab, tally/lab.hpp): atomic contention on global
 // memory, shared memory or a global slice per block at a chosen cuda::thread_scope, with or without
 // warp aggregation, and the deliberately racy counter and block histogram of `tally race` beside
 // their correct versions. Launched only by detail/dispatch/lab_dispatch.cuh.
@@ -128,7 +128,7 @@ __device__ __forceinline__ unsigned update_word(unsigned* word, unsigned value) 
     atomic::add(word, value);  // result unused: may become a RED, no round trip
     return 0;
   } else if constexpr (Op == atomic_op::cas) {
-    // The seed's compare-and-swap loop: on failure the swap returns the value found, and we retry.
+    // A compare-and-swap loop: on failure the swap returns the value found, and we retry.
     unsigned seen = first_guess(word);
     for (;;) {
       const unsigned found = atomic::cas(word, seen, seen + value);
@@ -137,7 +137,7 @@ __device__ __forceinline__ unsigned update_word(unsigned* word, unsigned value) 
     }
     return 0;
   } else if constexpr (Op == atomic_op::max) {
-    // The seed's CAS-loop max (not atomicMax): stops as soon as the word is already >= value, a
+    // Max as a CAS loop (not atomicMax): stops as soon as the word is already >= value, a
     // larger value landed and ours has nothing to do.
     unsigned seen = first_guess(word);
     while (seen < value) {
@@ -244,11 +244,11 @@ __global__ void contention_global_kernel(unsigned* words, unsigned addresses, un
 }
 
 /**
- * Global memory, a slice per block (seed 001's per-block histogram in global memory): block b
+ * Global memory, a slice per block (a per-block histogram privatized in global memory): block b
  * updates only its own A words, `words[b A .. (b + 1) A)` (the host zeroed them), with the global
  * kernel's addresses and values. No other block touches the slice during the kernel and the host
  * reads it after the kernel, so block scope is enough and legal here: the case where narrowing the
- * scope is the seed's lesson, on the same global memory as the device-scope rows.
+ * scope pays (or not), on the same global memory as the device-scope rows.
  */
 template <atomic_op Op, cuda::thread_scope Scope, bool Aggregate>
 __global__ void contention_global_private_kernel(unsigned* words, unsigned addresses, unsigned threads,
@@ -291,9 +291,9 @@ __global__ void contention_shared_kernel(unsigned* words, unsigned* block_words,
 }
 
 /**
- * The seed's counter (000, Part 1): each of `threads` threads adds 1 to *counter once. Racy: a
- * relaxed atomic load, then a relaxed atomic store of the value + 1, the read-modify-write of
- * `counter[0] = counter[0] + 1` split in two exactly as the seed's plain code does, but defined in
+ * The racy counter: each of `threads` threads adds 1 to *counter once. Racy: a relaxed atomic
+ * load, then a relaxed atomic store of the value + 1, the read-modify-write of an unsynchronized
+ * `counter[0] = counter[0] + 1` split in two as plain code does (updates are lost), but defined in
  * C++ and impossible for the compiler to merge across threads. Correct: a device-scope fetch_add.
  */
 template <bool Racy>
@@ -310,12 +310,12 @@ __global__ void counter_kernel(unsigned long long* counter, long long threads) {
 }
 
 /**
- * The block histogram of seed 001: one sample per thread; each block counts its samples in a
- * shared histogram of `bins` words (block-scope atomics, as the seed's solution), then adds it to
- * `histogram` (device-scope atomics). The zeroing is always followed by a barrier. With Barrier the
- * counting is too (the seed's fix); without it, the seed's bug: a thread may read a bin before the
- * other warps of its block have added to it, and those increments are never flushed. The racy read
- * is a relaxed atomic load (defined behaviour, still the race the seed shows).
+ * The block histogram: one sample per thread; each block counts its samples in a shared
+ * histogram of `bins` words (block-scope atomics), then adds it to `histogram` (device-scope
+ * atomics). The zeroing is always followed by a barrier. With Barrier the counting is too (the
+ * fix); without it (the bug) a thread may read a bin before the other warps of its block have
+ * added to it, and those increments are never flushed. The racy read is a relaxed atomic load
+ * (defined behaviour, still the race).
  */
 template <bool Barrier>
 __global__ void block_histogram_kernel(const std::int32_t* samples, long long n, unsigned* histogram, int bins) {

@@ -1,6 +1,6 @@
 // Kernels of reduce, count_if and find_first_if: thin __global__ functions, one per strategy,
 // built from the folds (block/reduce_fold.cuh): the naive atomic per sample, an atomic per
-// thread, the seeds' hybrid (block reduction, one atomic per block), two passes with no atomics,
+// thread, the hybrid (block reduction, one atomic per block), two passes with no atomics,
 // the deterministic fixed-point sum, and the early-exit search (atomic min on the index).
 #pragma once
 
@@ -17,7 +17,7 @@
 
 namespace tally::detail {
 
-/// The seeds' naive reduction: one device atomic per sample into the one result (count_if: per
+/// The naive reduction: one device atomic per sample into the one result (count_if: per
 /// matching sample). Scalar loads, grid-stride: slow by design, as contended as it gets.
 template <class Fold>
 __global__ void __launch_bounds__(tuning::reduce_max_block_threads)
@@ -39,8 +39,8 @@ atomic_per_thread_kernel(const typename Fold::input_type* samples, std::int64_t 
   fold.atomic(result, thread_fold<Unroll>(samples, num_samples, fold));
 }
 
-/// The seeds' hybrid: per-thread folds, a shuffle-then-shared-memory block reduction, one atomic
-/// per block.
+/// The hybrid (reduce first, then one atomic): per-thread folds, a shuffle-then-shared-memory
+/// block reduction, one atomic per block.
 template <int Unroll, class Fold>
 __global__ void __launch_bounds__(tuning::reduce_max_block_threads)
 block_reduce_atomic_kernel(const typename Fold::input_type* samples, std::int64_t num_samples, Fold fold,
