@@ -183,10 +183,6 @@ choice run_grid_histogram(std::string_view function, std::span<const Sample> sam
                        prepare, cub_call);
 }
 
-/// The most even bins that go through the grid when the estimate cannot take them: beyond, the
-/// host's work to build the tables per call would show.
-inline constexpr std::int64_t max_even_bins_on_grid = std::int64_t{1} << 22;
-
 template <class Sample, class Counter>
 choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> counts, const even_bins& bins,
                             workspace& ws, const histogram_options& options, stream_t stream) {
@@ -216,14 +212,8 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
       return run_with(tally::detail::byte_shift_mapper(static_cast<int>(-bins.lower), bins.num_bins));
     }
   }
-  // Bins the estimate cannot take (a range far narrower than its distance from zero, as a float
-  // data's own [min, max] often is: a float's rounding of the edges is then a sizeable part of a
-  // bin) are range bins whose edges are numpy's, in the precision samples compare in: the grid
-  // counts them with a compare or two per sample, where the general rule searches with doubles.
-  if (map.shortcut() == even_shortcut::none && bins.num_bins <= max_even_bins_on_grid &&
-      std::isfinite(static_cast<double>(map.edge(0))) && std::isfinite(static_cast<double>(map.edge(bins.num_bins)))) {
-    std::vector<double> edges(static_cast<std::size_t>(bins.num_bins) + 1);
-    for (std::int64_t i = 0; i <= bins.num_bins; ++i) edges[static_cast<std::size_t>(i)] = static_cast<double>(map.edge(i));
+  if (tally::detail::even_bins_take_grid(map)) {
+    const std::vector<double> edges = tally::detail::even_edges(map);
     return run_grid_histogram(function, samples, counts, std::span<const double>(edges), ws, options, stream, cub_call);
   }
   return tally::detail::with_fastest_mapper(map, run_with);

@@ -364,7 +364,15 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<Count
   tally::detail::check_even_bins(function, bins);
   tally::detail::check_histogram_buffers(function, samples, counts, bins.num_bins);
   tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
-  return tally::detail::with_fastest_mapper(even_bin_mapper<Sample>(bins, options.last_edge), [&](const auto& map) {
+  const even_bin_mapper<Sample> even(bins, options.last_edge);
+  if (tally::detail::even_bins_take_grid(even)) {  // as the GPU backend does
+    const std::vector<double> edges = tally::detail::even_edges(even);
+    using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
+    std::vector<std::byte> tables(grid_mapper::table_bytes(static_cast<std::int64_t>(edges.size())));
+    const grid_mapper map(edges, options.last_edge, tables, tables.data());
+    return detail::run_histogram(samples, counts, map, options.algorithm);
+  }
+  return tally::detail::with_fastest_mapper(even, [&](const auto& map) {
     return detail::run_histogram(samples, counts, map, options.algorithm);
   });
 }

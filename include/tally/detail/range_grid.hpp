@@ -261,4 +261,29 @@ class grid_range_bin_mapper {
   bool inclusive_ = false;
 };
 
+/// The most even bins that go through the grid when the estimate cannot take them: beyond, the
+/// host's work to build the tables per call would show.
+inline constexpr std::int64_t max_even_bins_on_grid = std::int64_t{1} << 22;
+
+/// Whether even bins go through the grid over their edges (numpy's, in the precision samples
+/// compare in): when no exact shortcut or estimate takes them (a range far narrower than its
+/// distance from zero, as a float data's own [min, max] often is: a float's rounding of the edges
+/// is then a sizeable part of a bin), they are not too many, and their first and last edges are
+/// finite where samples compare (the general rule leaves infinities out even where a bound rounds
+/// to one). The grid counts them with a compare or two a sample, where the general rule searches
+/// with doubles. Both backends ask it.
+template <class Sample>
+bool even_bins_take_grid(const even_bin_mapper<Sample>& map) {
+  return map.shortcut() == even_shortcut::none && map.num_bins() <= max_even_bins_on_grid &&
+         std::isfinite(static_cast<double>(map.edge(0))) && std::isfinite(static_cast<double>(map.edge(map.num_bins())));
+}
+
+/// The edges of even bins as `map` compares samples with them, as doubles for the grid.
+template <class Sample>
+std::vector<double> even_edges(const even_bin_mapper<Sample>& map) {
+  std::vector<double> edges(static_cast<std::size_t>(map.num_bins()) + 1);
+  for (std::int64_t i = 0; i <= map.num_bins(); ++i) edges[static_cast<std::size_t>(i)] = static_cast<double>(map.edge(i));
+  return edges;
+}
+
 }  // namespace tally::detail
