@@ -132,9 +132,9 @@ class integer_step_bin_mapper {
 };
 
 /// Even bins of width one over integer samples, upper edge exclusive (values as bins): bin =
-/// x - lower, one subtraction and one compare. Per sample, every instruction shows where counting
-/// is one shared-memory atomic: on an H100, 65536 int32 bins through integer_step_bin_mapper (its
-/// step and inclusive-edge tests) ran at 0.81 of the read bandwidth, through this form at 0.85.
+/// x - lower, one subtraction and one compare, without integer_step_bin_mapper's step and
+/// inclusive-edge tests: per sample, every instruction shows where counting is one shared-memory
+/// atomic (docs/performance.md, "65536 bins: packed16").
 template <class Sample>
 class unit_step_bin_mapper {
  public:
@@ -200,9 +200,10 @@ inline constexpr bool maps_every_sample = requires { requires Mapper::maps_every
 /// the range, t < 2^23 (or negative, or zero), whose bits give a difference that wraps past every
 /// bin; at or above the end, t >= 2^23 + num_bins; infinities and NaN have bits far above. So one
 /// unsigned compare leaves out everything outside [lower, upper), NaN and infinities included. At
-/// one shared-memory atomic per sample every instruction per sample shows: the range tests, floor
-/// and -0 fix-up of the host form ran 65536 float bins at 0.78 of the read bandwidth on an H100
-/// where int32 samples ran at 0.93. Needs denormals kept (no -ftz), which tally's build keeps.
+/// one shared-memory atomic per sample every instruction per sample shows, and the host form
+/// spends several on range tests, a floor and a -0 fix-up. Needs denormals kept (no -ftz), which
+/// tally's build keeps.
+/// (65536 float32 bins, uniform: 0.78 -> 0.864; docs/performance.md, "Float even bins")
 class exact_float_bin_mapper {
  public:
   /// The value whose float bits stand for bin 0: 2^23, where the float spacing becomes one.
@@ -573,8 +574,8 @@ template <class Sample>
 class bincount_mapper {
  public:
   /// Samples of up to 32 bits compare as 32-bit unsigned values, where a negative one is above
-  /// every bin: one compare per sample (on an H100, 65536 int32 bins ran at 0.76 of the read
-  /// bandwidth with a sign test and a 64-bit compare, at 0.85 with this one).
+  /// every bin: one compare per sample, not a sign test and a 64-bit compare.
+  /// (65536 int32 bins: 0.757 -> 0.853; docs/performance.md, "65536 bins: packed16")
   using unsigned_type = std::conditional_t<sizeof(Sample) <= 4, std::uint32_t, std::uint64_t>;
 
   bincount_mapper() = default;

@@ -244,9 +244,9 @@ timed_runs time_runs(const std::function<void(stream_t)>& work, int runs, stream
 void synchronize() { detail::check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"); }
 
 namespace {
-// Reads every 16-byte word once, four loads in flight per thread (as the histogram kernels have:
-// with one, GPU-timed int32 histograms read up to 1.5% faster than this yardstick on an H100,
-// results/2026-11-23-h100-byte-layout); the xor is stored only if it equals a value that cannot
+// Reads every 16-byte word once, four loads in flight per thread, as the histogram kernels have:
+// with one, GPU-timed int32 histograms read up to 1.5% faster than this yardstick
+// (docs/performance.md, "Measuring"). The xor is stored only if it equals a value that cannot
 // occur, so the loads cannot be optimized away.
 __global__ void streaming_read_kernel(const uint4* data, std::size_t words, unsigned int* sink) {
   constexpr int in_flight = 4;

@@ -123,9 +123,8 @@ __device__ __forceinline__ bool warp_adds_once(const int (&bins)[Items], Add& ad
 
 /// Adds `value` to a counter of the global histogram with the atomicAdd intrinsic: its result
 /// unused, it compiles to a reduction (RED) that waits for no reply, where
-/// cuda::atomic_ref::fetch_add goes through inline PTX that keeps one. On an H100, 132 blocks each
-/// flushing 65536 counters: 0.785 of the read bandwidth through fetch_add, 0.800 through this
-/// (results/2026-11-23-h100-find-weighted). Device scope, relaxed.
+/// cuda::atomic_ref::fetch_add goes through inline PTX that keeps one. Device scope, relaxed.
+/// (packed16's flush, 0.785 -> 0.800: docs/performance.md, "65536 bins: packed16")
 template <class Counter>
 __device__ __forceinline__ void add_to_global_count(Counter* counter, Counter value) {
   if constexpr (sizeof(Counter) == 4) {
@@ -143,9 +142,9 @@ enum class copy_memory {
 
 /// Adds `count` to a counter of a block-private copy. A count that is the constant 1 compiles to
 /// an increment whose result is unused, which sm_70+ turns into one shared-memory instruction per
-/// group of lanes on the same address (ATOMS.POPC.INC): measured on an H100, the same kernel with
-/// a count known only at run time falls from ~1.0 to 0.33 of the read bandwidth when every sample
-/// hits one bin. So keep increments of one visibly constant.
+/// group of lanes on the same address (ATOMS.POPC.INC); a count known only at run time is not
+/// merged. So keep increments of one visibly constant.
+/// (One bin: 1.019 -> 0.330; docs/performance.md, "Shared-memory increments and block shape")
 template <copy_memory Memory>
 __device__ __forceinline__ void add_to_copy(std::uint32_t* counter, std::uint32_t count) {
   if constexpr (Memory == copy_memory::shared) {
@@ -160,10 +159,10 @@ __device__ __forceinline__ void add_to_copy(std::uint32_t* counter, std::uint32_
 }
 
 /// Adds the 16 bytes of one vector to one plain copy, where byte x counts at row[x] (row: the copy
-/// moved by byte_shift_mapper's shift). Bytes come out of the four words with shifts: at one
-/// shared-memory atomic per byte, the limit for bytes, every instruction per byte shows. On an
-/// H100 the generic path (a byte array, a run-time stride) took 0.107 ms for 2^28 uniform bytes,
-/// this one 0.100 (results/2026-11-22-h100-probes/README.md).
+/// moved by byte_shift_mapper's shift). Bytes come out of the four words with shifts, not through
+/// a byte array with a run-time stride: at one shared-memory atomic per byte, the limit for bytes,
+/// every instruction per byte shows.
+/// (0.106-0.108 -> 0.100-0.103 ms: docs/performance.md, "Replicas and blocks per multiprocessor")
 __device__ __forceinline__ void add_vector_of_bytes(std::uint32_t* row, const uint4& raw) {
   const std::uint32_t words[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
@@ -177,7 +176,7 @@ __device__ __forceinline__ void add_vector_of_bytes(std::uint32_t* row, const ui
 /// an add of `rows` (which a bare kernel's atomic takes in its address) and the atomic: three
 /// instructions per byte, where x * 128 + lane * 4 took five. This saves issue slots rather than
 /// time: the reads and the atomics set the time, not the instructions around them
-/// (results/2026-11-23-h100-byte-layout, results/2026-11-23-h100-byte-floor).
+/// (docs/performance.md, "The byte layout: 64 replicas, one permute a byte").
 __device__ __forceinline__ void add_vector_of_bytes_to_replicas(std::uint32_t* rows, std::uint32_t replica_offset,
                                                                 const uint4& raw) {
   static_assert(tuning::byte_replicas * 4 == 256, "a bin's row is 256 bytes, so the byte value is the offset's second byte");
@@ -285,9 +284,8 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
 /// shared memory: tuning::byte_replicas replicas (thread t in replica t % 64), or, with `copies`
 /// 1, one plain copy. The layout is chosen once, outside the walk, and bytes need none of
 /// count_vectorized's mapping, so the loop holds the loads, a permute (or a shift and a mask) and an
-/// atomic per byte. (On an H100 it timed the same as count_vectorized choosing the layout per
-/// vector, 0.1041 ms for 2^28 uniform bytes with the start_output protocol; without the protocol
-/// 0.1003, and a bare kernel of this loop 0.0996: results/2026-11-23-h100-byte-layout.)
+/// atomic per byte; it times within 1% of a bare kernel of this loop
+/// (docs/performance.md, "The byte layout: 64 replicas, one permute a byte").
 template <int Unroll>
 __device__ __forceinline__ void count_all_bytes(const std::uint8_t* samples, std::int64_t num_samples,
                                                 const byte_shift_mapper& map, std::uint32_t* copy, int copies) {
@@ -312,8 +310,8 @@ __device__ __forceinline__ void count_all_bytes(const std::uint8_t* samples, std
 }
 
 /// Words of the workspace (workspace_slots.hpp) with which one launch starts its counts from zero,
-/// so the call needs no memset of them before it (one launch fewer, about 1.5 microseconds on an
-/// H100: 1.5% of 2^28 bytes counted at the read bandwidth).
+/// so the call needs no memset of them before it: one launch fewer.
+/// (A memset: 1.0-1.5 microseconds; docs/performance.md, "Zeroing the output")
 struct output_start_words {
   std::uint64_t* left_out;         ///< the call's left-out count (zeroed by the caller)
   std::uint64_t* zeroed;           ///< 0 between calls, 1 while a block zeroes, 2 once it has
@@ -365,9 +363,10 @@ __device__ __forceinline__ void finish_output(const output_start_words& words) {
 }
 
 /// Adds the block's copy (summing its `copies` replicas, swizzled as count_vectorized left them,
-/// or not: the byte kernel's) into the global counts: one device-scope atomic per non-zero bin. With 32 or 64 replicas, a bin's replicas are consecutive words, 32 to a
-/// row of banks: a warp reads them at once and sums them with shuffles (a thread summing them alone
-/// would read words of one bank while its neighbours wait on the same banks).
+/// or not: the byte kernel's) into the global counts: one device-scope atomic per non-zero bin.
+/// With 32 or 64 replicas, a bin's replicas are consecutive words, 32 to a row of banks: a warp
+/// reads them at once and sums them with shuffles (a thread summing them alone would read words of
+/// one bank while its neighbours wait on the same banks).
 template <class Counter>
 __device__ __forceinline__ void add_block_copy(const std::uint32_t* copy, std::int64_t num_bins, Counter* counts,
                                                int copies = 1, bool swizzled = true) {
@@ -396,10 +395,9 @@ __device__ __forceinline__ void add_block_copy(const std::uint32_t* copy, std::i
 /// then thread 0 adds them to `first` (counts + shift, 16-byte aligned) with one bulk reduction,
 /// cp.reduce.async.bulk .add, where add_block_copy issues one device-scope atomic per non-zero
 /// bin: 256 a block on uniform bytes, every block's on the same eight 128-byte lines of counts at
-/// the end of the launch. Measured on an H100 in `tally bench` (results/2026-11-23-h100-bulk-end),
-/// 2^28 uniform bytes: 0.101-0.102 ms with the atomics, 0.093 with the bulk reduction (0.850-0.858
-/// of the read bandwidth to 0.929-0.930); one value, whose blocks had one atomic each, 0.093-0.095
-/// either way. The copy must hold at least 256 Counters. Every thread of the block must call it.
+/// the end of the launch. The copy must hold at least 256 Counters. Every thread of the block must
+/// call it.
+/// (Uniform bytes 0.102 -> 0.093 ms; docs/performance.md, "The floor, a gap, and the bulk hand-off")
 template <int BlockThreads, class Counter>
 __device__ __forceinline__ void add_byte_copy_in_bulk(std::uint32_t* copy, int shift, int copies, Counter* first) {
   constexpr int values = 256;

@@ -11,16 +11,16 @@
 // flight) twice as rare; the extra spills are one global atomic per 4096 samples of one bin.
 //
 // Scan mode. An addition that must return the old value is not merged across the lanes of a warp
-// on one word: with half the samples in one bin (geometric), 16 lanes take turns, and 65536 int32
-// bins ran at 0.58 of the read bandwidth on an H100. Additions whose result is unused are merged.
+// on one word: with half the samples in one bin (geometric), 16 lanes take turns. Additions whose
+// result is unused are merged.
 // So a block whose first period shows lanes sharing bins (in most vectors, a lane's first sample
 // has its neighbour's bin) counts from then on with unchecked additions and, at each period's
 // barrier, scans every counter and spills those at 2^12 or more whole, between two barriers. The
 // bound is the same: at every barrier every counter is below 2^12 (return mode proves it for the
 // first period; the scan restores it after each later one), and a period adds at most
-// 2^16 - 2^12. The scan costs a pass over the copy per period, so spread-out data stays in return
-// mode (kernel alone on an H100, 65536 int32 bins: return mode uniform 0.88, geometric 0.58;
-// scan mode 0.75 and 0.82).
+// 2^16 - 2^12. The scan costs a pass over the copy per period, so spread-out data stays in
+// return mode.
+// (Geometric 0.58 -> 0.81, uniform 0.88 -> 0.75; docs/performance.md, "65536 bins: packed16")
 #pragma once
 
 #include <cstdint>
@@ -51,9 +51,8 @@ __host__ __device__ constexpr int packed_tiles_per_period(int threads, int unrol
 
 /// Adds `count` (fewer than packed_spill) to bin `bin` of the packed copy `words`, moving
 /// packed_spill to `counts[bin]` if this addition carried the counter over a multiple of it.
-/// Everything is 32-bit: a copy fits shared memory, and every instruction per sample shows (on an
-/// H100, 65536 int32 bins ran at 0.85 of the read bandwidth with `half_bins` as a 64-bit value,
-/// 0.90 with it as an int).
+/// Everything is 32-bit: a copy fits shared memory, and every instruction per sample shows.
+/// (64-bit half_bins 0.84, 32-bit 0.88; docs/performance.md, "65536 bins: packed16")
 template <std::uint32_t Swizzle, class Counter>
 __device__ __forceinline__ void add_packed(std::uint32_t* words, int half_bins, Counter* counts, int bin,
                                            std::uint32_t count) {
@@ -89,8 +88,8 @@ __device__ __forceinline__ void spill_large_counters(std::uint32_t* words, int h
   // A 16-bit counter is at packed_spill (2^12) or more exactly when one of its top four bits is
   // set, so one test over four words finds the quads with nothing to spill, nearly all of them:
   // the scan runs once a period over the whole copy, and per period it costs about as much as the
-  // counting when it looks at every counter (65536 int32 bins, geometric: 0.80 of the read
-  // bandwidth on an H100 before this test).
+  // counting when it looks at every counter.
+  // (Geometric 0.80 -> 0.958; docs/performance.md, "65536 bins: packed16")
   constexpr std::uint32_t large_bits = (0x10000u - packed_spill) * 0x10001u;  // 0xf000f000
   auto* quads = reinterpret_cast<uint4*>(words);  // the kernel declares the copy 16-byte aligned
   const int whole = static_cast<int>(swizzled_words(half_bins)) / 4;  // the padding words stay zero
@@ -108,9 +107,9 @@ __device__ __forceinline__ void spill_large_counters(std::uint32_t* words, int h
 /// Whether the block's packed copy is swizzled: each thread maps the first sample it will count
 /// (a load cached for the count), and a lane is crowded when 4 or more lanes of its warp would hit
 /// other words of its bank (lanes on one word are merged or take turns whatever the layout). The
-/// swizzle costs packed16 its instructions where nothing crowds (a probe on an H100, 65536 uniform
-/// int32 bins: 0.919 of the read bandwidth plain, 0.860 swizzled; bins 32 apart: 0.315 and 0.871),
-/// so a block swizzles when a quarter of its lanes are crowded. Every thread must call it (a barrier).
+/// swizzle costs packed16 its instructions where nothing crowds, so a block swizzles when a quarter
+/// of its lanes are crowded. Every thread must call it (a barrier).
+/// (docs/performance.md, "Second pass: banks, branches, loads in flight, and the grid")
 template <class Sample, class Mapper>
 __device__ __forceinline__ bool packed_block_swizzles(const Sample* samples, std::int64_t num_samples,
                                                       const Mapper& map, int unroll) {

@@ -390,10 +390,10 @@ __device__ __forceinline__ std::uint32_t partition_tile(const Sample* tile_sampl
 
 /// Writes the cells of `size` consecutive tiles from `first_tile` on, gathered in `group`, to the
 /// cell tables. A bucket's cells of consecutive tiles are neighbours in the tables (b * tiles + t),
-/// so lanes write runs of whole sectors rather than a word a bucket scattered over the tables. At
-/// 2^24 bins (512 buckets) the scattered writes had cost 56 million more L2 write requests than at
-/// 2^20, and the first pass on one value took 1385 µs instead of about 1040. Every thread of the
-/// block must call it, after the barrier that follows the group's last partition_tile.
+/// so lanes write runs of whole sectors rather than a word a bucket scattered over the tables.
+/// Every thread of the block must call it, after the barrier that follows the group's last
+/// partition_tile.
+/// (2^24 bins, one value: 1385 -> 1038 µs; docs/performance.md, "More than 65536 bins: partitioned")
 template <int Threads>
 __device__ __forceinline__ void write_cell_group(const cell_group& group, std::int64_t first_tile, int size,
                                                  const partition_output& out) {

@@ -24,9 +24,8 @@ inline constexpr int combine_block_threads = 1024;
 /// find_first_if: samples each thread loads per tile (all in flight before it tests them), threads
 /// per block, and resident blocks per multiprocessor at most. Blocks check for an earlier match
 /// between tiles of 512 x 16 samples; two blocks a multiprocessor keep 64 KiB of loads in flight,
-/// enough for the read bandwidth, and make the first wave small. Measured on an H100 (2^28 int32,
-/// match at 1%): 256 threads x 8 blocks took 0.029 ms against 0.407 for a full pass (7.2%);
-/// 512 x 2 took 0.020 against 0.400 (5.0%).
+/// enough for the read bandwidth, and make the first wave small.
+/// (A match at 1%: docs/performance.md, "Reductions, find_first_if, weighted histograms")
 inline constexpr int find_items_per_thread = 16;
 inline constexpr int find_block_threads = 512;
 inline constexpr int find_blocks_per_multiprocessor = 2;
