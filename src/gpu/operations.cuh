@@ -13,8 +13,6 @@
 #include <utility>
 #include <vector>
 
-#include <cub/device/device_histogram.cuh>
-
 #include "cuda_check.hpp"
 #include "instantiation_list.hpp"
 #include "tally/detail/cub_bins.hpp"
@@ -73,62 +71,55 @@ inline void check_temporary_storage_fits(std::string_view function, strategy s, 
 }
 
 /**
- * Runs a histogram with any mapper. `cub_call(temp, temp_bytes, device_edges, stream)` runs CUB's
- * version when the cub strategy is chosen (CUB's sizing contract: a null `temp` only sets
- * `temp_bytes`); `prepare(storage)` is called with the reserved storage before any launch, or
- * with nullptr for sizing, and returns the mapper to use (range bins copy their edges to the
- * start of the storage); `extra_bytes` is what prepare needs there.
+ * Runs a histogram with any mapper. `cub_histogram` (cub_even_histogram or cub_range_histogram,
+ * made only when the cub strategy is chosen) is CUB's version; `prepare(storage)` is called with
+ * the reserved storage before any launch, or with nullptr for sizing, and returns the mapper to
+ * use (range bins copy their edges to the start of the storage); `extra_bytes` is what prepare
+ * needs there.
  */
-template <class Sample, class Counter, class Prepare, class CubCall>
+template <class Sample, class Counter, class Prepare, class MakeCubHistogram>
 choice run_histogram(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
                      std::int64_t num_bins, workspace& ws, const histogram_options& options, stream_t stream,
-                     std::size_t extra_bytes, Prepare prepare, CubCall cub_call) {
+                     std::size_t extra_bytes, Prepare prepare, MakeCubHistogram make_cub_histogram) {
   const device_properties props = current_properties();
-  const choice chose = tally::detail::choose_gpu_histogram(options.algorithm, num_bins, sizeof(Sample), props);
-  if (const char* why = tally::detail::histogram_strategy_unfit(chose.used, num_bins, props)) {
-    throw_unsupported(function, chose.used, std::string(why) + " (" + std::to_string(num_bins) + " bins)");
-  }
   const auto n = static_cast<std::int64_t>(samples.size());
+  const auto sizing_map = prepare(nullptr);
+  tally::detail::histogram_policy policy;
+  check_cuda(tally::detail::make_histogram_policy<Sample, Counter>(options.algorithm, sizing_map, n, props, policy),
+             std::string(function) + " (sizing)");
+  if (policy.unfit != nullptr) {
+    throw_unsupported(function, policy.chosen.used, std::string(policy.unfit) + " (" + std::to_string(num_bins) + " bins)");
+  }
   std::uint64_t* left_out = ws.scalar();
   constexpr std::size_t align = 256;
   const std::size_t offset = (extra_bytes + align - 1) / align * align;
 
-  if (chose.used == strategy::cub) {
+  if (policy.chosen.used == strategy::cub) {
     if (options.last_edge == upper_edge::inclusive) {
-      throw_unsupported(function, chose.used, "counts half-open bins only; upper_edge::inclusive is not available");
+      throw_unsupported(function, strategy::cub, "counts half-open bins only; upper_edge::inclusive is not available");
     }
+    const auto cub_histogram = make_cub_histogram();
     std::size_t bytes = 0;
-    check_cuda_clearing_last_error(cub_call(nullptr, bytes, nullptr, stream), "cub histogram (sizing)");
-    check_temporary_storage_fits(function, chose.used, offset + bytes, ws, n, num_bins);
+    check_cuda_clearing_last_error(tally::detail::dispatch_cub_histogram(nullptr, bytes, cub_histogram, counts.data(),
+                                                                         num_bins, nullptr, left_out, props, stream),
+                                   "cub histogram (sizing)");
+    check_temporary_storage_fits(function, strategy::cub, offset + bytes, ws, n, num_bins);
     auto* storage = static_cast<char*>(ws.reserve(offset + bytes, stream));
     (void)prepare(storage);
-    tally::detail::set_value_kernel<<<1, 1, 0, stream>>>(left_out, static_cast<std::uint64_t>(n));
-    check_cuda(cudaGetLastError(), "launch");
-    if (n == 0) {
-      check_cuda(cudaMemsetAsync(counts.data(), 0, counts.size_bytes(), stream), "cudaMemsetAsync");
-      return chose;
-    }
-    check_cuda_clearing_last_error(cub_call(storage + offset, bytes, storage, stream), "cub histogram");
-    const int blocks = static_cast<int>(std::min<std::int64_t>((num_bins + 255) / 256, props.multiprocessors * 4LL));
-    tally::detail::subtract_counts_kernel<<<blocks, 256, 0, stream>>>(counts.data(), num_bins, left_out);
-    check_cuda(cudaGetLastError(), "launch");
-    return chose;
+    check_cuda_clearing_last_error(
+        tally::detail::dispatch_cub_histogram(storage + offset, bytes, cub_histogram, counts.data(), num_bins,
+                                              reinterpret_cast<const double*>(storage), left_out, props, stream),
+        "cub histogram");
+    return policy.chosen;
   }
 
-  const auto sizing_map = prepare(nullptr);
-  std::size_t bytes = 0;
-  check_cuda(tally::detail::dispatch_histogram(nullptr, bytes, chose.used, samples.data(), n, counts.data(),
-                                               sizing_map, left_out, stream),
-             std::string(function) + " (sizing)");
-  check_temporary_storage_fits(function, chose.used, offset + bytes, ws, n, num_bins);
-  check_cuda(cudaMemsetAsync(left_out, 0, sizeof(std::uint64_t), stream), "cudaMemsetAsync");
-  auto* storage = static_cast<char*>(ws.reserve(offset + bytes, stream));
+  check_temporary_storage_fits(function, policy.chosen.used, offset + policy.temp_bytes, ws, n, num_bins);
+  auto* storage = static_cast<char*>(ws.reserve(offset + policy.temp_bytes, stream));
   const auto map = prepare(storage);
-  check_cuda(tally::detail::dispatch_histogram(storage + offset, bytes, chose.used, samples.data(), n,
-                                               counts.data(), map, left_out, stream,
-                                               options.algorithm == strategy::automatic),
+  check_cuda(tally::detail::dispatch_histogram(storage + offset, policy, samples.data(), n, counts.data(), map,
+                                               left_out, props, stream),
              function);
-  return chose;
+  return policy.chosen;
 }
 
 /// The levels CUB gets: for integer samples, whole numbers in the sample type (int for uint8,
@@ -152,6 +143,15 @@ std::pair<cub_level_t<Sample>, cub_level_t<Sample>> cub_levels(std::string_view 
   return {static_cast<Level>(bins.lower), static_cast<Level>(bins.upper)};
 }
 
+/// CUB's HistogramEven over `num_bins` bins from `lower` to `upper`, for dispatch_cub_histogram.
+template <class Sample, class Counter, class Level>
+auto cub_even_histogram_for(std::span<const Sample> samples, std::span<Counter> counts, std::int64_t num_bins,
+                            Level lower, Level upper) {
+  return tally::detail::cub_even_histogram<Sample, Level, cub_counter_t<Counter>>{
+      samples.data(), as_cub_counters(counts), static_cast<int>(num_bins + 1), lower, upper,
+      static_cast<std::int64_t>(samples.size())};
+}
+
 inline void check_cub_bins(std::string_view function, std::int64_t num_bins) {
   if (num_bins >= std::numeric_limits<int>::max()) {
     throw_unsupported(function, strategy::cub, "takes at most 2^31 - 2 bins");
@@ -161,10 +161,10 @@ inline void check_cub_bins(std::string_view function, std::int64_t num_bins) {
 /// Runs a histogram over the range bins `edges` through the grid mapper (grid_range_bin_mapper):
 /// the edges go to the start of the workspace storage, where CUB's HistogramRange reads them, and
 /// the grid's tables, built here, after them.
-template <class Sample, class Counter, class CubCall>
+template <class Sample, class Counter, class MakeCubHistogram>
 choice run_grid_histogram(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
                           std::span<const double> edges, workspace& ws, const histogram_options& options,
-                          stream_t stream, CubCall cub_call) {
+                          stream_t stream, MakeCubHistogram make_cub_histogram) {
   using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
   const auto num_edges = static_cast<std::int64_t>(edges.size());
   const std::size_t edges_bytes = (edges.size_bytes() + 15) / 16 * 16;
@@ -180,7 +180,7 @@ choice run_grid_histogram(std::string_view function, std::span<const Sample> sam
     return map;
   };
   return run_histogram(function, samples, counts, num_edges - 1, ws, options, stream, edges_bytes + tables_bytes,
-                       prepare, cub_call);
+                       prepare, make_cub_histogram);
 }
 
 template <class Sample, class Counter>
@@ -191,21 +191,19 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
   tally::detail::check_histogram_buffers(function, samples, counts, bins.num_bins);
   tally::detail::check_strategy(function, backend::gpu, operation::histogram, options.algorithm);
   const even_bin_mapper<Sample> map(bins, options.last_edge);
-  auto cub_call = [&](void* temp, std::size_t& bytes, void*, stream_t s) {
+  auto make_cub_histogram = [&] {
     check_cub_bins(function, bins.num_bins);
     // CUB bins with arithmetic of its own: it runs only where that gives numpy's bins, else refuses.
     if (const char* why = tally::detail::cub_even_bins_unfit<Sample>(bins, options.last_edge)) {
       throw_unsupported(function, strategy::cub, std::string("would count other bins than numpy's here: ") + why);
     }
     const auto [lower, upper] = cub_levels<Sample>(function, bins);
-    return cub::DeviceHistogram::HistogramEven(temp, bytes, samples.data(), as_cub_counters(counts),
-                                               static_cast<int>(bins.num_bins + 1), lower, upper,
-                                               static_cast<std::int64_t>(samples.size()), s);
+    return cub_even_histogram_for(samples, counts, bins.num_bins, lower, upper);
   };
   // Exact shortcuts run as their own small mappers: fewer registers, so fuller multiprocessors.
   const auto run_with = [&](auto mapper) {
     return run_histogram(function, samples, counts, bins.num_bins, ws, options, stream, 0,
-                         [mapper](char*) { return mapper; }, cub_call);
+                         [mapper](char*) { return mapper; }, make_cub_histogram);
   };
   if constexpr (std::is_same_v<Sample, std::uint8_t>) {
     if (tally::detail::byte_shift_mapper::covers_every_byte(bins.lower, bins.upper, bins.num_bins)) {
@@ -214,7 +212,7 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
   }
   if (tally::detail::even_bins_take_grid(map)) {
     const std::vector<double> edges = tally::detail::even_edges(map);
-    return run_grid_histogram(function, samples, counts, std::span<const double>(edges), ws, options, stream, cub_call);
+    return run_grid_histogram(function, samples, counts, std::span<const double>(edges), ws, options, stream, make_cub_histogram);
   }
   return tally::detail::with_fastest_mapper(map, run_with);
 }
@@ -228,13 +226,12 @@ choice histogram_range_async(std::span<const Sample> samples, std::span<Counter>
   const auto num_edges = static_cast<std::int64_t>(edges.size());
   tally::detail::check_histogram_buffers(function, samples, counts, num_edges - 1);
   tally::detail::check_strategy(function, backend::gpu, operation::histogram, options.algorithm);
-  auto cub_call = [&](void* temp, std::size_t& bytes, void* device_edges, stream_t s) {
+  auto make_cub_histogram = [&] {
     check_cub_bins(function, num_edges - 1);
-    return cub::DeviceHistogram::HistogramRange(temp, bytes, samples.data(), as_cub_counters(counts),
-                                                static_cast<int>(num_edges), static_cast<const double*>(device_edges),
-                                                static_cast<std::int64_t>(samples.size()), s);
+    return tally::detail::cub_range_histogram<Sample, cub_counter_t<Counter>>{
+        samples.data(), as_cub_counters(counts), static_cast<int>(num_edges), static_cast<std::int64_t>(samples.size())};
   };
-  return run_grid_histogram(function, samples, counts, edges, ws, options, stream, cub_call);
+  return run_grid_histogram(function, samples, counts, edges, ws, options, stream, make_cub_histogram);
 }
 
 template <class Sample, class Counter>
@@ -248,12 +245,10 @@ choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts
   tally::detail::check_histogram_buffers(function, samples, counts, num_bins);
   tally::detail::check_strategy(function, backend::gpu, operation::histogram, options.algorithm);
   const bincount_mapper<Sample> map(num_bins);
-  auto cub_call = [&](void* temp, std::size_t& bytes, void*, stream_t s) {
+  auto make_cub_histogram = [&] {
     check_cub_bins(function, num_bins);
     const auto [lower, upper] = cub_levels<Sample>(function, even_bins{num_bins, 0.0, static_cast<double>(num_bins)});
-    return cub::DeviceHistogram::HistogramEven(temp, bytes, samples.data(), as_cub_counters(counts),
-                                               static_cast<int>(num_bins + 1), lower, upper,
-                                               static_cast<std::int64_t>(samples.size()), s);
+    return cub_even_histogram_for(samples, counts, num_bins, lower, upper);
   };
   histogram_options half_open = options;
   half_open.last_edge = upper_edge::exclusive;  // bincount has no upper edge
@@ -261,11 +256,11 @@ choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts
     if (num_bins >= 256) {
       const tally::detail::byte_shift_mapper bytes(0, num_bins);
       return run_histogram(function, samples, counts, num_bins, ws, half_open, stream, 0,
-                           [bytes](char*) { return bytes; }, cub_call);
+                           [bytes](char*) { return bytes; }, make_cub_histogram);
     }
   }
   return run_histogram(function, samples, counts, num_bins, ws, half_open, stream, 0, [&](char*) { return map; },
-                       cub_call);
+                       make_cub_histogram);
 }
 
 /// Sizes the temporary storage with `dispatch(nullptr, bytes)`, reserves it in the workspace and

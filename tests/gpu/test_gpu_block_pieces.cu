@@ -17,8 +17,8 @@
 namespace tally::test {
 namespace {
 
-constexpr int block_threads = tally::detail::tuning::histogram_block_threads<std::uint8_t>;  // the byte kernel's block
-constexpr int unroll = tally::detail::tuning::byte_replica_unroll;  // and its loads per thread
+constexpr int block_threads = tally::detail::tuning::all_bytes_tuning::block_threads;  // the byte kernel's block
+constexpr int unroll = tally::detail::tuning::all_bytes_tuning::loads_per_thread;  // and its loads per thread
 constexpr std::size_t block_reach = std::size_t{block_threads} * unroll * 16;  // bytes a block counts first
 
 __global__ void decide_kernel(const std::uint8_t* samples, std::int64_t num_samples, int* piles) {

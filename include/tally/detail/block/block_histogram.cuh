@@ -222,8 +222,9 @@ __device__ __forceinline__ bool block_bytes_pile_up(int first_byte) {
 /// many samples it left out.
 /// With `copies` > 1 (a power of two, at most 64) the copy is replicated: bin b of replica r is at
 /// b * copies + r and thread t counts into replica t % copies, so lanes that hit one bin spread
-/// over min(copies, 32) words in different banks.
-template <aggregation Aggregate, int Unroll, copy_memory Memory, class Sample, class Mapper>
+/// over min(copies, 32) words in different banks. `Tuning` (tuning::counting_tuning) gives the
+/// loads per chunk and whether they are pipelined.
+template <aggregation Aggregate, class Tuning, copy_memory Memory, class Sample, class Mapper>
 __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples, std::int64_t num_samples,
                                                           const Mapper& map, std::uint32_t* copy, int copies = 1) {
   constexpr int items = sample_vector<Sample>::items;
@@ -276,7 +277,7 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
       }
     }
   };
-  walk_vectorized<Unroll, tuning::histogram_pipelined<Sample>>(samples, num_samples, visit, visit_one);
+  walk_vectorized<Tuning::loads_per_thread, Tuning::pipelined>(samples, num_samples, visit, visit_one);
   return left_out;
 }
 

@@ -1,7 +1,9 @@
-// The histogram dispatch: the only code that chooses a strategy's launch shape and launches the
-// histogram kernels. CUB's temporary-storage contract: called with `temp == nullptr` it only
-// sets `temp_bytes`; called again with that much storage it runs. It returns cudaError_t and
-// never throws; the owning layer (src/gpu) validates arguments and turns errors into exceptions.
+// The histogram dispatch: the one place that decides how a histogram runs (histogram_policy: the
+// strategy and why, the kernel, its launch shape, its storage, made once per call from the device,
+// the sample type and the bins) and the only code that launches its kernels, CUB's included.
+// CUB's temporary-storage contract: the policy says how many bytes a launch needs; the launch gets
+// that much. It returns cudaError_t and never throws; the owning layer (src/gpu) validates
+// arguments and turns errors into exceptions.
 #pragma once
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <cub/device/device_histogram.cuh>
 #include <cuda_runtime.h>
 
 #include "tally/detail/dispatch/device_properties.cuh"
@@ -94,18 +97,12 @@ inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, st
                                    const device_properties& props) {
   if (requested != strategy::automatic) return {requested, "asked for"};
   if (sample_bytes == 1 && replica_count(num_bins) == tuning::max_replicas) {
-    // Measured on an H100 (results/2026-11-22-h100-probes): 16 bytes a load make the shared-memory
-    // atomic unit the limit, and one copy per lane, each lane in its own bank, lifts uniform bytes
-    // from 0.72 to 0.92 of the read bandwidth in a standalone kernel on 2026-11-22 (0.85 on
-    // 2026-11-23's machine; tally bench 0.81, results/2026-11-23-h100-bytes); hot bins lose a
-    // little (0.93 to 0.90), as the merged increments no longer share a word. Bytes over all 256
-    // values (byte_shift_mapper) take 64 replicas, a row of 256 bytes per bin, so that one byte
-    // permute addresses a count (tuning::byte_replicas); other byte bins take 32. Up to 384 bins
-    // (replica_count): from 385 bins, where `replicated` by name still takes 64 (up to 512), the
-    // choice is shared_atomic, not measured against it.
-    // Bytes that pile into few values count faster in one copy, where the hardware merges a warp's
-    // increments of one word (shared_atomic 0.90-0.93 on one value against 0.86-0.90): each block
-    // samples its first bytes and chooses (block_bytes_pile_up).
+    // Sixteen bytes a load make the shared-memory atomic unit the limit: a replica per lane, each
+    // in its own bank, lifts uniform bytes from 0.72 to 0.92 of the read bandwidth (standalone
+    // kernel; docs/performance.md, "Bytes at 256 bins"). Bytes that pile into few values count
+    // faster in one copy, whose increments of one word the hardware merges: the byte kernel's
+    // blocks sample their first bytes and choose (histogram_policy::adapt_to_data). From 385 bins
+    // (replica_count) the choice is shared_atomic, not measured against replicas.
     return {strategy::replicated,
             "byte samples: the shared-memory atomics are the limit, so each lane counts into a replica of its own, "
             "in its own bank; over all 256 byte values, 64 replicas, and each block samples its first bytes and, "
@@ -113,9 +110,8 @@ inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, st
             "the hardware merges"};
   }
   if (shared_copy_bytes(num_bins) <= props.shared_memory_per_block_optin) {
-    // Measured on an H100 (results/): with increments the hardware merges per warp, the plain
-    // shared-memory histogram runs at the read bandwidth on every distribution up to 16384 bins;
-    // replicas and software aggregation add work without gaining speed.
+    // The hardware merges a warp's increments of one word, so one plain copy keeps up with the
+    // reads; replicas and software aggregation add work without gaining speed.
     return {strategy::shared_atomic,
             "the bins fit in shared memory: one shared-memory increment per sample (the hardware merges a warp's "
             "increments of one bin), one global atomic per bin per block"};
@@ -148,6 +144,22 @@ int place_tables(const Mapper& map, std::size_t& shared_bytes, const device_prop
   return -1;
 }
 
+/// How one histogram call runs, decided once (make_histogram_policy) and read by the launch.
+struct histogram_policy {
+  choice chosen;                  ///< the strategy and why
+  const char* unfit = nullptr;    ///< why the strategy cannot run here; then nothing below is set
+  int block_threads = 0;          ///< of the counting kernel
+  int blocks = 0;                 ///< of the counting kernel
+  int copies = 1;                 ///< interleaved replicas of each block's copy (replicated)
+  std::size_t shared_bytes = 0;   ///< per block: the copy, and the mapper's tables when they fit
+  int table_words = -1;           ///< the word of shared memory the tables start at, or -1 (global)
+  std::size_t copy_bytes = 0;     ///< one block's copy of 32-bit counters
+  bool all_bytes = false;         ///< the byte kernel (all_bytes_histogram_kernel)
+  bool adapt_to_data = false;     ///< the byte kernel's blocks sample their input to choose a layout
+  bool zero_counts_first = true;  ///< a memset zeroes the counts before the launch (else start_output)
+  std::size_t temp_bytes = 1;     ///< temporary storage the launch needs (never 0: a null one asks for the size)
+};
+
 /// A kernel launch shape: enough blocks to fill the GPU, no block with more than 2^31 samples.
 template <class Kernel>
 cudaError_t histogram_grid(Kernel kernel, std::int64_t num_samples, std::size_t shared_bytes,
@@ -164,6 +176,108 @@ cudaError_t histogram_grid(Kernel kernel, std::int64_t num_samples, std::size_t 
   return cudaSuccess;
 }
 
+/// The shared-memory kernel that shared_atomic, warp_aggregated and replicated launch, in one
+/// function so that the policy (its occupancy) and the launch take the same one. Bytes over all
+/// 256 values take the byte kernel, but for warp_aggregated.
+template <class Sample, class Counter, class Mapper>
+auto shared_atomic_kernel_for(strategy s) {
+  using privatized = typename tuning::histogram_tuning<Sample>::privatized;
+  if constexpr (std::is_same_v<Mapper, byte_shift_mapper>) {
+    return shared_atomic_histogram_kernel<privatized, aggregation::warp, Sample, Counter, Mapper>;
+  } else {
+    return s == strategy::warp_aggregated
+               ? shared_atomic_histogram_kernel<privatized, aggregation::warp, Sample, Counter, Mapper>
+               : shared_atomic_histogram_kernel<privatized, aggregation::none, Sample, Counter, Mapper>;
+  }
+}
+
+/**
+ * Decides how strategy `requested` (automatic included) runs over `num_samples` samples with
+ * `map` on this device: the one place that knows which kernel, launch shape and storage a
+ * histogram takes. Sets `policy.unfit` (and returns cudaSuccess) where the strategy cannot run.
+ */
+template <class Sample, class Counter, class Mapper>
+cudaError_t make_histogram_policy(strategy requested, const Mapper& map, std::int64_t num_samples,
+                                  const device_properties& props, histogram_policy& policy) {
+  using privatized = typename tuning::histogram_tuning<Sample>::privatized;
+  using packed = typename tuning::histogram_tuning<Sample>::packed;
+  const std::int64_t num_bins = map.num_bins();
+  policy = histogram_policy{};
+  policy.chosen = choose_gpu_histogram(requested, num_bins, sizeof(Sample), props);
+  const strategy s = policy.chosen.used;
+  policy.unfit = histogram_strategy_unfit(s, num_bins, props);
+  if (policy.unfit != nullptr) return cudaSuccess;
+  policy.copy_bytes = shared_copy_bytes(num_bins);
+  policy.block_threads = privatized::block_threads;
+  const int max_copies =
+      static_cast<int>(std::max<std::size_t>(1, tuning::block_copies_budget_bytes / policy.copy_bytes));
+  int& blocks = policy.blocks;
+
+  switch (s) {
+    case strategy::cub: policy.temp_bytes = 0; return cudaSuccess;  // CUB sizes its own (dispatch_cub_histogram)
+    case strategy::partitioned:
+      return dispatch_partitioned(nullptr, policy.temp_bytes, static_cast<const Sample*>(nullptr), num_samples,
+                                  static_cast<Counter*>(nullptr), map, nullptr, props, nullptr);
+    case strategy::radix_sort:
+      return dispatch_radix_sort(nullptr, policy.temp_bytes, static_cast<const Sample*>(nullptr), num_samples,
+                                 static_cast<Counter*>(nullptr), map, nullptr, props, nullptr);
+    case strategy::racy:
+      return histogram_grid(racy_histogram_kernel<Sample, Counter, Mapper>, num_samples, 0, props, 1 << 30, blocks,
+                            policy.block_threads);
+    case strategy::global_atomic:
+      return histogram_grid(global_atomic_histogram_kernel<Sample, Counter, Mapper>, num_samples, 0, props, 1 << 30,
+                            blocks, policy.block_threads);
+    case strategy::global_privatized:
+      if (cudaError_t e = histogram_grid(global_privatized_histogram_kernel<privatized, Sample, Mapper>, num_samples, 0,
+                                         props, max_copies, blocks, policy.block_threads);
+          e != cudaSuccess) {
+        return e;
+      }
+      policy.temp_bytes = policy.copy_bytes * blocks;
+      return cudaSuccess;
+    case strategy::shared_two_phase:
+      policy.shared_bytes = policy.copy_bytes;
+      policy.table_words = place_tables(map, policy.shared_bytes, props);
+      if (cudaError_t e = histogram_grid(shared_two_phase_histogram_kernel<privatized, Sample, Mapper>, num_samples,
+                                         policy.shared_bytes, props, max_copies, blocks, policy.block_threads);
+          e != cudaSuccess) {
+        return e;
+      }
+      policy.temp_bytes = policy.copy_bytes * blocks;
+      return cudaSuccess;
+    case strategy::packed16:
+      policy.block_threads = packed::block_threads;
+      policy.shared_bytes = packed_copy_bytes(num_bins);
+      policy.table_words = place_tables(map, policy.shared_bytes, props);
+      return histogram_grid(packed16_histogram_kernel<packed, Sample, Counter, Mapper>, num_samples,
+                            policy.shared_bytes, props, 1 << 30, blocks, policy.block_threads);
+    case strategy::shared_atomic:
+    case strategy::warp_aggregated:
+    case strategy::replicated: break;
+    default: return cudaErrorInvalidValue;
+  }
+  constexpr bool bytes = std::is_same_v<Mapper, byte_shift_mapper>;
+  if (s == strategy::replicated) policy.copies = bytes ? byte_replica_count(num_bins, props) : replica_count(num_bins);
+  policy.shared_bytes = policy.copy_bytes * policy.copies;
+  if constexpr (bytes) {
+    if (s != strategy::warp_aggregated) {
+      // Bytes over all 256 values: the byte kernel, no tables, its counts zeroed by a memset.
+      policy.all_bytes = true;
+      policy.block_threads = tuning::all_bytes_tuning::block_threads;
+      policy.adapt_to_data = requested == strategy::automatic && policy.copies == tuning::byte_replicas;
+      const int max_blocks = policy.copies == tuning::byte_replicas
+                                 ? props.multiprocessors * tuning::byte_replica_blocks_per_multiprocessor
+                                 : 1 << 30;
+      return histogram_grid(all_bytes_histogram_kernel<tuning::all_bytes_tuning, Counter>, num_samples,
+                            policy.shared_bytes, props, max_blocks, blocks, policy.block_threads);
+    }
+  }
+  policy.table_words = place_tables(map, policy.shared_bytes, props);
+  policy.zero_counts_first = num_samples == 0;  // start_output zeroes them in the launch
+  return histogram_grid(shared_atomic_kernel_for<Sample, Counter, Mapper>(s), num_samples, policy.shared_bytes,
+                        props, 1 << 30, blocks, policy.block_threads);
+}
+
 inline cudaError_t launch_merge(const std::uint32_t* copies, int num_copies, std::int64_t num_bins, void* counts,
                                 bool wide_counters, const device_properties& props, cudaStream_t stream) {
   const std::int64_t needed = (num_bins + tuning::merge_block_threads - 1) / tuning::merge_block_threads;
@@ -178,80 +292,44 @@ inline cudaError_t launch_merge(const std::uint32_t* copies, int num_copies, std
   return cudaGetLastError();
 }
 
-/// Whether strategy `s` counts bytes over all 256 values with the byte kernel (is_byte_kernel):
-/// shared_atomic and replicated launch the kernel without aggregation.
-template <class Mapper>
-inline bool counts_all_bytes(strategy s) {
-  return (s == strategy::shared_atomic || s == strategy::replicated) && is_byte_kernel<aggregation::none, Mapper>;
-}
-
-/// Whether strategy `s` zeroes its own counts in its launch (start_output): the shared-memory
-/// strategies, which write the counts only after counting, but for the byte kernel, whose counts a
-/// memset zeroes before it. Measured on an H100 in GPU time (results/2026-11-23-h100-byte-layout),
-/// 2^28 uniform bytes: start_output and its wait and finish, device-scope atomics at the start and
-/// end of every block, took 3.5 microseconds of the 100-microsecond count; a memset before it 1.5.
-template <class Mapper>
-inline bool zeroes_own_output(strategy s, std::int64_t num_samples) {
-  return num_samples > 0 &&
-         (s == strategy::shared_atomic || s == strategy::warp_aggregated || s == strategy::replicated) &&
-         !counts_all_bytes<Mapper>(s);
-}
-
 /**
- * Runs strategy `s` (not automatic, not cub) over `samples` into `counts` and adds the samples it
- * leaves out to `*left_out`, which the caller zeroes.
- * `left_out` is the result word of a workspace's scalar block, whose other words
- * (workspace_slots.hpp) those strategies use. Counts need not be zeroed by the caller.
- * `sample_input` (set when automatic chose `s`) lets the kernel look at the input before it picks
- * its layout: bytes in replicas only, for now (block_bytes_pile_up).
+ * Runs `policy` (made by make_histogram_policy for these types and a mapper of the same size)
+ * over `samples` into `counts`, and sets `*left_out` to the samples it leaves out. `left_out` is
+ * the result word of a workspace's scalar block, whose other words (workspace_slots.hpp) the
+ * launch may use; `temp` holds policy.temp_bytes. Counts need not be zeroed by the caller.
  */
 template <class Sample, class Counter, class Mapper>
-cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, const Sample* samples,
-                               std::int64_t num_samples, Counter* counts, const Mapper& map,
-                               std::uint64_t* left_out, cudaStream_t stream, bool sample_input = false) {
-  device_properties props;
-  if (cudaError_t e = current_device_properties(props); e != cudaSuccess) return e;
+cudaError_t dispatch_histogram(void* temp, const histogram_policy& policy, const Sample* samples,
+                               std::int64_t num_samples, Counter* counts, const Mapper& map, std::uint64_t* left_out,
+                               const device_properties& props, cudaStream_t stream) {
+  using privatized = typename tuning::histogram_tuning<Sample>::privatized;
+  using packed = typename tuning::histogram_tuning<Sample>::packed;
   const std::int64_t num_bins = map.num_bins();
-  const std::size_t copy_bytes = shared_copy_bytes(num_bins);
-  const int max_copies = static_cast<int>(std::max<std::size_t>(1, tuning::block_copies_budget_bytes / copy_bytes));
-  constexpr int threads = tuning::histogram_block_threads<Sample>;
-  int blocks = 1;
-
+  const strategy s = policy.chosen.used;
+  const int blocks = policy.blocks;
+  const int threads = policy.block_threads;
+  const std::size_t shared = policy.shared_bytes;
+  if (cudaError_t e = cudaMemsetAsync(left_out, 0, sizeof(std::uint64_t), stream); e != cudaSuccess) return e;
+  std::size_t temp_bytes = policy.temp_bytes;
   switch (s) {
     case strategy::partitioned:
       return dispatch_partitioned(temp, temp_bytes, samples, num_samples, counts, map, left_out, props, stream);
     case strategy::radix_sort:
       return dispatch_radix_sort(temp, temp_bytes, samples, num_samples, counts, map, left_out, props, stream);
-    case strategy::global_privatized: {
-      auto kernel = global_privatized_histogram_kernel<Sample, Mapper>;
-      if (cudaError_t e = histogram_grid(kernel, num_samples, 0, props, max_copies, blocks, threads); e != cudaSuccess) return e;
-      if (temp == nullptr) {
-        temp_bytes = copy_bytes * blocks;
-        return cudaSuccess;
-      }
-      auto* copies = static_cast<std::uint32_t*>(temp);
-      if (cudaError_t e = cudaMemsetAsync(copies, 0, copy_bytes * blocks, stream); e != cudaSuccess) return e;
-      if (num_samples > 0) kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, copies, map, left_out);
-      if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-      return launch_merge(copies, blocks, num_bins, counts, sizeof(Counter) == 8, props, stream);
-    }
+    case strategy::global_privatized:
     case strategy::shared_two_phase: {
-      auto kernel = shared_two_phase_histogram_kernel<Sample, Mapper>;
-      std::size_t shared_bytes = copy_bytes;
-      const int table_words = place_tables(map, shared_bytes, props);
-      if (cudaError_t e = histogram_grid(kernel, num_samples, shared_bytes, props, max_copies, blocks, threads);
-          e != cudaSuccess) {
-        return e;
-      }
-      if (temp == nullptr) {
-        temp_bytes = copy_bytes * blocks;
-        return cudaSuccess;
-      }
       auto* copies = static_cast<std::uint32_t*>(temp);
-      if (num_samples == 0) {
-        if (cudaError_t e = cudaMemsetAsync(copies, 0, copy_bytes * blocks, stream); e != cudaSuccess) return e;
-      } else {
-        kernel<<<blocks, threads, shared_bytes, stream>>>(samples, num_samples, copies, map, left_out, table_words);
+      if (s == strategy::global_privatized || num_samples == 0) {
+        if (cudaError_t e = cudaMemsetAsync(copies, 0, policy.copy_bytes * blocks, stream); e != cudaSuccess) return e;
+      }
+      if (num_samples > 0) {
+        if (s == strategy::global_privatized) {
+          global_privatized_histogram_kernel<privatized, Sample, Mapper>
+              <<<blocks, threads, 0, stream>>>(samples, num_samples, copies, map, left_out);
+        } else {
+          shared_two_phase_histogram_kernel<privatized, Sample, Mapper>
+              <<<blocks, threads, shared, stream>>>(samples, num_samples, copies, map, left_out, policy.table_words);
+        }
       }
       if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
       return launch_merge(copies, blocks, num_bins, counts, sizeof(Counter) == 8, props, stream);
@@ -259,67 +337,89 @@ cudaError_t dispatch_histogram(void* temp, std::size_t& temp_bytes, strategy s, 
     default: break;
   }
 
-  // The remaining strategies count straight into `counts`, which start at zero. They need no
-  // storage, but ask for one byte: a null `temp` is how callers ask for the size, so the run call
-  // must get a non-null one (CUB's contract, which never reports zero bytes either).
-  if (temp == nullptr) {
-    temp_bytes = 1;
-    return cudaSuccess;
-  }
-  if (!zeroes_own_output<Mapper>(s, num_samples)) {
+  // The remaining strategies count straight into `counts`.
+  if (policy.zero_counts_first) {
     if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
   }
   if (num_samples == 0) return cudaSuccess;
   switch (s) {
-    case strategy::racy: {
-      auto kernel = racy_histogram_kernel<Sample, Counter, Mapper>;
-      if (cudaError_t e = histogram_grid(kernel, num_samples, 0, props, 1 << 30, blocks, threads); e != cudaSuccess) return e;
-      kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, counts, map, left_out);
+    case strategy::racy:
+      racy_histogram_kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, counts, map, left_out);
       break;
-    }
-    case strategy::global_atomic: {
-      auto kernel = global_atomic_histogram_kernel<Sample, Counter, Mapper>;
-      if (cudaError_t e = histogram_grid(kernel, num_samples, 0, props, 1 << 30, blocks, threads); e != cudaSuccess) return e;
-      kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, counts, map, left_out);
+    case strategy::global_atomic:
+      global_atomic_histogram_kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, counts, map, left_out);
       break;
-    }
     case strategy::shared_atomic:
     case strategy::warp_aggregated:
     case strategy::replicated: {
-      int copies = 1;
-      if (s == strategy::replicated) {
-        copies = std::is_same_v<Mapper, byte_shift_mapper> ? byte_replica_count(num_bins, props) : replica_count(num_bins);
-      }
-      auto kernel = s == strategy::warp_aggregated
-                        ? shared_atomic_histogram_kernel<aggregation::warp, Sample, Counter, Mapper>
-                        : shared_atomic_histogram_kernel<aggregation::none, Sample, Counter, Mapper>;
-      std::size_t bytes = copy_bytes * copies;
-      const int table_words = place_tables(map, bytes, props);
-      const bool byte_replicas = std::is_same_v<Mapper, byte_shift_mapper> && copies == tuning::byte_replicas;
-      const int max_blocks = byte_replicas ? props.multiprocessors * tuning::byte_replica_blocks_per_multiprocessor : 1 << 30;
-      if (cudaError_t e = histogram_grid(kernel, num_samples, bytes, props, max_blocks, blocks, threads); e != cudaSuccess) {
-        return e;
+      if constexpr (std::is_same_v<Mapper, byte_shift_mapper>) {
+        if (policy.all_bytes) {
+          all_bytes_histogram_kernel<tuning::all_bytes_tuning><<<blocks, threads, shared, stream>>>(
+              samples, num_samples, counts, map, policy.copies, policy.adapt_to_data);
+          break;
+        }
       }
       const output_start_words output{left_out, left_out + scalar_slot::output_zeroed,
                                       left_out + scalar_slot::output_blocks_finished};
-      kernel<<<blocks, threads, bytes, stream>>>(samples, num_samples, counts, map, output, copies, sample_input,
-                                                 table_words);
+      const auto kernel = shared_atomic_kernel_for<Sample, Counter, Mapper>(s);
+      kernel<<<blocks, threads, shared, stream>>>(
+          samples, num_samples, counts, map, output, policy.copies, policy.table_words);
       break;
     }
-    case strategy::packed16: {
-      auto kernel = packed16_histogram_kernel<Sample, Counter, Mapper>;
-      std::size_t bytes = packed_copy_bytes(num_bins);
-      const int table_words = place_tables(map, bytes, props);
-      if (cudaError_t e = histogram_grid(kernel, num_samples, bytes, props, 1 << 30, blocks, tuning::packed_block_threads);
-          e != cudaSuccess) {
-        return e;
-      }
-      kernel<<<blocks, tuning::packed_block_threads, bytes, stream>>>(samples, num_samples, counts, map, left_out,
-                                                                      table_words);
+    case strategy::packed16:
+      packed16_histogram_kernel<packed><<<blocks, threads, shared, stream>>>(samples, num_samples, counts, map,
+                                                                             left_out, policy.table_words);
       break;
-    }
     default: return cudaErrorInvalidValue;
   }
+  return cudaGetLastError();
+}
+
+/// CUB's DeviceHistogram::HistogramEven over `num_levels` even levels from `lower` to `upper`.
+template <class Sample, class Level, class CubCounter>
+struct cub_even_histogram {
+  const Sample* samples;
+  CubCounter* counts;
+  int num_levels;
+  Level lower;
+  Level upper;
+  std::int64_t num_samples;
+  cudaError_t operator()(void* temp, std::size_t& bytes, const double*, cudaStream_t stream) const {
+    return cub::DeviceHistogram::HistogramEven(temp, bytes, samples, counts, num_levels, lower, upper, num_samples,
+                                               stream);
+  }
+};
+
+/// CUB's DeviceHistogram::HistogramRange over `num_levels` edges, which the launch finds on the device.
+template <class Sample, class CubCounter>
+struct cub_range_histogram {
+  const Sample* samples;
+  CubCounter* counts;
+  int num_levels;
+  std::int64_t num_samples;
+  cudaError_t operator()(void* temp, std::size_t& bytes, const double* device_edges, cudaStream_t stream) const {
+    return cub::DeviceHistogram::HistogramRange(temp, bytes, samples, counts, num_levels, device_edges, num_samples,
+                                                stream);
+  }
+};
+
+/**
+ * The cub strategy: `cub_histogram` (cub_even_histogram or cub_range_histogram) into `counts`,
+ * then *left_out = the samples it dropped (num_samples less the sum of the counts). CUB's own
+ * contract: a null `temp` only sets `temp_bytes`.
+ */
+template <class CubHistogram, class Counter>
+cudaError_t dispatch_cub_histogram(void* temp, std::size_t& temp_bytes, const CubHistogram& cub_histogram,
+                                   Counter* counts, std::int64_t num_bins, const double* device_edges,
+                                   std::uint64_t* left_out, const device_properties& props, cudaStream_t stream) {
+  if (temp == nullptr) return cub_histogram(nullptr, temp_bytes, device_edges, stream);
+  set_value_kernel<<<1, 1, 0, stream>>>(left_out, static_cast<std::uint64_t>(cub_histogram.num_samples));
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  if (cub_histogram.num_samples == 0) return cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream);
+  if (cudaError_t e = cub_histogram(temp, temp_bytes, device_edges, stream); e != cudaSuccess) return e;
+  const int blocks =
+      static_cast<int>(std::min<std::int64_t>((num_bins + 255) / 256, std::int64_t{props.multiprocessors} * 4));
+  subtract_counts_kernel<<<blocks, 256, 0, stream>>>(counts, num_bins, left_out);
   return cudaGetLastError();
 }
 

@@ -38,82 +38,75 @@ __global__ void global_atomic_histogram_kernel(const Sample* samples, std::int64
 
 /// Each block counts into its own zeroed slice of `block_copies` (num_bins counters) in global
 /// memory with block-scope atomics; merge_block_copies_kernel adds the slices up.
-template <class Sample, class Mapper>
-__global__ void __launch_bounds__(tuning::histogram_block_threads<Sample>, tuning::histogram_min_blocks<Sample>)
-global_privatized_histogram_kernel(const Sample* samples, std::int64_t num_samples,
-                                                   std::uint32_t* block_copies, Mapper map,
-                                                   std::uint64_t* left_out) {
+template <class Tuning, class Sample, class Mapper>
+__global__ void __launch_bounds__(Tuning::block_threads, Tuning::min_blocks)
+global_privatized_histogram_kernel(const Sample* samples, std::int64_t num_samples, std::uint32_t* block_copies,
+                                   Mapper map, std::uint64_t* left_out) {
   std::uint32_t* copy = block_copies + static_cast<std::int64_t>(blockIdx.x) * map.num_bins();
-  warp_add_to(count_vectorized<aggregation::none, tuning::histogram_unroll<Sample>, copy_memory::global>(
-                  samples, num_samples, map, copy),
+  warp_add_to(count_vectorized<aggregation::none, Tuning, copy_memory::global>(samples, num_samples, map, copy),
               left_out);
 }
 
-/// Whether shared_atomic_histogram_kernel with this aggregation and mapper is the byte kernel:
-/// bytes over all 256 values (byte_shift_mapper), no aggregation, counted by count_all_bytes, with
-/// counts a memset zeroes before the launch rather than start_output.
-template <aggregation Aggregate, class Mapper>
-inline constexpr bool is_byte_kernel = std::is_same_v<Mapper, byte_shift_mapper> && Aggregate == aggregation::none;
-
 /// A shared-memory histogram per block, then one device-scope atomic per non-zero bin. With
 /// aggregation::warp, equal bins within a lane or across a whole warp add as one (warp_aggregated);
-/// with `copies` > 1 the block keeps that many interleaved replicas (replicated). With
-/// `sample_input` (automatic), a block of bytes in replicas looks at its first samples and,
-/// where they pile into few values, counts into one plain copy instead, in the same shared memory
-/// (block_bytes_pile_up); bytes over all 256 values take count_all_bytes. The launch zeroes
-/// `counts` itself (start_output), so they need no memset before it, except the byte kernel
-/// (`all_bytes`), whose counts the dispatch zeroes with a memset (zeroes_own_output), and which
-/// hands its counts on with one bulk reduction per block where it can (add_byte_copy).
-template <aggregation Aggregate, class Sample, class Counter, class Mapper>
-__global__ void __launch_bounds__(tuning::histogram_block_threads<Sample>, tuning::histogram_min_blocks<Sample>)
-shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
-                                               Mapper map, output_start_words output, int copies, bool sample_input,
-                                               int table_words) {
+/// with `copies` > 1 the block keeps that many interleaved replicas (replicated). The launch zeroes
+/// `counts` itself (start_output), so they need no memset before it.
+template <class Tuning, aggregation Aggregate, class Sample, class Counter, class Mapper>
+__global__ void __launch_bounds__(Tuning::block_threads, Tuning::min_blocks)
+shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts, Mapper map,
+                               output_start_words output, int copies, int table_words) {
+  extern __shared__ __align__(16) std::uint32_t shared_copy[];
+  zero_block_copy(shared_copy, swizzled_words(map.num_bins() * copies));
+  const Mapper block_map = tables_in_block(map, shared_copy, table_words);
+  start_output(counts, map.num_bins(), output);  // its barrier also orders the copy's zeroing before counting
+  const std::uint64_t left_out =
+      count_vectorized<Aggregate, Tuning, copy_memory::shared>(samples, num_samples, block_map, shared_copy, copies);
+  __syncthreads();  // every count is in before the copy is read
+  wait_for_zeroed_output(output);
+  add_block_copy(shared_copy, map.num_bins(), counts, copies);
+  warp_add_to(left_out, output.left_out);
+  finish_output(output);
+}
+
+/// The byte kernel: bytes over all 256 values (byte_shift_mapper), none left out, into one plain
+/// copy or tuning::byte_replicas replicas per block (count_all_bytes). Its counts are zeroed by a
+/// memset before the launch (cheaper than start_output's protocol for so short a kernel), and it
+/// hands them on with one bulk reduction per block where it can (add_byte_copy). With
+/// `adapt_to_data` (histogram_policy), a block in replicas looks at its first bytes and, where they
+/// pile into few values, counts into one plain copy instead (block_bytes_pile_up), whose
+/// increments of one word the hardware merges.
+template <class Tuning, class Counter>
+__global__ void __launch_bounds__(Tuning::block_threads, Tuning::min_blocks)
+all_bytes_histogram_kernel(const std::uint8_t* samples, std::int64_t num_samples, Counter* counts,
+                           byte_shift_mapper map, int copies, bool adapt_to_data) {
   extern __shared__ __align__(16) std::uint32_t shared_copy[];  // add_byte_copy_in_bulk reads it as uint4
-  constexpr bool all_bytes = is_byte_kernel<Aggregate, Mapper>;
-  constexpr int unroll = all_bytes ? tuning::byte_replica_unroll : tuning::histogram_unroll<Sample>;
+  constexpr int loads = Tuning::loads_per_thread;
   const std::int64_t copy_words = swizzled_words(map.num_bins() * copies);  // as launched
-  if constexpr (all_bytes) {
-    // The byte kernel's counts were zeroed by a memset before the launch (the dispatch's
-    // zeroes_own_output asks is_byte_kernel too). Its sample of the input is loaded first, so
-    // that the load's latency hides behind the zeroing; the choice is the same for the whole
-    // block, and a block that counts into one plain copy uses the start of the zeroed replicas.
-    const bool sample = sample_input && copies == tuning::byte_replicas;
-    const int first_byte = sample ? lane_first_byte(samples, num_samples, unroll) : 0;
-    zero_block_copy(shared_copy, copy_words);
-    if (sample && block_bytes_pile_up(first_byte)) copies = 1;
-    __syncthreads();  // the copy is zeroed before counting
-    count_all_bytes<unroll>(samples, num_samples, map, shared_copy, copies);
-    __syncthreads();  // every count is in before the copy is read
-    add_byte_copy<tuning::histogram_block_threads<Sample>>(shared_copy, map, copies, copy_words, counts);
-  } else {
-    zero_block_copy(shared_copy, copy_words);
-    const Mapper block_map = tables_in_block(map, shared_copy, table_words);
-    start_output(counts, map.num_bins(), output);  // its barrier also orders the copy's zeroing before counting
-    const std::uint64_t left_out =
-        count_vectorized<Aggregate, unroll, copy_memory::shared>(samples, num_samples, block_map, shared_copy, copies);
-    __syncthreads();  // every count is in before the copy is read
-    wait_for_zeroed_output(output);
-    add_block_copy(shared_copy, map.num_bins(), counts, copies);
-    warp_add_to(left_out, output.left_out);
-    finish_output(output);
-  }
+  // The sample of the input is loaded first, so that its latency hides behind the zeroing; the
+  // choice holds for the whole block, and one plain copy uses the start of the zeroed replicas.
+  const bool sample = adapt_to_data && copies == tuning::byte_replicas;
+  const int first_byte = sample ? lane_first_byte(samples, num_samples, loads) : 0;
+  zero_block_copy(shared_copy, copy_words);
+  if (sample && block_bytes_pile_up(first_byte)) copies = 1;
+  __syncthreads();  // the copy is zeroed before counting
+  count_all_bytes<loads>(samples, num_samples, map, shared_copy, copies);
+  __syncthreads();  // every count is in before the copy is read
+  add_byte_copy<Tuning::block_threads>(shared_copy, map, copies, copy_words, counts);
 }
 
 /// A shared-memory histogram per block, written out whole to the block's slice of
 /// `block_copies`; merge_block_copies_kernel adds the slices up, with no atomics.
-template <class Sample, class Mapper>
-__global__ void __launch_bounds__(tuning::histogram_block_threads<Sample>, tuning::histogram_min_blocks<Sample>)
-shared_two_phase_histogram_kernel(const Sample* samples, std::int64_t num_samples,
-                                                  std::uint32_t* block_copies, Mapper map,
-                                                  std::uint64_t* left_out, int table_words) {
+template <class Tuning, class Sample, class Mapper>
+__global__ void __launch_bounds__(Tuning::block_threads, Tuning::min_blocks)
+shared_two_phase_histogram_kernel(const Sample* samples, std::int64_t num_samples, std::uint32_t* block_copies,
+                                  Mapper map, std::uint64_t* left_out, int table_words) {
   extern __shared__ __align__(16) std::uint32_t shared_copy[];
   const std::int64_t num_bins = map.num_bins();
   zero_block_copy(shared_copy, swizzled_words(num_bins));
   const Mapper block_map = tables_in_block(map, shared_copy, table_words);
   __syncthreads();
-  warp_add_to(count_vectorized<aggregation::none, tuning::histogram_unroll<Sample>, copy_memory::shared>(
-                  samples, num_samples, block_map, shared_copy),
+  warp_add_to(count_vectorized<aggregation::none, Tuning, copy_memory::shared>(samples, num_samples, block_map,
+                                                                               shared_copy),
               left_out);
   __syncthreads();
   std::uint32_t* copy = block_copies + static_cast<std::int64_t>(blockIdx.x) * num_bins;
@@ -135,8 +128,8 @@ inline constexpr bool packed_swizzle_always = has_tables<Mapper> ||
 /// A packed copy of 16-bit counters per block in shared memory (twice the bins of 32-bit ones),
 /// swizzled where the block's first samples crowd banks, spilling into `counts` as it goes, then
 /// one device-scope atomic per non-zero counter.
-template <class Sample, class Counter, class Mapper>
-__global__ void __launch_bounds__(tuning::packed_block_threads, 1)
+template <class Tuning, class Sample, class Counter, class Mapper>
+__global__ void __launch_bounds__(Tuning::block_threads, Tuning::min_blocks)
 packed16_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts, Mapper map,
                           std::uint64_t* left_out, int table_words) {
   extern __shared__ __align__(16) std::uint32_t packed_copy[];  // scan mode reads it as uint4
@@ -144,17 +137,17 @@ packed16_histogram_kernel(const Sample* samples, std::int64_t num_samples, Count
   zero_block_copy(packed_copy, swizzled_words(packed_words(num_bins)) + packed_mode_words);
   const Mapper block_map = tables_in_block(map, packed_copy, table_words);
   __syncthreads();
-  constexpr int threads = tuning::packed_block_threads;
-  constexpr int unroll = tuning::packed_unroll<Sample>;
+  constexpr int threads = Tuning::block_threads;
+  constexpr int loads = Tuning::loads_per_thread;
   bool swizzle = true;
   std::uint64_t mine = 0;
   if constexpr (packed_swizzle_always<Sample, Mapper>) {
-    mine = count_packed<threads, unroll, 31u>(samples, num_samples, block_map, packed_copy, counts);
+    mine = count_packed<threads, loads, 31u>(samples, num_samples, block_map, packed_copy, counts);
   } else {
-    swizzle = packed_block_swizzles(samples, num_samples, block_map, unroll);  // a barrier
+    swizzle = packed_block_swizzles(samples, num_samples, block_map, loads);  // a barrier
     // One loop per layout: a swizzle chosen at run time would cost its instructions in both.
-    mine = swizzle ? count_packed<threads, unroll, 31u>(samples, num_samples, block_map, packed_copy, counts)
-                   : count_packed<threads, unroll, 0u>(samples, num_samples, block_map, packed_copy, counts);
+    mine = swizzle ? count_packed<threads, loads, 31u>(samples, num_samples, block_map, packed_copy, counts)
+                   : count_packed<threads, loads, 0u>(samples, num_samples, block_map, packed_copy, counts);
   }
   warp_add_to(mine, left_out);
   __syncthreads();  // every count and spill is in before the copy is read
