@@ -383,6 +383,59 @@ TEST(GpuHistogramStrategies, ByteSamplesInBinsOfWidthOneAreCountedWithoutRangeCh
   }
 }
 
+TEST(GpuHistogramStrategies, AutomaticFoldsTheCountsOfByteValuesIntoAnyBins) {
+  // Bytes in bins other than those of width one: automatic counts the 256 byte values, then maps
+  // each value once and adds its count to its bin. Bins wider and narrower than a byte, ranges that
+  // leave bytes out on either side or hold one value, both upper edges, range bins and bincount.
+  const std::vector<even_bins> layouts{{4096, 0.0, 255.0}, {7, 3.5, 250.25}, {100, 0.0, 1000.0},
+                                       {256, -0.5, 255.5}, {1, 77.0, 77.5},   {65536, 0.0, 255.0}};
+  int case_index = 0;
+  for (const even_bins& bins : layouts) {
+    for (const pattern p : {pattern::uniform, pattern::single, pattern::sorted, pattern::geometric}) {
+      for (const std::size_t n : {std::size_t{0}, std::size_t{33}, (std::size_t{1} << 20) + 7}) {
+        ++case_index;
+        const auto host = make_samples<std::uint8_t>(p, n, 0.0, 255.0, seed + static_cast<std::uint64_t>(case_index));
+        const upper_edge last = case_index % 2 == 0 ? upper_edge::exclusive : upper_edge::inclusive;
+        SCOPED_TRACE(::testing::Message() << "bins=" << bins.num_bins << " [" << bins.lower << ", " << bins.upper << "] "
+                                          << to_string(p) << " n=" << n);
+        std::vector<std::uint64_t> expected(static_cast<std::size_t>(bins.num_bins));
+        const auto want = cpu::histogram_even(std::span<const std::uint8_t>(host), std::span<std::uint64_t>(expected),
+                                              bins, {strategy::sequential, last});
+        auto samples = to_device(host);
+        gpu::device_buffer<std::uint64_t> counts(expected.size());
+        counts.fill_bytes(poison_byte);
+        const auto got = gpu::histogram_even(samples.const_span(), counts.span(), bins, {strategy::automatic, last});
+        EXPECT_EQ(download(counts), expected);
+        EXPECT_EQ(got.left_out, want.left_out);
+        EXPECT_EQ(got.chose.used, strategy::replicated);
+        EXPECT_NE(got.chose.reason.find("each byte value mapped to its bin once"), std::string_view::npos);
+      }
+    }
+  }
+  const auto host = make_samples<std::uint8_t>(pattern::uniform, (1u << 20) + 5, 0.0, 255.0, seed + 99);
+  auto samples = to_device(host);
+  const std::vector<double> edges{-1.0, 0.5, 2.0, 100.25, 100.5, 200.0, 254.0};
+  std::vector<std::uint32_t> expected(edges.size() - 1);
+  const auto want = cpu::histogram_range(std::span<const std::uint8_t>(host), std::span<std::uint32_t>(expected),
+                                         std::span<const double>(edges), {strategy::sequential, upper_edge::inclusive});
+  gpu::device_buffer<std::uint32_t> counts(expected.size());
+  counts.fill_bytes(poison_byte);
+  const auto got = gpu::histogram_range(samples.const_span(), counts.span(), std::span<const double>(edges),
+                                        {strategy::automatic, upper_edge::inclusive});
+  EXPECT_EQ(download(counts), expected);
+  EXPECT_EQ(got.left_out, want.left_out);
+  EXPECT_EQ(got.chose.used, strategy::replicated);
+  std::vector<std::uint32_t> expected_bincount(10);
+  const auto want_bincount =
+      cpu::bincount(std::span<const std::uint8_t>(host), std::span<std::uint32_t>(expected_bincount), {strategy::sequential});
+  gpu::device_buffer<std::uint32_t> bincounts(expected_bincount.size());
+  bincounts.fill_bytes(poison_byte);
+  const auto got_bincount = gpu::bincount(samples.const_span(), bincounts.span(), {strategy::automatic});
+  EXPECT_EQ(download(bincounts), expected_bincount);
+  EXPECT_EQ(got_bincount.left_out, want_bincount.left_out);
+  EXPECT_GT(got_bincount.left_out, 0u);
+}
+
 TEST(GpuHistogramStrategies, BytesCountExactlyWhateverLayoutEachBlockSamplesItsWayTo) {
   // automatic lets each block of the byte kernel sample its first bytes and count into 64
   // replicas (spread bytes) or one plain copy (bytes piled on few values); test_gpu_block_pieces

@@ -155,6 +155,7 @@ struct histogram_policy {
   int table_words = -1;           ///< the word of shared memory the tables start at, or -1 (global)
   std::size_t copy_bytes = 0;     ///< one block's copy of 32-bit counters
   bool all_bytes = false;         ///< the byte kernel (all_bytes_histogram_kernel)
+  bool fold_bytes = false;        ///< bytes counted over all 256 values, then folded into the bins
   bool adapt_to_data = false;     ///< the byte kernel's blocks sample their input to choose a layout
   bool zero_counts_first = true;  ///< a memset zeroes the counts before the launch (else start_output)
   std::size_t temp_bytes = 1;     ///< temporary storage the launch needs (never 0: a null one asks for the size)
@@ -191,6 +192,16 @@ auto shared_atomic_kernel_for(strategy s) {
   }
 }
 
+/// Byte values whose counts are folded into the bins (fold_byte_counts_kernel).
+inline constexpr int byte_values = 256;
+
+/// Whether automatic counts `Sample`s with `Mapper` over all 256 byte values first, then folds
+/// the counts into the bins: bytes in any bins but those of width one (which byte_shift_mapper
+/// counts directly). The count then costs a permute and a shared-memory atomic a byte, whatever
+/// the bins; the mapping, once per byte value.
+template <class Sample, class Mapper>
+inline constexpr bool folds_bytes = std::is_same_v<Sample, std::uint8_t> && !std::is_same_v<Mapper, byte_shift_mapper>;
+
 /**
  * Decides how strategy `requested` (automatic included) runs over `num_samples` samples with
  * `map` on this device: the one place that knows which kernel, launch shape and storage a
@@ -203,6 +214,26 @@ cudaError_t make_histogram_policy(strategy requested, const Mapper& map, std::in
   using packed = typename tuning::histogram_tuning<Sample>::packed;
   const std::int64_t num_bins = map.num_bins();
   policy = histogram_policy{};
+  if constexpr (folds_bytes<Sample, Mapper>) {
+    if (requested == strategy::automatic) {
+      policy.chosen = {strategy::replicated,
+                       "byte samples: counted over all 256 byte values first, each lane into a replica of its own "
+                       "(one permute and one shared-memory atomic a byte, whatever the bins), then each byte value "
+                       "mapped to its bin once and its count added there"};
+      policy.fold_bytes = true;
+      policy.all_bytes = true;
+      policy.copies = byte_replica_count(byte_values, props);
+      policy.adapt_to_data = policy.copies == tuning::byte_replicas;
+      policy.block_threads = tuning::all_bytes_tuning::block_threads;
+      policy.shared_bytes = shared_copy_bytes(byte_values) * policy.copies;
+      policy.temp_bytes = sizeof(std::uint64_t) * byte_values;
+      const int max_blocks = policy.copies == tuning::byte_replicas
+                                 ? props.multiprocessors * tuning::byte_replica_blocks_per_multiprocessor
+                                 : 1 << 30;
+      return histogram_grid(all_bytes_histogram_kernel<tuning::all_bytes_tuning, std::uint64_t>, num_samples,
+                            policy.shared_bytes, props, max_blocks, policy.blocks, policy.block_threads);
+    }
+  }
   policy.chosen = choose_gpu_histogram(requested, num_bins, sizeof(Sample), props);
   const strategy s = policy.chosen.used;
   policy.unfit = histogram_strategy_unfit(s, num_bins, props);
@@ -310,6 +341,19 @@ cudaError_t dispatch_histogram(void* temp, const histogram_policy& policy, const
   const int threads = policy.block_threads;
   const std::size_t shared = policy.shared_bytes;
   if (cudaError_t e = cudaMemsetAsync(left_out, 0, sizeof(std::uint64_t), stream); e != cudaSuccess) return e;
+  if constexpr (folds_bytes<Sample, Mapper>) {
+    if (policy.fold_bytes) {
+      auto* byte_counts = static_cast<std::uint64_t*>(temp);
+      if (cudaError_t e = cudaMemsetAsync(byte_counts, 0, policy.temp_bytes, stream); e != cudaSuccess) return e;
+      if (num_samples > 0) {
+        all_bytes_histogram_kernel<tuning::all_bytes_tuning><<<blocks, threads, shared, stream>>>(
+            samples, num_samples, byte_counts, byte_shift_mapper(0, byte_values), policy.copies, policy.adapt_to_data);
+      }
+      if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
+      fold_byte_counts_kernel<<<1, byte_values, 0, stream>>>(byte_counts, counts, map, left_out);
+      return cudaGetLastError();
+    }
+  }
   std::size_t temp_bytes = policy.temp_bytes;
   switch (s) {
     case strategy::partitioned:

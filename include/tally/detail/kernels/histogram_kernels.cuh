@@ -94,6 +94,26 @@ all_bytes_histogram_kernel(const std::uint8_t* samples, std::int64_t num_samples
   add_byte_copy<Tuning::block_threads>(shared_copy, map, copies, copy_words, counts);
 }
 
+/// Folds the counts of the 256 byte values into the bins: byte value x's count goes to bin map(x),
+/// mapped once by the mapper every strategy uses, or to the left-out count. One block of 256
+/// threads, one byte value each, into counts zeroed before it.
+template <class Counter, class Mapper>
+__global__ void fold_byte_counts_kernel(const std::uint64_t* byte_counts, Counter* counts, Mapper map,
+                                        std::uint64_t* left_out) {
+  const std::uint64_t count = byte_counts[threadIdx.x];
+  std::uint64_t dropped = 0;
+  if (count != 0) {
+    const std::int64_t bin = map(static_cast<std::uint8_t>(threadIdx.x));
+    if (bin >= 0) {
+      cuda::atomic_ref<Counter, cuda::thread_scope_device>(counts[bin])
+          .fetch_add(static_cast<Counter>(count), cuda::memory_order_relaxed);
+    } else {
+      dropped = count;
+    }
+  }
+  warp_add_to(dropped, left_out);
+}
+
 /// A shared-memory histogram per block, written out whole to the block's slice of
 /// `block_copies`; merge_block_copies_kernel adds the slices up, with no atomics.
 template <class Tuning, class Sample, class Mapper>
