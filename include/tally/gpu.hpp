@@ -195,7 +195,7 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<Count
 /**
  * @brief Weighted even-bin histogram on the GPU; never synchronizes. Same semantics as
  * tally::cpu::histogram_even with weights (and, with `deterministic`, the same bits). Strategies:
- * global_atomic, shared_atomic (while the bins fit a block's shared memory), automatic. The
+ * atomic, shared_atomic (while the bins fit a block's shared memory), automatic. The
  * left-out count lands in `ws.scalar()[0]`; with `deterministic`, `ws.scalar()[1]` becomes 1 when
  * a counted sample's finite weight has |w| >= 2^31 (the bins it fell in then hold NaN), else 0.
  */

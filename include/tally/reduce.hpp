@@ -62,8 +62,8 @@ struct find_result {
  * bits below the chunk's largest ulp). Any NaN, or both +inf and -inf, gives NaN; infinities of
  * one sign give that infinity; a finite sum beyond the type's range rounds to +-inf; an exact
  * zero is +0.
- * Strategies: GPU automatic, block_reduce_atomic and two_pass honour it (the same arithmetic,
- * the block results combined with integer atomics or by a second kernel); GPU atomic_per_element,
+ * Strategies: GPU automatic, block_reduce_atomic and two_phase honour it (the same arithmetic,
+ * the block results combined with integer atomics or by a second kernel); GPU atomic,
  * atomic_per_thread and cub, and CPU critical, atomic and reduction, refuse it (errc::not_supported,
  * naming `deterministic`). CPU sequential, privatized and automatic honour it with the same bits.
  * At most 2^38 samples (the exact accumulator's 64-bit digits could overflow beyond).

@@ -14,31 +14,36 @@ namespace tally {
 /** @brief Where a call runs. */
 enum class backend : std::uint8_t { cpu, gpu };
 
-/** @brief How a histogram, count or reduction resolves conflicting updates. */
+/**
+ * @brief How a histogram, count or reduction resolves conflicting updates. One idea has one name
+ * across operations and backends: `atomic` is one atomic update per sample into the shared result
+ * (std::atomic_ref on the CPU, a device-scope atomic on the GPU), `two_phase` writes per-block
+ * results out and merges them in a second kernel, with no atomics between blocks. The names these
+ * had before (global_atomic, atomic_per_element, shared_two_phase, two_pass) still parse.
+ */
 enum class strategy : std::uint8_t {
   automatic,  ///< chosen per call from the sizes, the type and the input; the result says which
+
+  // Both backends.
+  atomic,  ///< one atomic update per sample into the one result (std::atomic_ref; device scope on the GPU)
 
   // CPU backend: OpenMP's ways (critical, atomic, reduction clause, private copies).
   sequential,  ///< one thread, no synchronization: the reference every result is checked against
   critical,    ///< `#pragma omp critical` around each update: one lock for everything
-  atomic,      ///< `std::atomic_ref` per update
   privatized,  ///< a private copy per thread, merged at the end
   reduction,   ///< the OpenMP `reduction` clause
 
   // GPU backend.
   racy,               ///< unsynchronized `hist[bin]++`: loses updates, kept to demonstrate it
-  global_atomic,      ///< one device-scope atomic per sample
   global_privatized,  ///< a block-scope histogram per block in global memory, then a merge kernel
   shared_atomic,      ///< a histogram per block in shared memory, one device atomic per non-zero bin
-  shared_two_phase,   ///< per-block shared histograms written out, merged by a second kernel
+  two_phase,          ///< per-block results (histograms in shared memory, partial sums) written out, merged by a second kernel; no atomics between blocks
   warp_aggregated,    ///< shared_atomic, with equal bins in a lane or a whole warp added as one
   replicated,         ///< interleaved copies per block, so lanes that hit one bin hit different words
   packed16,           ///< 16-bit shared counters, two per word, spilling 2^12 at a time to global before they overflow
   block_reduce_atomic,  ///< a block reduction, then one atomic per block (reductions, counts)
   cub,                ///< NVIDIA CUB behind the same API: the baseline
-  atomic_per_element,  ///< reductions, counts: one device atomic per sample into the one result (the naive lesson)
   atomic_per_thread,   ///< reductions, counts: each thread folds its share, then one atomic per thread
-  two_pass,            ///< reductions, counts: block results written out, a second kernel combines them; no atomics
   partitioned,  ///< histograms of many bins: samples grouped by ranges of 2^15 bins, then each range counted in shared memory
   radix_sort,   ///< histograms: bin indices radix-sorted, then run lengths; no atomics, deterministic (CUB)
 };
@@ -51,49 +56,53 @@ struct strategy_name {
   strategy value;
   std::string_view name;
 };
-inline constexpr std::array<strategy_name, 21> strategy_names{{
+inline constexpr std::array<strategy_name, 18> strategy_names{{
     {strategy::automatic, "automatic"},
+    {strategy::atomic, "atomic"},
     {strategy::sequential, "sequential"},
     {strategy::critical, "critical"},
-    {strategy::atomic, "atomic"},
     {strategy::privatized, "privatized"},
     {strategy::reduction, "reduction"},
     {strategy::racy, "racy"},
-    {strategy::global_atomic, "global_atomic"},
     {strategy::global_privatized, "global_privatized"},
     {strategy::shared_atomic, "shared_atomic"},
-    {strategy::shared_two_phase, "shared_two_phase"},
+    {strategy::two_phase, "two_phase"},
     {strategy::warp_aggregated, "warp_aggregated"},
     {strategy::replicated, "replicated"},
     {strategy::packed16, "packed16"},
     {strategy::block_reduce_atomic, "block_reduce_atomic"},
     {strategy::cub, "cub"},
-    {strategy::atomic_per_element, "atomic_per_element"},
     {strategy::atomic_per_thread, "atomic_per_thread"},
-    {strategy::two_pass, "two_pass"},
     {strategy::partitioned, "partitioned"},
     {strategy::radix_sort, "radix_sort"},
 }};
 static_assert(strategy_names.size() == static_cast<std::size_t>(strategy::radix_sort) + 1,
               "every strategy has a name: add new ones to strategy_names (and keep radix_sort last or update this)");
+/// Names a strategy had before one idea got one name; parse_strategy still takes them.
+inline constexpr std::array<strategy_name, 4> former_strategy_names{{
+    {strategy::atomic, "global_atomic"},
+    {strategy::atomic, "atomic_per_element"},
+    {strategy::two_phase, "shared_two_phase"},
+    {strategy::two_phase, "two_pass"},
+}};
 
 inline constexpr std::array cpu_strategies{strategy::sequential, strategy::critical, strategy::atomic,
                                            strategy::privatized, strategy::reduction};
 inline constexpr std::array gpu_histogram_strategies{
-    strategy::racy,          strategy::global_atomic,    strategy::global_privatized, strategy::shared_atomic,
-    strategy::shared_two_phase, strategy::warp_aggregated, strategy::replicated, strategy::packed16,
-    strategy::partitioned,   strategy::radix_sort,       strategy::cub};
+    strategy::racy,      strategy::atomic,          strategy::global_privatized, strategy::shared_atomic,
+    strategy::two_phase, strategy::warp_aggregated, strategy::replicated,        strategy::packed16,
+    strategy::partitioned, strategy::radix_sort,    strategy::cub};
 /// Weighted histograms: per-thread sums merged in thread order (CPU), one atomic per sample or a
 /// shared-memory copy per block (GPU).
 inline constexpr std::array cpu_weighted_strategies{strategy::sequential, strategy::privatized};
-inline constexpr std::array gpu_weighted_strategies{strategy::global_atomic, strategy::shared_atomic};
+inline constexpr std::array gpu_weighted_strategies{strategy::atomic, strategy::shared_atomic};
 /// reduce and count_if: the ladder from one atomic per sample to none at all, then CUB.
-inline constexpr std::array gpu_reduce_strategies{strategy::atomic_per_element, strategy::atomic_per_thread,
-                                                  strategy::block_reduce_atomic, strategy::two_pass, strategy::cub};
+inline constexpr std::array gpu_reduce_strategies{strategy::atomic, strategy::atomic_per_thread,
+                                                  strategy::block_reduce_atomic, strategy::two_phase, strategy::cub};
 inline constexpr std::array gpu_count_strategies = gpu_reduce_strategies;
 /// find_first_if: the early-exit search (atomic min on the index), and CUB's full pass (a min over
 /// the indices of matching samples; CCCL 13 has no DeviceFind).
-inline constexpr std::array gpu_find_strategies{strategy::global_atomic, strategy::cub};
+inline constexpr std::array gpu_find_strategies{strategy::atomic, strategy::cub};
 }  // namespace detail
 
 /** @brief The name of a strategy, as the CLI and the reports spell it. */
@@ -107,9 +116,12 @@ constexpr std::string_view to_string(strategy s) {
 /** @brief The name of a backend. */
 constexpr std::string_view to_string(backend b) { return b == backend::cpu ? "cpu" : "gpu"; }
 
-/** @brief The strategy with that name, if there is one. */
+/** @brief The strategy with that name (or a name it had before), if there is one. */
 constexpr std::optional<strategy> parse_strategy(std::string_view name) {
   for (const auto& entry : detail::strategy_names) {
+    if (entry.name == name) return entry.value;
+  }
+  for (const auto& entry : detail::former_strategy_names) {
     if (entry.name == name) return entry.value;
   }
   return std::nullopt;

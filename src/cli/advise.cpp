@@ -167,7 +167,7 @@ std::string speed_ratio(const bench_row& fast, const bench_row& slow) {
 }
 
 bool is_privatizing(std::string_view s) {
-  for (const std::string_view p : {"shared_atomic", "shared_two_phase", "warp_aggregated", "replicated", "packed16",
+  for (const std::string_view p : {"shared_atomic", "two_phase", "warp_aggregated", "replicated", "packed16",
                                    "global_privatized", "privatized", "reduction"}) {
     if (s == p) return true;
   }
@@ -227,7 +227,7 @@ advice explain(const std::vector<bench_row>& rows, const input_shape& shape, con
                         bytes_text(copy_bytes), bytes_text(copy_bytes * threads), threads);
   }
 
-  const bench_row* atomic = find_row(rows, on_gpu ? "global_atomic" : "atomic");
+  const bench_row* atomic = find_row(rows, "atomic");
   const bench_row* lock = on_gpu ? nullptr : find_row(rows, "critical");
   const bench_row* cub = on_gpu ? find_row(rows, "cub") : nullptr;
   text += fmt::format("Measured, {} was fastest: {:.3g} ms, {:.2f} of the read bandwidth", best->strategy,
@@ -248,7 +248,7 @@ advice explain(const std::vector<bench_row>& rows, const input_shape& shape, con
                   "private copies first and merging once keeps the contended atomics out of the shared counters. "
                 : "Privatization wins even though updates rarely collide: private copies are updated in fast, "
                   "near memory, and only the merge touches the shared counters. ";
-  } else if (w == "global_atomic" || w == "atomic") {
+  } else if (w == "atomic") {
     text += fits_private ? "Plain atomics win: the samples spread over many bins and rarely collide (the "
                            "low-contention case), and private copies cost more than they save. "
                          : "Plain atomics win because private copies do not fit where they would be fast; "

@@ -183,7 +183,7 @@ struct verification {
 };
 
 /// Times `run_once(stream)` (GPU: enqueues; CPU: runs) after `check()` has verified one run; a
-/// row that fails its check is not timed. Slow strategies (atomic_per_element, or global_atomic
+/// row that fails its check is not timed. Slow strategies (atomic, or atomic
 /// weighted sums on contended bins: a tenth of a second or more a run at 2^28) get fewer runs,
 /// said in the row's note. Used by the reduction and weighted-histogram rows.
 void verify_then_time(bench_row& row, const bench_case& bc, const std::function<verification()>& check,

@@ -131,9 +131,9 @@ void print_reduce_summary(std::FILE* out, const std::vector<bench_row>& rows) {
     if (row.timed && !row.mismatch) cells[k][row.strategy] = &row;
   }
   if (order.empty()) return;
-  const std::vector<std::string> columns{"atomic_per_element", "atomic_per_thread", "block_reduce_atomic", "two_pass",
-                                         "global_atomic", "cub", "sequential", "critical", "atomic", "privatized",
-                                         "reduction", "automatic"};
+  const std::vector<std::string> columns{"atomic",     "atomic_per_thread", "block_reduce_atomic", "two_phase",
+                                         "cub",        "sequential",        "critical",            "privatized",
+                                         "reduction",  "automatic"};
   std::vector<std::string> shown;
   for (const std::string& c : columns) {
     for (const auto& [k, cell] : cells) {

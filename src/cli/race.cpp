@@ -84,13 +84,13 @@ race_outcome from_lab(const lab::race_count& count) {
 }
 
 /// The naive histogram on the GPU: tally::gpu::bincount with strategy racy (a plain
-/// `hist[bin] = hist[bin] + 1` through a volatile pointer) or global_atomic (one atomicAdd per
+/// `hist[bin] = hist[bin] + 1` through a volatile pointer) or atomic (one atomicAdd per
 /// sample, the fix), compared bin by bin with the reference.
 race_outcome gpu_histogram(const gpu::device_buffer<std::int32_t>& samples, std::span<const std::uint64_t> reference,
                            bool racy, gpu::workspace& ws) {
   gpu::device_buffer<std::uint32_t> counts(reference.size());
   histogram_options options;
-  options.algorithm = racy ? strategy::racy : strategy::global_atomic;
+  options.algorithm = racy ? strategy::racy : strategy::atomic;
   (void)gpu::bincount_async<std::int32_t, std::uint32_t>(samples.const_span(), counts.span(), ws,
                                                          options);
   std::vector<std::uint32_t> got(reference.size());
@@ -219,7 +219,7 @@ int run_race(const race_config& cfg) {
   if (on_gpu) {
     fmt::print("counter: one GPU thread per increment (blocks of 256); racy: a relaxed atomic load, then a relaxed "
                "atomic store of the value + 1 (the split read-modify-write of counter[0] = counter[0] + 1); correct: "
-               "fetch_add.\nhistogram: tally::gpu::bincount, strategy racy (volatile hist[bin]++) vs global_atomic "
+               "fetch_add.\nhistogram: tally::gpu::bincount, strategy racy (volatile hist[bin]++) vs atomic "
                "(one atomicAdd per sample).\nblock_histogram: one sample per thread, a shared histogram per block "
                "flushed with device atomics, with and without the __syncthreads() before the flush.\n\n");
   } else {
@@ -259,7 +259,7 @@ int run_race(const race_config& cfg) {
       for (int run = 0; run < cfg.runs; ++run) {
         for (const bool wrong : {true, false}) {
           const char* variant = block ? (wrong ? "barrier missing" : "barrier")
-                                : on_gpu ? (wrong ? "racy (strategy racy)" : "global_atomic")
+                                : on_gpu ? (wrong ? "racy (strategy racy)" : "atomic")
                                          : (wrong ? "racy (load, store)" : "atomic fetch_add");
           race_row row = new_row(experiment, variant, !wrong, run, 0, cfg.bins);
           if (on_gpu) {

@@ -337,7 +337,7 @@ void check_bincount_samples(std::span<const Sample> samples, workspace& ws, stre
   if constexpr (std::is_signed_v<Sample>) {
     constexpr std::string_view function = "tally::gpu::bincount";
     tally::detail::check_not_null(function, "samples", samples);
-    find_first(function, strategy::global_atomic, samples, compare_to<Sample>{comparison::less, Sample{0}}, ws, {},
+    find_first(function, strategy::atomic, samples, compare_to<Sample>{comparison::less, Sample{0}}, ws, {},
                stream);
     const std::uint64_t first = ws.read_scalar(stream);
     if (first < samples.size()) {

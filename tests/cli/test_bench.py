@@ -289,12 +289,12 @@ def test_gpu_devices_and_bench(tmp_path):
                                                              "--types", "int32,float32"))
     assert reductions.returncode == 0, reductions.stderr
     rows = json.loads(json_path2.read_text())["rows"]
-    assert {r["strategy"] for r in rows} >= {"atomic_per_element", "block_reduce_atomic", "two_pass", "cub"}
+    assert {r["strategy"] for r in rows} >= {"atomic", "block_reduce_atomic", "two_phase", "cub"}
     assert not any(r["check"].startswith("MISMATCH") for r in rows)
     weighted, json_path3, _ = small_bench(tmp_path, "gpu", ("--ops", "weighted_histogram", "--types", "int32,float32"))
     assert weighted.returncode == 0, weighted.stderr
     rows = json.loads(json_path3.read_text())["rows"]
-    assert {r["strategy"] for r in rows} == {"automatic", "global_atomic", "shared_atomic"}
+    assert {r["strategy"] for r in rows} == {"automatic", "atomic", "shared_atomic"}
     for r in rows:
         assert r["check"] == ("exact" if r["variant"].endswith("deterministic") else "within bound"), r
         assert r["read_fraction"] > 0

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,19 +36,41 @@ std::vector<strategy> gpu_only_strategies() {
 }
 
 TEST(CpuStrategies, GpuOnlyStrategiesAreEveryGpuStrategyAndNoCpuOne) {
-  // Guards the loops below: they must see every GPU strategy of every operation, and no CPU one.
+  // Guards the loops below: they must see every GPU strategy of every operation that the CPU does
+  // not run too (`atomic` runs on both), and no CPU one.
   const auto gpu_only = gpu_only_strategies();
   const auto listed = [&](strategy s) { return std::find(gpu_only.begin(), gpu_only.end(), s) != gpu_only.end(); };
   for (const auto op : {tally::operation::histogram, tally::operation::reduce, tally::operation::count_if,
                         tally::operation::find_first_if}) {
     for (const strategy s : tally::strategies_for(tally::backend::gpu, op)) {
-      EXPECT_TRUE(listed(s)) << tally::to_string(s);
+      EXPECT_EQ(listed(s), !tally::supports(tally::backend::cpu, op, s)) << tally::to_string(s);
     }
     for (const strategy s : tally::strategies_for(tally::backend::cpu, op)) {
       EXPECT_FALSE(listed(s)) << tally::to_string(s);
     }
   }
   EXPECT_FALSE(listed(strategy::automatic));
+}
+
+TEST(StrategyNames, OneIdeaHasOneNameAndTheFormerNamesStillParse) {
+  for (const auto& entry : tally::detail::strategy_names) {
+    EXPECT_EQ(tally::parse_strategy(entry.name), entry.value) << entry.name;
+    EXPECT_EQ(tally::to_string(entry.value), entry.name);
+    // No two strategies share a name, and no former name is a current one.
+    for (const auto& former : tally::detail::former_strategy_names) EXPECT_NE(former.name, entry.name);
+  }
+  EXPECT_EQ(tally::parse_strategy("global_atomic"), strategy::atomic);
+  EXPECT_EQ(tally::parse_strategy("atomic_per_element"), strategy::atomic);
+  EXPECT_EQ(tally::parse_strategy("shared_two_phase"), strategy::two_phase);
+  EXPECT_EQ(tally::parse_strategy("two_pass"), strategy::two_phase);
+  EXPECT_EQ(tally::parse_strategy("no_such_strategy"), std::nullopt);
+  // One atomic per sample is one name on both backends and every operation that has it.
+  for (const auto op : {tally::operation::histogram, tally::operation::reduce, tally::operation::count_if}) {
+    EXPECT_TRUE(tally::supports(tally::backend::cpu, op, strategy::atomic));
+    EXPECT_TRUE(tally::supports(tally::backend::gpu, op, strategy::atomic));
+  }
+  EXPECT_TRUE(tally::supports(tally::backend::gpu, tally::operation::reduce, strategy::two_phase));
+  EXPECT_TRUE(tally::supports(tally::backend::gpu, tally::operation::histogram, strategy::two_phase));
 }
 
 // ---- histogram_even -------------------------------------------------------------------------

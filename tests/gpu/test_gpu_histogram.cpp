@@ -351,7 +351,7 @@ TEST(GpuHistogramStrategies, SharedStrategiesRefuseBinsThatDoNotFitAndAutomaticF
   auto samples = to_device(host);
   gpu::device_buffer<std::uint32_t> counts(static_cast<std::size_t>(num_bins));
   const even_bins bins{num_bins, 0.0, static_cast<double>(num_bins)};
-  for (const strategy s : {strategy::shared_atomic, strategy::shared_two_phase}) {
+  for (const strategy s : {strategy::shared_atomic, strategy::two_phase}) {
     try {
       gpu::histogram_even(samples.const_span(), counts.span(), bins, {s});
       ADD_FAILURE() << to_string(s) << " accepted 2^20 bins";
@@ -658,7 +658,7 @@ TEST(GpuHistogramAsync, CallsOnOneWorkspaceNeedNoSynchronization) {
   gpu::device_buffer<std::uint64_t> cb(100);
   gpu::workspace ws;
   const even_bins bins{100, 0.0, 100.0};
-  gpu::histogram_even_async(da.const_span(), ca.span(), bins, ws, {strategy::shared_two_phase});
+  gpu::histogram_even_async(da.const_span(), ca.span(), bins, ws, {strategy::two_phase});
   gpu::histogram_even_async(db.const_span(), cb.span(), bins, ws, {strategy::global_privatized});
   const std::uint64_t left_out_b = ws.read_scalar(nullptr);
   std::vector<std::uint64_t> ea(100);

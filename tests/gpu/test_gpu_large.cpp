@@ -23,7 +23,7 @@ TEST(GpuLargeInput, MoreThan2To31SamplesAreCountedExactly) {
   for (std::size_t b = 0; b < 251; ++b) expected[b] = n / 251 + (b < n % 251 ? 1 : 0);
   gpu::device_buffer<std::uint64_t> counts(256);
   // partitioned and radix_sort take the input in chunks of 2^28 samples: nine here, the last partial.
-  for (const strategy s : {strategy::automatic, strategy::shared_atomic, strategy::shared_two_phase,
+  for (const strategy s : {strategy::automatic, strategy::shared_atomic, strategy::two_phase,
                            strategy::global_privatized, strategy::cub, strategy::partitioned, strategy::radix_sort}) {
     counts.fill_bytes(poison_byte);
     const auto got = gpu::histogram_even(samples.const_span(), counts.span(), even_bins{256, 0.0, 256.0}, {s});

@@ -293,7 +293,7 @@ TEST(GpuLargeBinsRefusals, PartitionedRefusesMoreThan2To26BinsAndAutomaticFallsB
   }();
   for (const std::uint32_t c : head) EXPECT_EQ(c, 0xababababu) << "written before the refusal";
   const auto got = gpu::histogram_even(samples.const_span(), counts.span(), bins);
-  EXPECT_EQ(got.chose.used, strategy::global_atomic);
+  EXPECT_EQ(got.chose.used, strategy::atomic);
   EXPECT_EQ(got.left_out, 1u);
   const std::vector<std::uint32_t> result = download(counts);
   EXPECT_EQ(result[0], 1u);

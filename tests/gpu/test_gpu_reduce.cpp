@@ -97,7 +97,7 @@ TYPED_TEST(GpuReduce, EveryStrategyMatchesTheCpuReferenceOnAlignedAndMisalignedS
 }
 
 TYPED_TEST(GpuReduce, AllEqualSamplesPutEveryThreadOnOneAddress) {
-  // Every atomic of atomic_per_element hits the one result; the sums are exact in any order
+  // Every atomic of atomic hits the one result; the sums are exact in any order
   // (small integers, or halves whose partial sums all fit a float's significand).
   using T = TypeParam;
   using A = accumulator_t<T>;
@@ -247,7 +247,7 @@ TYPED_TEST(GpuDeterministic, BitsMatchTheCpuAndDoNotDependOnRunLaunchStrategyOrA
   shifted.upload(shifted_host);
 
   const std::vector<std::pair<int, int>> shapes = {{0, 0}, {1, 32}, {7, 96}, {0, 1024}};
-  for (const strategy s : {strategy::automatic, strategy::block_reduce_atomic, strategy::two_pass}) {
+  for (const strategy s : {strategy::automatic, strategy::block_reduce_atomic, strategy::two_phase}) {
     for (const auto& [blocks, threads] : shapes) {
       reduce_options options{s};
       options.deterministic = true;
@@ -272,14 +272,14 @@ TYPED_TEST(GpuDeterministic, EdgeSizesMatchTheCpu) {
   auto device = to_device(all);
   reduce_options options;
   options.deterministic = true;
-  reduce_options cpu_options;  // the CPU's own automatic choice: two_pass is a GPU strategy
+  reduce_options cpu_options;  // the CPU's own automatic choice: two_phase is a GPU strategy
   cpu_options.deterministic = true;
   for (const std::size_t offset : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) {
     for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{2}, std::size_t{5}, chunk - 1, chunk,
                                 chunk + 1, 2 * chunk + 3, 3 * chunk + 1}) {
       const auto host = std::span<const T>(all).subspan(offset, n);
       const T want = cpu::reduce(host, reduce_op::sum, cpu_options).value;
-      for (const strategy s : {strategy::block_reduce_atomic, strategy::two_pass}) {
+      for (const strategy s : {strategy::block_reduce_atomic, strategy::two_phase}) {
         options.algorithm = s;
         EXPECT_EQ(bits_of(gpu::reduce(device.const_span().subspan(offset, n), reduce_op::sum, options).value),
                   bits_of(want))
@@ -301,7 +301,7 @@ TYPED_TEST(GpuDeterministic, NaNAndInfinitiesFollowTheRule) {
     auto samples = to_device(host);
     const T block = gpu::reduce(samples.const_span(), reduce_op::sum, options).value;
     EXPECT_EQ(bits_of(block), bits_of(cpu::reduce(std::span<const T>(host), reduce_op::sum, options).value));
-    options.algorithm = strategy::two_pass;
+    options.algorithm = strategy::two_phase;
     EXPECT_EQ(bits_of(gpu::reduce(samples.const_span(), reduce_op::sum, options).value), bits_of(block));
     options.algorithm = strategy::automatic;
     return block;
@@ -324,7 +324,7 @@ TYPED_TEST(GpuDeterministic, NaNAndInfinitiesFollowTheRule) {
 TEST(GpuDeterministicOptions, StrategiesThatCannotHonourItAreRefusedNamingTheOption) {
   const std::vector<float> host(1000, 0.25f);
   auto samples = to_device(host);
-  for (const strategy s : {strategy::atomic_per_element, strategy::atomic_per_thread, strategy::cub}) {
+  for (const strategy s : {strategy::atomic, strategy::atomic_per_thread, strategy::cub}) {
     reduce_options options{s};
     options.deterministic = true;
     try {
@@ -469,7 +469,7 @@ TEST(GpuCounting, FindFirstIfCallsOnOneWorkspaceDoNotDisturbEachOther) {
     EXPECT_EQ(ws.read_scalar(nullptr), want) << what << ", span [" << begin << ", " << begin + size << ")";
   };
   for (const auto& [blocks, threads] : {std::pair{0, 0}, std::pair{1, 32}, std::pair{3, 96}, std::pair{0, 1024}}) {
-    reduce_options options{strategy::global_atomic};
+    reduce_options options{strategy::atomic};
     options.max_blocks = blocks;
     options.block_threads = threads;
     const std::string shape = "blocks " + std::to_string(blocks) + " threads " + std::to_string(threads);
@@ -488,12 +488,12 @@ TEST(GpuCounting, FindFirstIfCallsOnOneWorkspaceDoNotDisturbEachOther) {
   // last one read must be right and so must a search after it.
   for (int round = 0; round < 20; ++round) {
     const std::size_t begin = matches[static_cast<std::size_t>(round) % matches.size()] + (round % 2);
-    (void)gpu::find_first_if_async(samples.const_span().subspan(begin), is_nine, ws, {strategy::global_atomic});
+    (void)gpu::find_first_if_async(samples.const_span().subspan(begin), is_nine, ws, {strategy::atomic});
   }
   const std::size_t last_begin = matches[19 % matches.size()] + 1;
   const auto last_first = std::find(host.begin() + static_cast<std::ptrdiff_t>(last_begin), host.end(), 9);
   EXPECT_EQ(ws.read_scalar(nullptr), static_cast<std::uint64_t>(last_first - host.begin()) - last_begin);
-  expect_first(n / 100 + 1, n / 3 - n / 100, {strategy::global_atomic}, "after the queued searches");
+  expect_first(n / 100 + 1, n / 3 - n / 100, {strategy::atomic}, "after the queued searches");
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ namespace {
 constexpr std::uint64_t seed = 20261207;
 const std::vector<std::size_t> sizes =
     quick_mode() ? std::vector<std::size_t>{0, 1, 33, 1000} : std::vector<std::size_t>{0, 1, 31, 33, 1000, (1u << 20) + 3};
-const std::vector<strategy> weighted_strategies{strategy::automatic, strategy::global_atomic, strategy::shared_atomic};
+const std::vector<strategy> weighted_strategies{strategy::automatic, strategy::atomic, strategy::shared_atomic};
 
 bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
@@ -157,7 +157,7 @@ TEST(GpuWeightedHistogram, NanAndInfiniteWeightsPropagateAsOnTheCpu) {
 TEST(GpuWeightedHistogram, DeterministicRefusesWeightsBeyond2Pow31) {
   const std::vector<double> samples{0.5, 1.5, 7.0};
   const std::vector<double> weights{1.0, 2147483648.0, 1e300};  // the last sample is left out: ignored
-  for (const strategy s : {strategy::global_atomic, strategy::shared_atomic}) {
+  for (const strategy s : {strategy::atomic, strategy::shared_atomic}) {
     std::vector<double> sums;
     try {
       run_gpu(samples, weights, 0, even_bins{2, 0.0, 2.0}, {s, upper_edge::exclusive, true}, sums);

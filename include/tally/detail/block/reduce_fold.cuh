@@ -21,7 +21,7 @@ template <class T, reduce_op Op>
 struct reduce_fold {
   using input_type = T;
   using value_type = accumulator_t<T>;
-  static constexpr bool skip_identity = false;  ///< atomic_per_element: one atomic per sample
+  static constexpr bool skip_identity = false;  ///< atomic: one atomic per sample
 
   __host__ __device__ value_type identity() const { return reduce_identity<T>(Op); }
   __host__ __device__ value_type lift(T x) const { return static_cast<value_type>(x); }
@@ -69,7 +69,7 @@ template <class T, class Predicate>
 struct count_fold {
   using input_type = T;
   using value_type = std::uint64_t;
-  static constexpr bool skip_identity = true;  ///< atomic_per_element: one atomic per matching sample
+  static constexpr bool skip_identity = true;  ///< atomic: one atomic per matching sample
   Predicate predicate;
 
   __host__ __device__ value_type identity() const { return 0; }

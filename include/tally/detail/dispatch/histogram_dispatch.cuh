@@ -65,7 +65,7 @@ inline const char* histogram_strategy_unfit(strategy s, std::int64_t num_bins, c
     return "CUB's DeviceHistogram offsets each block's copy of the bins in 32-bit arithmetic, which wraps at this many "
            "bins";
   }
-  const bool shared = s == strategy::shared_atomic || s == strategy::shared_two_phase ||
+  const bool shared = s == strategy::shared_atomic || s == strategy::two_phase ||
                       s == strategy::warp_aggregated || s == strategy::replicated;
   if (shared && shared_copy_bytes(num_bins) > props.shared_memory_per_block_optin) {
     return "needs num_bins * 4 bytes of shared memory per block, more than this GPU gives a block";
@@ -73,7 +73,7 @@ inline const char* histogram_strategy_unfit(strategy s, std::int64_t num_bins, c
   if (s == strategy::packed16 && packed_copy_bytes(num_bins) > props.shared_memory_per_block_optin) {
     return "needs num_bins * 2 bytes of shared memory per block, more than this GPU gives a block";
   }
-  if ((s == strategy::global_privatized || s == strategy::shared_two_phase) &&
+  if ((s == strategy::global_privatized || s == strategy::two_phase) &&
       shared_copy_bytes(num_bins) > tuning::block_copies_budget_bytes) {
     return "needs num_bins * 4 bytes of global memory per block, more than its budget";
   }
@@ -126,7 +126,7 @@ inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, st
             "too many bins for one block's shared memory: the samples are partitioned by ranges of 2^15 bins, then "
             "each range is counted in shared memory"};
   }
-  return {strategy::global_atomic, "too many bins to partition: one global atomic per sample"};
+  return {strategy::atomic, "too many bins to partition: one global atomic per sample"};
 }
 
 /// Where a launch whose blocks' copies take `shared_bytes` of shared memory puts the mapper's
@@ -255,8 +255,8 @@ cudaError_t make_histogram_policy(strategy requested, const Mapper& map, std::in
     case strategy::racy:
       return histogram_grid(racy_histogram_kernel<Sample, Counter, Mapper>, num_samples, 0, props, 1 << 30, blocks,
                             policy.block_threads);
-    case strategy::global_atomic:
-      return histogram_grid(global_atomic_histogram_kernel<Sample, Counter, Mapper>, num_samples, 0, props, 1 << 30,
+    case strategy::atomic:
+      return histogram_grid(atomic_histogram_kernel<Sample, Counter, Mapper>, num_samples, 0, props, 1 << 30,
                             blocks, policy.block_threads);
     case strategy::global_privatized:
       if (cudaError_t e = histogram_grid(global_privatized_histogram_kernel<privatized, Sample, Mapper>, num_samples, 0,
@@ -266,10 +266,10 @@ cudaError_t make_histogram_policy(strategy requested, const Mapper& map, std::in
       }
       policy.temp_bytes = policy.copy_bytes * blocks;
       return cudaSuccess;
-    case strategy::shared_two_phase:
+    case strategy::two_phase:
       policy.shared_bytes = policy.copy_bytes;
       policy.table_words = place_tables(map, policy.shared_bytes, props);
-      if (cudaError_t e = histogram_grid(shared_two_phase_histogram_kernel<privatized, Sample, Mapper>, num_samples,
+      if (cudaError_t e = histogram_grid(two_phase_histogram_kernel<privatized, Sample, Mapper>, num_samples,
                                          policy.shared_bytes, props, max_copies, blocks, policy.block_threads);
           e != cudaSuccess) {
         return e;
@@ -361,7 +361,7 @@ cudaError_t dispatch_histogram(void* temp, const histogram_policy& policy, const
     case strategy::radix_sort:
       return dispatch_radix_sort(temp, temp_bytes, samples, num_samples, counts, map, left_out, props, stream);
     case strategy::global_privatized:
-    case strategy::shared_two_phase: {
+    case strategy::two_phase: {
       auto* copies = static_cast<std::uint32_t*>(temp);
       if (s == strategy::global_privatized || num_samples == 0) {
         if (cudaError_t e = cudaMemsetAsync(copies, 0, policy.copy_bytes * blocks, stream); e != cudaSuccess) return e;
@@ -371,7 +371,7 @@ cudaError_t dispatch_histogram(void* temp, const histogram_policy& policy, const
           global_privatized_histogram_kernel<privatized, Sample, Mapper>
               <<<blocks, threads, 0, stream>>>(samples, num_samples, copies, map, left_out);
         } else {
-          shared_two_phase_histogram_kernel<privatized, Sample, Mapper>
+          two_phase_histogram_kernel<privatized, Sample, Mapper>
               <<<blocks, threads, shared, stream>>>(samples, num_samples, copies, map, left_out, policy.table_words);
         }
       }
@@ -390,8 +390,8 @@ cudaError_t dispatch_histogram(void* temp, const histogram_policy& policy, const
     case strategy::racy:
       racy_histogram_kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, counts, map, left_out);
       break;
-    case strategy::global_atomic:
-      global_atomic_histogram_kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, counts, map, left_out);
+    case strategy::atomic:
+      atomic_histogram_kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, counts, map, left_out);
       break;
     case strategy::shared_atomic:
     case strategy::warp_aggregated:

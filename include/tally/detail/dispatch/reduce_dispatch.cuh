@@ -42,7 +42,7 @@ choice choose_gpu_reduce(strategy requested, reduce_op op, bool deterministic) {
             "same bits for any launch, run or strategy)"};
   }
   if (std::is_floating_point_v<T> && op == reduce_op::sum) {
-    return {strategy::two_pass,
+    return {strategy::two_phase,
             "floating-point sum: block results combined in a fixed order with no atomics, so every run on this GPU "
             "gives the same bits, at the read bandwidth"};
   }
@@ -57,7 +57,7 @@ inline choice choose_gpu_count(strategy requested) {
 
 inline choice choose_gpu_find(strategy requested) {
   if (requested != strategy::automatic) return {requested, "asked for"};
-  return {strategy::global_atomic, "stops early: atomic min on the index, blocks skip tiles past a match"};
+  return {strategy::atomic, "stops early: atomic min on the index, blocks skip tiles past a match"};
 }
 
 /// Why strategy `s` cannot give a deterministic sum, or nullptr if it can.
@@ -65,9 +65,9 @@ inline const char* deterministic_strategy_unfit(strategy s) {
   switch (s) {
     case strategy::automatic:
     case strategy::block_reduce_atomic:
-    case strategy::two_pass: return nullptr;
+    case strategy::two_phase: return nullptr;
     case strategy::cub: return "is CUB's own float reduction, whose bits follow its launch shape";
-    default: return "adds floats with atomics in arrival order (use automatic, block_reduce_atomic or two_pass)";
+    default: return "adds floats with atomics in arrival order (use automatic, block_reduce_atomic or two_phase)";
   }
 }
 
@@ -115,7 +115,7 @@ cudaError_t cub_fold(void* temp, std::size_t& temp_bytes, const T* samples, std:
 }
 
 /**
- * Runs strategy `s` (atomic_per_element, atomic_per_thread, block_reduce_atomic, two_pass or cub)
+ * Runs strategy `s` (atomic, atomic_per_thread, block_reduce_atomic, two_phase or cub)
  * of `fold` over `samples` into `*result` (device memory), which the call initializes.
  */
 template <class Fold>
@@ -131,7 +131,7 @@ cudaError_t dispatch_fold(void* temp, std::size_t& temp_bytes, strategy s,
 
   switch (s) {
     case strategy::cub: return cub_fold(temp, temp_bytes, samples, num_samples, fold, result, stream);
-    case strategy::two_pass: {
+    case strategy::two_phase: {
       auto kernel = block_results_kernel<unroll, Fold>;
       if (cudaError_t e = reduce_grid(kernel, num_samples, per_block_step, threads, 0, launch, blocks); e != cudaSuccess) {
         return e;
@@ -159,7 +159,7 @@ cudaError_t dispatch_fold(void* temp, std::size_t& temp_bytes, strategy s,
   set_value_kernel<<<1, 1, 0, stream>>>(result, fold.identity());
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || num_samples == 0) return e;
   switch (s) {
-    case strategy::atomic_per_element: {
+    case strategy::atomic: {
       auto kernel = atomic_per_element_kernel<Fold>;
       if (cudaError_t e = reduce_grid(kernel, num_samples, threads, threads, 0, launch, blocks); e != cudaSuccess) {
         return e;
@@ -190,7 +190,7 @@ cudaError_t dispatch_fold(void* temp, std::size_t& temp_bytes, strategy s,
 
 /**
  * The deterministic float/double sum into `*result`: strategy block_reduce_atomic (block slots
- * added with integer atomics) or two_pass (block slots written out, added by the finishing
+ * added with integer atomics) or two_phase (block slots written out, added by the finishing
  * kernel). Both give the same bits, whatever the launch shape.
  */
 template <class T>
@@ -198,7 +198,7 @@ cudaError_t dispatch_deterministic_sum(void* temp, std::size_t& temp_bytes, stra
                                        std::int64_t num_samples, T* result, const reduce_launch& launch,
                                        cudaStream_t stream) {
   constexpr int digits = fixed_point::digits<T>;
-  const bool block_results = s == strategy::two_pass;
+  const bool block_results = s == strategy::two_phase;
   if (!block_results && s != strategy::block_reduce_atomic) return cudaErrorInvalidValue;
   const int threads = block_threads_or(launch, tuning::deterministic_block_threads);
   const int warps = threads / 32;
@@ -210,7 +210,7 @@ cudaError_t dispatch_deterministic_sum(void* temp, std::size_t& temp_bytes, stra
     return e;
   }
   // Storage: the slots and flags word (block_reduce_atomic), or each block's slots and flags
-  // (two_pass), slot-major so the finishing block reads each slot's block results contiguously.
+  // (two_phase), slot-major so the finishing block reads each slot's block results contiguously.
   const std::size_t slot_bytes = digits * sizeof(std::int64_t) + sizeof(std::int64_t);
   const std::size_t block_bytes = static_cast<std::size_t>(blocks) * (digits * sizeof(std::int64_t) + sizeof(std::uint32_t));
   if (temp == nullptr) {
@@ -252,7 +252,7 @@ struct min_index {
 };
 
 /**
- * find_first_if into `words.first` (num_samples when nothing matches): strategy global_atomic (the
+ * find_first_if into `words.first` (num_samples when nothing matches): strategy atomic (the
  * early-exit search, one launch) or cub (a full pass: DeviceReduce over the indexed samples).
  */
 template <class T, class Predicate>
@@ -266,7 +266,7 @@ cudaError_t dispatch_find_first(void* temp, std::size_t& temp_bytes, strategy s,
                                               index_if_match<T, Predicate>{predicate, num_samples}, num_samples,
                                               stream);
   }
-  if (s != strategy::global_atomic) return cudaErrorInvalidValue;
+  if (s != strategy::atomic) return cudaErrorInvalidValue;
   if (temp == nullptr) {
     temp_bytes = 1;
     return cudaSuccess;

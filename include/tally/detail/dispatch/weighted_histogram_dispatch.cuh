@@ -41,11 +41,11 @@ inline choice choose_gpu_weighted(strategy requested, std::int64_t num_bins, boo
     return {strategy::shared_atomic,
             "the sums fit in shared memory: one shared-memory atomic per sample, one global atomic per bin per block"};
   }
-  return {strategy::global_atomic, "too many bins for shared memory: one global atomic per sample"};
+  return {strategy::atomic, "too many bins for shared memory: one global atomic per sample"};
 }
 
 /**
- * Runs weighted strategy `s` (global_atomic or shared_atomic) over `samples` and `weights` into
+ * Runs weighted strategy `s` (atomic or shared_atomic) over `samples` and `weights` into
  * `sums`, and adds the samples it leaves out to `*left_out`, which the caller zeroes. With
  * `deterministic` the weights are summed as fixed-point words in `temp`, converted into `sums` at
  * the end, and `*out_of_range` (zeroed by the caller) is set to 1 if a weight was beyond range.
@@ -71,8 +71,8 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
     if (cudaError_t e = cudaMemsetAsync(sums, 0, sizeof(double) * num_bins, stream); e != cudaSuccess) return e;
     if (num_samples == 0) return cudaSuccess;
     auto kernel = s == strategy::shared_atomic ? weighted_shared_atomic_kernel<Sample, Weight, Mapper>
-                                               : weighted_global_atomic_kernel<Sample, Weight, Mapper>;
-    if (s != strategy::shared_atomic && s != strategy::global_atomic) return cudaErrorInvalidValue;
+                                               : weighted_atomic_kernel<Sample, Weight, Mapper>;
+    if (s != strategy::shared_atomic && s != strategy::atomic) return cudaErrorInvalidValue;
     if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, 1 << 30, blocks, threads); e != cudaSuccess) {
       return e;
     }
@@ -84,8 +84,8 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   if (cudaError_t e = cudaMemsetAsync(temp, 0, fixed_point_bins::bytes(num_bins), stream); e != cudaSuccess) return e;
   if (num_samples > 0) {
     auto kernel = s == strategy::shared_atomic ? fixed_shared_atomic_kernel<Sample, Weight, Mapper>
-                                               : fixed_global_atomic_kernel<Sample, Weight, Mapper>;
-    if (s != strategy::shared_atomic && s != strategy::global_atomic) return cudaErrorInvalidValue;
+                                               : fixed_atomic_kernel<Sample, Weight, Mapper>;
+    if (s != strategy::shared_atomic && s != strategy::atomic) return cudaErrorInvalidValue;
     if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, 1 << 30, blocks, threads); e != cudaSuccess) {
       return e;
     }

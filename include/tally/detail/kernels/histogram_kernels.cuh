@@ -28,7 +28,7 @@ __global__ void racy_histogram_kernel(const Sample* samples, std::int64_t num_sa
 
 /// One device-scope atomic per sample: correct, and as slow as the hottest bin is contended.
 template <class Sample, class Counter, class Mapper>
-__global__ void global_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
+__global__ void atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
                                                Mapper map, std::uint64_t* left_out) {
   const std::uint64_t mine = for_each_bin(samples, num_samples, map, [counts](std::int64_t bin) {
     cuda::atomic_ref<Counter, cuda::thread_scope_device>(counts[bin]).fetch_add(1, cuda::memory_order_relaxed);
@@ -118,7 +118,7 @@ __global__ void fold_byte_counts_kernel(const std::uint64_t* byte_counts, Counte
 /// `block_copies`; merge_block_copies_kernel adds the slices up, with no atomics.
 template <class Tuning, class Sample, class Mapper>
 __global__ void __launch_bounds__(Tuning::block_threads, Tuning::min_blocks)
-shared_two_phase_histogram_kernel(const Sample* samples, std::int64_t num_samples, std::uint32_t* block_copies,
+two_phase_histogram_kernel(const Sample* samples, std::int64_t num_samples, std::uint32_t* block_copies,
                                   Mapper map, std::uint64_t* left_out, int table_words) {
   extern __shared__ __align__(16) std::uint32_t shared_copy[];
   const std::int64_t num_bins = map.num_bins();

@@ -51,7 +51,7 @@ block_reduce_atomic_kernel(const typename Fold::input_type* samples, std::int64_
   if (threadIdx.x == 0) fold.atomic(result, block_total);
 }
 
-/// two_pass, first pass: each block writes its result to block_results[blockIdx.x]; no atomics.
+/// two_phase, first pass: each block writes its result to block_results[blockIdx.x]; no atomics.
 template <int Unroll, class Fold>
 __global__ void __launch_bounds__(tuning::reduce_max_block_threads)
 block_results_kernel(const typename Fold::input_type* samples, std::int64_t num_samples, Fold fold,
@@ -62,7 +62,7 @@ block_results_kernel(const typename Fold::input_type* samples, std::int64_t num_
   if (threadIdx.x == 0) block_results[blockIdx.x] = block_total;
 }
 
-/// two_pass, second pass: one block of a fixed size combines the block results in a fixed order
+/// two_phase, second pass: one block of a fixed size combines the block results in a fixed order
 /// (thread t takes results t, t + blockDim.x, ..., then the block tree), so a float sum has the
 /// same bits on every run with the same number of first-pass blocks.
 template <class Fold>
@@ -81,7 +81,7 @@ combine_block_results_kernel(const typename Fold::value_type* block_results, int
 /// striding over the grid's warps) and its lane 0 adds each chunk's exact sum into the warp's own
 /// slots in shared memory; the block then adds its warps' slots, slot by slot, and either adds
 /// them to `slots` with 64-bit integer atomics (BlockResults false: block_reduce_atomic) or
-/// writes them to `block_slots[j * gridDim.x + blockIdx.x]` (true: two_pass). Integer additions
+/// writes them to `block_slots[j * gridDim.x + blockIdx.x]` (true: two_phase). Integer additions
 /// in any order give the same slots, so the launch shape cannot change the result. Dynamic
 /// shared memory: warps x digits slots, then one flags word per warp.
 template <bool BlockResults, class T>

@@ -1,4 +1,4 @@
-// The weighted histogram kernels: one per strategy (global_atomic, shared_atomic) and per
+// The weighted histogram kernels: one per strategy (atomic, shared_atomic) and per
 // arithmetic (double sums, or the exact fixed-point words of `deterministic`), plus the kernel
 // that turns fixed-point bins into doubles. Every accumulating kernel adds the samples it leaves
 // out to `left_out` (one atomic per warp).
@@ -15,7 +15,7 @@ namespace tally::detail {
 
 /// One device-scope double atomicAdd per counted sample, into `sums` (zeroed by the caller).
 template <class Sample, class Weight, class Mapper>
-__global__ void weighted_global_atomic_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
+__global__ void weighted_atomic_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
                                               double* sums, Mapper map, std::uint64_t* left_out) {
   const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [sums](std::int64_t bin, double w) {
     atomicAdd(sums + bin, w);
@@ -40,10 +40,10 @@ __global__ void weighted_shared_atomic_kernel(const Sample* samples, const Weigh
   flush_double_copy(shared_sums, num_bins, sums);
 }
 
-/// deterministic, global_atomic: the fixed-point words of each counted sample's weight added to
+/// deterministic, atomic: the fixed-point words of each counted sample's weight added to
 /// `bins` (zeroed by the caller) with device-scope integer atomics.
 template <class Sample, class Weight, class Mapper>
-__global__ void fixed_global_atomic_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
+__global__ void fixed_atomic_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
                                            fixed_point_bins bins, Mapper map, std::uint64_t* left_out) {
   const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [bins](std::int64_t bin, double w) {
     add_fixed_weight(bins, bin, w);

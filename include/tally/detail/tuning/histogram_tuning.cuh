@@ -25,7 +25,7 @@ struct counting_tuning {
 /// The histogram kernels' tuning on sm_90, by sample size (docs/performance.md has the figures).
 template <std::size_t SampleBytes>
 struct histogram_tuning_sm90 {
-  /// Per-block copies in shared or global memory (shared_atomic, shared_two_phase, replicated,
+  /// Per-block copies in shared or global memory (shared_atomic, two_phase, replicated,
   /// warp_aggregated, global_privatized): two 512-thread blocks a multiprocessor (64 registers),
   /// one for 8-byte samples; two pipelined loads a chunk keep loads in flight while a long mapper
   /// computes. Bytes (16 samples a load already) run one 1024-thread block, unpipelined: fewer
@@ -63,7 +63,7 @@ inline constexpr std::size_t byte_replicas_shared_budget = std::size_t{128} << 1
 inline constexpr int weighted_block_threads = 256;
 /// Threads per block of the merge and helper kernels.
 inline constexpr int merge_block_threads = 256;
-/// Global-memory budget for per-block histogram copies (global_privatized, shared_two_phase).
+/// Global-memory budget for per-block histogram copies (global_privatized, two_phase).
 inline constexpr std::size_t block_copies_budget_bytes = std::size_t{512} << 20;
 /// A block counts at most this many samples, so its 32-bit private counters cannot overflow.
 inline constexpr std::int64_t max_samples_per_block = std::int64_t{1} << 31;

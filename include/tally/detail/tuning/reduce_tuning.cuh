@@ -18,7 +18,7 @@ template <class Sample>
 inline constexpr int reduce_unroll = sizeof(Sample) == 8 ? 2 : 4;
 /// Threads per block of the deterministic sum: 8 warps, each summing its own chunks.
 inline constexpr int deterministic_block_threads = 256;
-/// Threads of the one block that combines two_pass's block results (a fixed shape, so the
+/// Threads of the one block that combines two_phase's block results (a fixed shape, so the
 /// combination order depends only on the number of block results).
 inline constexpr int combine_block_threads = 1024;
 /// find_first_if: samples each thread loads per tile (all in flight before it tests them), threads
