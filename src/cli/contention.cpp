@@ -3,7 +3,8 @@
 // copies); on the GPU (contention_gpu.cpp), per operation, memory, scope and warp aggregation.
 // Every run, warm-up included, is checked against the layout's exact expectation before its time
 // counts; a wrong run makes the row a MISMATCH and the exit code 1. The CPU experiment itself is
-// in contention_experiment.cpp; this file parses the options, runs the CPU sweep and reports it.
+// in the lab (lab/src/contention_experiment.cpp); this file parses the options, runs the CPU sweep
+// and reports it.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -19,12 +20,12 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "contention_command.hpp"
-#include "contention_experiment.hpp"
 #include "host_timing.hpp"
 #include "plot.hpp"
 #include "run_environment.hpp"
 #include "tally/cpu/parallel.hpp"
 #include "tally/error.hpp"
+#include "tally/lab/contention_experiment.hpp"
 
 namespace tally::cli {
 namespace {

@@ -21,17 +21,17 @@
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "contention_experiment.hpp"
 #include "distributions.hpp"
 #include "host_timing.hpp"
 #include "plot.hpp"
-#include "race_experiment.hpp"
 #include "run_environment.hpp"
 #include "tally/cpu.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu.hpp"
 #include "tally/gpu/timing.hpp"
 #include "tally/lab.hpp"
+#include "tally/lab/contention_experiment.hpp"
+#include "tally/lab/race_experiment.hpp"
 
 namespace tally::cli {
 namespace {

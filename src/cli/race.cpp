@@ -1,5 +1,5 @@
 // `tally race`: data races, each beside its correct variant, on the GPU (tally::lab and
-// tally::gpu) or the CPU (race_experiment.cpp): one counter incremented by 100 to 1,000,000 threads,
+// tally::gpu) or the CPU (lab/src/race_experiment.cpp): one counter incremented by 100 to 1,000,000 threads,
 // the naive histogram (`hist[bin]++`), and the block histogram with its barrier missing.
 // Correct variants must be exact (else exit code 1); racy rows are labelled wrong results, with
 // what they lost, and nothing is averaged.
@@ -20,11 +20,11 @@
 #include "commands.hpp"
 #include "distributions.hpp"
 #include "plot.hpp"
-#include "race_experiment.hpp"
 #include "run_environment.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu.hpp"
 #include "tally/lab.hpp"
+#include "tally/lab/race_experiment.hpp"
 
 namespace tally::cli {
 namespace {

@@ -7,7 +7,6 @@
 #include "tally/error.hpp"
 #include "tally/gpu.hpp"
 #include "tally/gpu/timing.hpp"
-#include "tally/lab.hpp"
 
 namespace tally::gpu {
 namespace {
@@ -103,17 +102,3 @@ TALLY_INSTANTIATE_REDUCE(float)
 TALLY_INSTANTIATE_REDUCE(double)
 }  // namespace detail
 }  // namespace tally::gpu
-
-namespace tally::lab {
-// The lab's GPU experiments need the GPU backend; names, validation and checks (lab_common.cpp)
-// are in every build.
-contention_result run_contention(const contention_case&, int, int) {
-  throw error(errc::not_supported, "backend", "tally was built without CUDA: the GPU experiments are not available");
-}
-race_count count_with_threads(std::int64_t, bool) {
-  throw error(errc::not_supported, "backend", "tally was built without CUDA: the GPU experiments are not available");
-}
-race_count block_histogram(std::span<const std::int32_t>, std::span<const std::uint64_t>, bool) {
-  throw error(errc::not_supported, "backend", "tally was built without CUDA: the GPU experiments are not available");
-}
-}  // namespace tally::lab

@@ -1,4 +1,4 @@
-// The CPU contention experiment behind `tally contention` (src/cli/contention_experiment.cpp):
+// The CPU contention experiment behind `tally contention` (lab/src/contention_experiment.cpp):
 // every method and operation leaves the exact expected memory, and the checks reject outcomes
 // with a lost add, a wrong maximum, an exchange value that is not some thread's last write, and
 // a lost or duplicated exchange (so a row that says "exact" means something).
@@ -10,8 +10,8 @@
 
 #include <gtest/gtest.h>
 
-#include "contention_experiment.hpp"
 #include "tally/cpu/parallel.hpp"
+#include "tally/lab/contention_experiment.hpp"
 
 namespace tally::cli {
 namespace {

@@ -38,6 +38,10 @@ endif()
 if(NOT EXISTS "${prefix}/include/tally/cpu.hpp")
   message(FATAL_ERROR "install test: ${prefix}/include/tally/cpu.hpp was not installed")
 endif()
+# The teaching lab (lab/, tally::lab) is not part of the installed library.
+if(EXISTS "${prefix}/include/tally/lab.hpp")
+  message(FATAL_ERROR "install test: ${prefix}/include/tally/lab.hpp was installed; the lab is not part of the library")
+endif()
 
 # (b) Configure the consumer against the prefix and nothing else: no package registry, no
 # system tally.

@@ -5,18 +5,28 @@
 // loop over the addresses. `reduction(+ : data[:A])` would say the same in one line, but GCC 12
 // puts each thread's private copy of an array section on that thread's stack: 2^20 words
 // (8 MiB) already crash with the default stack, and this sweep must not depend on OMP_STACKSIZE.
-#include "contention_experiment.hpp"
+#include "tally/lab/contention_experiment.hpp"
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <numeric>
 
 #include <fmt/format.h>
 
-#include "host_timing.hpp"
 #include "tally/cpu/parallel.hpp"
 
 namespace tally::cli {
+
+namespace {
+/// Milliseconds that `work()` took on the host's steady clock (the tool's host_timing.hpp times alike).
+template <class F>
+double host_ms(F&& work) {
+  const auto start = std::chrono::steady_clock::now();
+  work();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+}  // namespace
 
 static_assert(std::atomic_ref<std::uint64_t>::is_always_lock_free,
               "the atomic method measures hardware atomics: 64-bit atomic_ref must be lock-free");

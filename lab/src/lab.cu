@@ -9,8 +9,8 @@
 
 #include "cuda_check.hpp"
 #include "event_pair.hpp"
+#include "lab_dispatch.cuh"
 #include "tally/detail/dispatch/device_properties.cuh"
-#include "tally/detail/dispatch/lab_dispatch.cuh"
 #include "tally/error.hpp"
 #include "tally/gpu.hpp"
 #include "tally/lab.hpp"

@@ -1,7 +1,7 @@
 // The kernels of the lab's experiments (tally::lab, tally/lab.hpp): atomic contention on global
 // memory, shared memory or a global slice per block at a chosen cuda::thread_scope, with or without
 // warp aggregation, and the deliberately racy counter and block histogram of `tally race` beside
-// their correct versions. Launched only by detail/dispatch/lab_dispatch.cuh.
+// their correct versions. Launched only by lab_dispatch.cuh.
 //
 // The racy kernels (racy_counter_kernel, block_histogram_kernel<false>) are wrong on purpose:
 // compute-sanitizer racecheck flags the second, and neither belongs in a sanitized test.
@@ -65,7 +65,7 @@ struct returned_sums {
  * window at run time), while the intrinsics are compiler built-ins, so on a pointer the compiler can
  * trace to `extern __shared__` or to a kernel parameter (after inlining: everything here is
  * __forceinline__) they become `atom.shared.<scope>.*` and `atom.global.<scope>.*` (checked in the
- * PTX of src/gpu/lab.cu, nvcc 13, sm_90: no generic atom is left in the contention kernels). A
+ * PTX of lab.cu, nvcc 13, sm_90: no generic atom is left in the contention kernels). A
  * result left unused (add) is ptxas' to turn into a reduction (RED) with no round trip.
  *
  * Scope on shared memory: a shared word is visible to the threads of its block only (no cluster is

@@ -1,7 +1,7 @@
 // The dispatch of the lab's experiments (tally::lab): turns a contention case's run-time choices
 // (operation, memory, scope, aggregation) into one of the 72 kernel instantiations and launches it,
 // and launches the racy counter and block histogram of `tally race`. The only code that launches
-// lab kernels. Functions return cudaError_t and never throw; src/gpu/lab.cu validates, allocates,
+// lab kernels. Functions return cudaError_t and never throw; lab.cu validates, allocates,
 // times and checks.
 #pragma once
 
@@ -11,7 +11,7 @@
 #include <cuda_runtime.h>
 
 #include "tally/detail/dispatch/device_properties.cuh"
-#include "tally/detail/kernels/lab_kernels.cuh"
+#include "lab_kernels.cuh"
 #include "tally/lab.hpp"
 
 namespace tally::detail::lab {

@@ -1,6 +1,6 @@
 // The racy and correct variants of `tally race`'s experiments (see the header for the racy
 // update and why it is written with relaxed atomics).
-#include "race_experiment.hpp"
+#include "tally/lab/race_experiment.hpp"
 
 #include <atomic>
 

@@ -1,10 +1,11 @@
 // The lab's GPU experiments as a host API (tally::lab): atomic contention (memory space x scope x
 // operation x warp aggregation x number of addresses) and the deliberate data races of `tally race`.
-// Host-safe (no CUDA type in here), so the CLI and tests call it from plain C++; the kernels are in
-// detail/kernels/lab_kernels.cuh, their launches in detail/dispatch/lab_dispatch.cuh, the bodies in
-// src/gpu/lab.cu. Built without CUDA, the runs (run_contention, count_with_threads, block_histogram)
-// throw errc::not_supported; the names, the validation and the checks (src/gpu/lab_common.cpp) work
-// in every build.
+// Part of the lab's own target (tally::lab, lab/), not of the library's public API. Host-safe (no
+// CUDA type in here), so the CLI and tests call it from plain C++; the kernels are in
+// lab/src/lab_kernels.cuh, their launches in lab/src/lab_dispatch.cuh, the bodies in lab/src/lab.cu.
+// Built without CUDA, the runs (run_contention, count_with_threads, block_histogram) throw
+// errc::not_supported (lab/src/no_cuda.cpp); the names, the validation and the checks
+// (lab/src/lab_common.cpp) work in every build.
 //
 // The contention layout (shared with the CPU side of `tally contention`, but on 32-bit words):
 // T = blocks x block_threads GPU threads each make K updates; thread t (its global index) sends its
