@@ -1,6 +1,6 @@
 // The GPU backend's host API: host-safe declarations (no CUDA header needed, so the CLI and
 // users' .cpp files compile with any C++20 compiler). The definitions live in the compiled
-// library (src/gpu/*.cu); built without CUDA, every call throws errc::not_supported and
+// library (src/*.cu); built without CUDA, every call throws errc::not_supported and
 // device_count() is 0. Pointers in spans passed here are device pointers.
 //
 // Each operation comes in two forms, as in cuCollections: `name_async` never synchronizes and

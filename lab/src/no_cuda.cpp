@@ -1,5 +1,5 @@
 // The lab's GPU runs in a build without CUDA: the same symbols as lab.cu, each reporting that this
-// build has no GPU support (the library's src/gpu/no_cuda.cpp does the same for the GPU backend).
+// build has no GPU support (the library's src/no_cuda.cpp does the same for the GPU backend).
 #include <cstdint>
 #include <span>
 

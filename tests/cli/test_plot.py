@@ -228,7 +228,7 @@ def test_bench_draws_a_panel_per_bins_kind(bins_kinds_result, tmp_path):
     assert_svg(svg_path)
     # Each (operation, type, bins, bins kind) case is a panel: the script's own grouping says how many.
     import importlib.util
-    spec = importlib.util.spec_from_file_location("tally_plot", REPO / "src" / "cli" / "tally_plot.py")
+    spec = importlib.util.spec_from_file_location("tally_plot", REPO / "tool" / "tally_plot.py")
     tally_plot = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tally_plot)
     rows = json.loads(json_path.read_text())["rows"]

@@ -2,7 +2,7 @@
 // strategy and why, the kernel, its launch shape, its storage, made once per call from the device,
 // the sample type and the bins) and the only code that launches its kernels, CUB's included.
 // CUB's temporary-storage contract: the policy says how many bytes a launch needs; the launch gets
-// that much. It returns cudaError_t and never throws; the owning layer (src/gpu) validates
+// that much. It returns cudaError_t and never throws; the owning layer (src/) validates
 // arguments and turns errors into exceptions.
 #pragma once
 

@@ -1,7 +1,7 @@
 // The dispatch of reduce, count_if and find_first_if: the only code that sizes their launches
 // and launches their kernels (CUB's included). CUB's temporary-storage contract: called with
 // `temp == nullptr` a function only sets `temp_bytes` (never 0); called again with that much
-// storage it runs. Functions return cudaError_t and never throw; the owning layer (src/gpu)
+// storage it runs. Functions return cudaError_t and never throw; the owning layer (src/)
 // validates arguments, picks the strategy and turns errors into exceptions.
 #pragma once
 
