@@ -202,6 +202,21 @@ inline constexpr int byte_values = 256;
 template <class Sample, class Mapper>
 inline constexpr bool folds_bytes = std::is_same_v<Sample, std::uint8_t> && !std::is_same_v<Mapper, byte_shift_mapper>;
 
+/// The byte kernel's part of a policy whose `copies` and `shared_bytes` are set: its block shape,
+/// its grid (one block a multiprocessor in replicas), and whether its blocks sample their input
+/// (automatic, in replicas). `ByteCounter` is the counter it counts into.
+template <class ByteCounter>
+cudaError_t plan_byte_kernel(bool automatic, std::int64_t num_samples, const device_properties& props,
+                             histogram_policy& policy) {
+  const bool in_replicas = policy.copies == tuning::byte_replicas;
+  policy.all_bytes = true;
+  policy.block_threads = tuning::all_bytes_tuning::block_threads;
+  policy.adapt_to_data = automatic && in_replicas;
+  const int max_blocks = in_replicas ? props.multiprocessors * tuning::byte_replica_blocks_per_multiprocessor : 1 << 30;
+  return histogram_grid(all_bytes_histogram_kernel<tuning::all_bytes_tuning, ByteCounter>, num_samples,
+                        policy.shared_bytes, props, max_blocks, policy.blocks, policy.block_threads);
+}
+
 /**
  * Decides how strategy `requested` (automatic included) runs over `num_samples` samples with
  * `map` on this device: the one place that knows which kernel, launch shape and storage a
@@ -221,17 +236,10 @@ cudaError_t make_histogram_policy(strategy requested, const Mapper& map, std::in
                        "(one permute and one shared-memory atomic a byte, whatever the bins), then each byte value "
                        "mapped to its bin once and its count added there"};
       policy.fold_bytes = true;
-      policy.all_bytes = true;
       policy.copies = byte_replica_count(byte_values, props);
-      policy.adapt_to_data = policy.copies == tuning::byte_replicas;
-      policy.block_threads = tuning::all_bytes_tuning::block_threads;
       policy.shared_bytes = shared_copy_bytes(byte_values) * policy.copies;
       policy.temp_bytes = sizeof(std::uint64_t) * byte_values;
-      const int max_blocks = policy.copies == tuning::byte_replicas
-                                 ? props.multiprocessors * tuning::byte_replica_blocks_per_multiprocessor
-                                 : 1 << 30;
-      return histogram_grid(all_bytes_histogram_kernel<tuning::all_bytes_tuning, std::uint64_t>, num_samples,
-                            policy.shared_bytes, props, max_blocks, policy.blocks, policy.block_threads);
+      return plan_byte_kernel<std::uint64_t>(true, num_samples, props, policy);
     }
   }
   policy.chosen = choose_gpu_histogram(requested, num_bins, sizeof(Sample), props);
@@ -293,14 +301,7 @@ cudaError_t make_histogram_policy(strategy requested, const Mapper& map, std::in
   if constexpr (bytes) {
     if (s != strategy::warp_aggregated) {
       // Bytes over all 256 values: the byte kernel, no tables, its counts zeroed by a memset.
-      policy.all_bytes = true;
-      policy.block_threads = tuning::all_bytes_tuning::block_threads;
-      policy.adapt_to_data = requested == strategy::automatic && policy.copies == tuning::byte_replicas;
-      const int max_blocks = policy.copies == tuning::byte_replicas
-                                 ? props.multiprocessors * tuning::byte_replica_blocks_per_multiprocessor
-                                 : 1 << 30;
-      return histogram_grid(all_bytes_histogram_kernel<tuning::all_bytes_tuning, Counter>, num_samples,
-                            policy.shared_bytes, props, max_blocks, blocks, policy.block_threads);
+      return plan_byte_kernel<Counter>(requested == strategy::automatic, num_samples, props, policy);
     }
   }
   policy.table_words = place_tables(map, policy.shared_bytes, props);
