@@ -566,6 +566,40 @@ void expect_packed16_spills_exactly(std::int64_t num_bins, T low_bin, T high_bin
   EXPECT_EQ(got.left_out, want.left_out);
 }
 
+/// Samples whose runs of `run` alternate between bins 32 apart (which crowd one bank of a block's
+/// copy) and values spread over and beyond the bins (some left out).
+template <class T>
+std::vector<T> alternating_crowded_runs(std::size_t n, std::size_t run, const even_bins& bins, std::uint64_t s) {
+  std::mt19937_64 rng(s);
+  const double step = (bins.upper - bins.lower) / static_cast<double>(bins.num_bins);
+  std::uniform_real_distribution<double> spread(bins.lower - 10.0, bins.upper + 10.0);
+  std::vector<T> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const double bin = static_cast<double>(rng() % static_cast<std::uint64_t>(bins.num_bins / 32) * 32);
+    const double x = (i / run) % 2 == 0 ? bins.lower + (bin + 0.5) * step : spread(rng);
+    out[i] = static_cast<T>(std::is_floating_point_v<T> ? x : std::floor(x));
+  }
+  return out;
+}
+
+/// Kernels whose mapper computes (here the estimate over a range not exact in binary) choose per
+/// block whether to swizzle their copy, from the block's first samples, and take the left-out
+/// count as what they visited less what they hand on. Runs of 4096 samples (a block's first
+/// chunk) alternate between crowded and spread samples, so neighbouring blocks of one call choose
+/// differently; every count and the left-out count must match the CPU.
+TEST(GpuHistogramStrategies, SharedCopiesCountExactlyWhetherOrNotEachBlockSwizzles) {
+  const even_bins bins{4096, -0.25, 3.0 * 4096 - 0.75};
+  const std::size_t n = (std::size_t{1} << (quick_mode() ? 20 : 22)) + 3;
+  for (const strategy s : {strategy::automatic, strategy::shared_atomic, strategy::warp_aggregated,
+                           strategy::replicated, strategy::two_phase}) {
+    SCOPED_TRACE(std::string(to_string(s)));
+    expect_even_matches<float, std::uint32_t>(alternating_crowded_runs<float>(n, 4096, bins, seed + 61), bins, s,
+                                              upper_edge::exclusive);
+    expect_even_matches<std::int32_t, std::uint64_t>(alternating_crowded_runs<std::int32_t>(n, 4096, bins, seed + 62),
+                                                     bins, s, upper_edge::inclusive);
+  }
+}
+
 TEST(GpuHistogramStrategies, Packed16CountersSpillExactlyBeforeTheyOverflow) {
   expect_packed16_spills_exactly<std::int32_t>(65536, 5, 5 + 32768, 40000, -7);
   expect_packed16_spills_exactly<std::uint8_t>(255, 3, 3 + 128, 200, 255);  // odd bin count: 128 words

@@ -217,36 +217,78 @@ __device__ __forceinline__ bool block_bytes_pile_up(int first_byte) {
   return __syncthreads_count(threadIdx.x % 32 == 0 && most >= 8) * 2 >= warps;
 }
 
+/// What one thread's walk saw: the samples it visited and the ones it left out. A kernel that
+/// reads its whole copy afterwards takes the left-out count as visited minus what the copy hands
+/// on (handed_count) and never reads `left_out`, so the compiler drops its per-sample count: two
+/// instructions a sample, which show where mapping a sample takes arithmetic.
+/// (The estimate over float32, 4096 bins: 0.873 -> 0.899; docs/performance.md, "A lean kernel for mappers that compute")
+struct walk_tally {
+  std::uint32_t visited = 0;   // a thread sees far fewer than 2^32 samples
+  std::uint32_t left_out = 0;
+};
+
+/// Mappers that compute or look up each sample's bin (the estimate, the general rule, range bins
+/// and their grid), against the shifts of bins exact in binary. Their kernels spend more
+/// instructions and registers a sample; the kernels decide a few layouts by them.
+template <class Sample, class Mapper>
+inline constexpr bool maps_with_arithmetic =
+    has_tables<Mapper> || std::is_same_v<Mapper, estimated_even_bin_mapper<Sample>> ||
+    std::is_same_v<Mapper, even_bin_mapper<Sample>> || std::is_same_v<Mapper, range_bin_mapper<Sample>>;
+
+/// Whether a block's samples crowd the banks of its copy: each thread maps the first sample it
+/// will count (a load cached for the count), `word_of(bin)` gives the word it would add to, and a
+/// lane is crowded when 4 or more lanes of its warp would hit other words of its bank (lanes on
+/// one word are merged or take turns whatever the layout). The block is crowded when a quarter of
+/// its lanes are. Every thread must call it (a barrier).
+template <class Sample, class Mapper, class WordOf>
+__device__ __forceinline__ bool block_crowds_banks(const Sample* samples, std::int64_t num_samples, const Mapper& map,
+                                                   int unroll, WordOf word_of) {
+  constexpr int items = sample_vector<Sample>::items;
+  const vector_split<Sample> split(samples, num_samples);
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  const std::int64_t first = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32 * 32 * unroll + lane;
+  int word = -1 - lane;  // a lane with no sample, or a left-out one, shares no word and no bank
+  if (first < split.vectors) {
+    const int bin = static_cast<int>(map(samples[split.head + first * items]));
+    if (bin >= 0) word = word_of(bin);
+  }
+  const unsigned same_bank = __match_any_sync(0xffffffffu, word >= 0 ? (word & 31) : 32 + lane);
+  const unsigned same_word = __match_any_sync(0xffffffffu, word);
+  const bool crowded = __popc(same_bank) - __popc(same_word) >= 4;
+  return __syncthreads_count(crowded ? 1 : 0) * 4 >= static_cast<int>(blockDim.x);
+}
+
 /// Counts this thread's share of the samples (16-byte loads) into a block-private copy of 32-bit
-/// counters, swizzled in shared memory (bank_swizzled; the copy takes swizzled_words); returns how
-/// many samples it left out.
+/// counters. In shared memory the copy is swizzled by `Swizzle` (bank_swizzled's mask: 31, or 0
+/// for none; the copy takes swizzled_words); in global memory it is not.
 /// With `copies` > 1 (a power of two, at most 64) the copy is replicated: bin b of replica r is at
 /// b * copies + r and thread t counts into replica t % copies, so lanes that hit one bin spread
-/// over min(copies, 32) words in different banks. `Tuning` (tuning::counting_tuning) gives the
-/// loads per chunk and whether they are pipelined.
-template <aggregation Aggregate, class Tuning, copy_memory Memory, class Sample, class Mapper>
-__device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples, std::int64_t num_samples,
-                                                          const Mapper& map, std::uint32_t* copy, int copies = 1) {
+/// over min(copies, 32) words in different banks (from 32 replicas on, never swizzled). `Tuning`
+/// (tuning::counting_tuning) gives the loads per chunk and whether they are pipelined.
+template <aggregation Aggregate, class Tuning, copy_memory Memory, std::uint32_t Swizzle, class Sample, class Mapper>
+__device__ __forceinline__ walk_tally count_vectorized(const Sample* samples, std::int64_t num_samples,
+                                                       const Mapper& map, std::uint32_t* copy, int copies = 1) {
   constexpr int items = sample_vector<Sample>::items;
-  std::uint32_t left_out = 0;  // a thread sees far fewer than 2^32 samples
+  walk_tally tally;
   const int replica = static_cast<int>(threadIdx.x) % copies;
-  // Shared memory has banks: its copies are swizzled (bank_swizzled); global ones are not.
-  const std::uint32_t mask = Memory == copy_memory::shared ? swizzle_mask(copies) : 0u;
+  const std::uint32_t mask = Memory == copy_memory::shared ? (Swizzle & swizzle_mask(copies)) : 0u;
   // Block copies hold fewer than 2^31 bins, so bins travel as 32-bit ints (fewer registers).
   const auto add = [copy, replica, copies, mask](int bin, std::uint32_t count) {
     add_to_copy<Memory>(copy + bank_swizzled(static_cast<std::uint32_t>(bin * copies + replica), mask), count);
   };
   const auto visit_one = [&](Sample x) {
+    ++tally.visited;
     const int bin = static_cast<int>(map(x));
     if (bin < 0) {
-      ++left_out;
+      ++tally.left_out;
     } else {
       add(bin, 1);
     }
   };
   const auto visit = [&](const sample_vector<Sample>& v, bool valid) {
+    tally.visited += valid ? items : 0;
     int bins[items];
-    left_out += map_vector(map, v, valid, bins);
+    tally.left_out += map_vector(map, v, valid, bins);
     if constexpr (Aggregate != aggregation::none) {
       if (warp_adds_once(bins, add)) return;
     }
@@ -278,7 +320,14 @@ __device__ __forceinline__ std::uint64_t count_vectorized(const Sample* samples,
     }
   };
   walk_vectorized<Tuning::loads_per_thread, Tuning::pipelined>(samples, num_samples, visit, visit_one);
-  return left_out;
+  return tally;
+}
+
+/// The samples a block's copy was counted from, left out, as this thread's share: what it
+/// visited less what it handed on. Summed over the block's threads (modulo 2^64, as warp_add_to
+/// adds) it is the block's left-out count, since every counted sample added one to the copy.
+__device__ __forceinline__ std::uint64_t left_out_by_difference(const walk_tally& tally, std::uint64_t handed) {
+  return static_cast<std::uint64_t>(tally.visited) - handed;
 }
 
 /// Counts this thread's share of bytes that all map (byte_shift_mapper) into a block's copy in
@@ -363,15 +412,17 @@ __device__ __forceinline__ void finish_output(const output_start_words& words) {
   finished.store(0, cuda::memory_order_relaxed);
 }
 
-/// Adds the block's copy (summing its `copies` replicas, swizzled as count_vectorized left them,
-/// or not: the byte kernel's) into the global counts: one device-scope atomic per non-zero bin.
+/// Adds the block's copy (summing its `copies` replicas, swizzled by `mask` as count_vectorized
+/// left them) into the global counts: one device-scope atomic per non-zero bin. Returns the sum of
+/// what this thread added (for left_out_by_difference).
 /// With 32 or 64 replicas, a bin's replicas are consecutive words, 32 to a row of banks: a warp
 /// reads them at once and sums them with shuffles (a thread summing them alone would read words of
 /// one bank while its neighbours wait on the same banks).
 template <class Counter>
-__device__ __forceinline__ void add_block_copy(const std::uint32_t* copy, std::int64_t num_bins, Counter* counts,
-                                               int copies = 1, bool swizzled = true) {
+__device__ __forceinline__ std::uint64_t add_block_copy(const std::uint32_t* copy, std::int64_t num_bins,
+                                                        Counter* counts, int copies, std::uint32_t mask) {
   const auto add = [counts](std::int64_t bin, std::uint32_t value) { add_to_global_count(counts + bin, Counter{value}); };
+  std::uint64_t handed = 0;
   if (copies == 32 || copies == 64) {  // not swizzled (swizzle_mask)
     const int lane = static_cast<int>(threadIdx.x % 32);
     const int warps = static_cast<int>(blockDim.x / 32);
@@ -379,16 +430,21 @@ __device__ __forceinline__ void add_block_copy(const std::uint32_t* copy, std::i
       std::uint32_t mine = 0;
       for (int r = lane; r < copies; r += 32) mine += copy[bin * copies + r];
       const std::uint32_t value = warp_sum(mine);
-      if (lane == 0 && value != 0) add(bin, value);
+      if (lane == 0 && value != 0) {
+        add(bin, value);
+        handed += value;
+      }
     }
-    return;
+    return handed;
   }
-  const std::uint32_t mask = swizzled ? swizzle_mask(copies) : 0u;
+  mask &= swizzle_mask(copies);
   for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) {
     std::uint32_t value = 0;
     for (int r = 0; r < copies; ++r) value += copy[bank_swizzled(static_cast<std::uint32_t>(bin * copies + r), mask)];
     if (value != 0) add(bin, value);
+    handed += value;
   }
+  return handed;
 }
 
 /// The byte kernel's hand-off on sm_90 and later: the sums of the block's 256 byte values (rows
@@ -455,7 +511,7 @@ __device__ __forceinline__ void add_byte_copy(std::uint32_t* copy, const byte_sh
                  add_byte_copy_in_bulk<BlockThreads>(copy, map.shift(), copies, first);
                  return;
                }))
-  add_block_copy(copy, map.num_bins(), counts, copies, /*swizzled=*/false);  // count_all_bytes's layout
+  add_block_copy(copy, map.num_bins(), counts, copies, /*mask=*/0u);  // count_all_bytes's layout: not swizzled
 }
 
 }  // namespace tally::detail

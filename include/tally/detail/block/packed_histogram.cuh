@@ -104,29 +104,16 @@ __device__ __forceinline__ void spill_large_counters(std::uint32_t* words, int h
   }
 }
 
-/// Whether the block's packed copy is swizzled: each thread maps the first sample it will count
-/// (a load cached for the count), and a lane is crowded when 4 or more lanes of its warp would hit
-/// other words of its bank (lanes on one word are merged or take turns whatever the layout). The
-/// swizzle costs packed16 its instructions where nothing crowds, so a block swizzles when a quarter
-/// of its lanes are crowded. Every thread must call it (a barrier).
+/// Whether the block's packed copy is swizzled: when its first samples crowd the copy's banks
+/// (block_crowds_banks). The swizzle costs packed16 its instructions where nothing crowds. Every
+/// thread must call it (a barrier).
 /// (docs/performance.md, "Second pass: banks, branches, loads in flight, and the grid")
 template <class Sample, class Mapper>
 __device__ __forceinline__ bool packed_block_swizzles(const Sample* samples, std::int64_t num_samples,
                                                       const Mapper& map, int unroll) {
-  constexpr int items = sample_vector<Sample>::items;
-  const vector_split<Sample> split(samples, num_samples);
-  const int lane = static_cast<int>(threadIdx.x % 32);
-  const std::int64_t first = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32 * 32 * unroll + lane;
   const int half_bins = static_cast<int>(packed_words(map.num_bins()));
-  int word = -1 - lane;  // a lane with no sample, or a left-out one, shares no word and no bank
-  if (first < split.vectors) {
-    const int bin = static_cast<int>(map(samples[split.head + first * items]));
-    if (bin >= 0) word = bin - (bin >= half_bins ? half_bins : 0);
-  }
-  const unsigned same_bank = __match_any_sync(0xffffffffu, word >= 0 ? (word & 31) : 32 + lane);
-  const unsigned same_word = __match_any_sync(0xffffffffu, word);
-  const bool crowded = __popc(same_bank) - __popc(same_word) >= 4;
-  return __syncthreads_count(crowded ? 1 : 0) * 4 >= static_cast<int>(blockDim.x);
+  return block_crowds_banks(samples, num_samples, map, unroll,
+                            [half_bins](int bin) { return bin - (bin >= half_bins ? half_bins : 0); });
 }
 
 /// Counts this thread's share of the samples into the packed copy (zeroed, with its

@@ -184,11 +184,16 @@ template <class Sample, class Counter, class Mapper>
 auto shared_atomic_kernel_for(strategy s) {
   using privatized = typename tuning::histogram_tuning<Sample>::privatized;
   if constexpr (std::is_same_v<Mapper, byte_shift_mapper>) {
-    return shared_atomic_histogram_kernel<privatized, aggregation::warp, Sample, Counter, Mapper>;
+    return shared_atomic_histogram_kernel<privatized, aggregation::warp, false, Sample, Counter, Mapper>;
   } else {
-    return s == strategy::warp_aggregated
-               ? shared_atomic_histogram_kernel<privatized, aggregation::warp, Sample, Counter, Mapper>
-               : shared_atomic_histogram_kernel<privatized, aggregation::none, Sample, Counter, Mapper>;
+    switch (s) {
+      case strategy::warp_aggregated:
+        return shared_atomic_histogram_kernel<privatized, aggregation::warp, false, Sample, Counter, Mapper>;
+      case strategy::replicated:
+        return shared_atomic_histogram_kernel<privatized, aggregation::none, true, Sample, Counter, Mapper>;
+      default:
+        return shared_atomic_histogram_kernel<privatized, aggregation::none, false, Sample, Counter, Mapper>;
+    }
   }
 }
 

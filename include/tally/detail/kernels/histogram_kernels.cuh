@@ -43,28 +43,48 @@ __global__ void __launch_bounds__(Tuning::block_threads, Tuning::min_blocks)
 global_privatized_histogram_kernel(const Sample* samples, std::int64_t num_samples, std::uint32_t* block_copies,
                                    Mapper map, std::uint64_t* left_out) {
   std::uint32_t* copy = block_copies + static_cast<std::int64_t>(blockIdx.x) * map.num_bins();
-  warp_add_to(count_vectorized<aggregation::none, Tuning, copy_memory::global>(samples, num_samples, map, copy),
+  warp_add_to(count_vectorized<aggregation::none, Tuning, copy_memory::global, 0u>(samples, num_samples, map, copy)
+                  .left_out,
               left_out);
 }
 
 /// A shared-memory histogram per block, then one device-scope atomic per non-zero bin. With
 /// aggregation::warp, equal bins within a lane or across a whole warp add as one (warp_aggregated);
-/// with `copies` > 1 the block keeps that many interleaved replicas (replicated). The launch zeroes
-/// `counts` itself (start_output), so they need no memset before it.
-template <class Tuning, aggregation Aggregate, class Sample, class Counter, class Mapper>
+/// with `Replicated` the block keeps `copies` interleaved replicas (replicated), else one copy,
+/// known when compiled (no replica arithmetic a sample). The launch zeroes `counts` itself
+/// (start_output), so they need no memset before it. Mappers that compute swizzle their copy only
+/// where the block's first samples crowd its banks: for them the swizzle's instructions show.
+template <class Tuning, aggregation Aggregate, bool Replicated, class Sample, class Counter, class Mapper>
 __global__ void __launch_bounds__(Tuning::block_threads, Tuning::min_blocks)
 shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts, Mapper map,
                                output_start_words output, int copies, int table_words) {
   extern __shared__ __align__(16) std::uint32_t shared_copy[];
+  if constexpr (!Replicated) copies = 1;
   zero_block_copy(shared_copy, swizzled_words(map.num_bins() * copies));
   const Mapper block_map = tables_in_block(map, shared_copy, table_words);
   start_output(counts, map.num_bins(), output);  // its barrier also orders the copy's zeroing before counting
-  const std::uint64_t left_out =
-      count_vectorized<Aggregate, Tuning, copy_memory::shared>(samples, num_samples, block_map, shared_copy, copies);
+  constexpr int loads = Tuning::loads_per_thread;
+  std::uint32_t mask = swizzle_mask(copies);
+  walk_tally tally;
+  if constexpr (maps_with_arithmetic<Sample, Mapper>) {
+    const int replica = static_cast<int>(threadIdx.x) % copies;
+    if (mask != 0u && !block_crowds_banks(samples, num_samples, block_map, loads,
+                                          [copies, replica](int bin) { return bin * copies + replica; })) {
+      mask = 0u;
+    }
+    // One loop per layout: a swizzle chosen at run time would cost its instructions in both.
+    tally = mask != 0u ? count_vectorized<Aggregate, Tuning, copy_memory::shared, 31u>(samples, num_samples,
+                                                                                       block_map, shared_copy, copies)
+                       : count_vectorized<Aggregate, Tuning, copy_memory::shared, 0u>(samples, num_samples,
+                                                                                      block_map, shared_copy, copies);
+  } else {
+    tally = count_vectorized<Aggregate, Tuning, copy_memory::shared, 31u>(samples, num_samples, block_map,
+                                                                          shared_copy, copies);
+  }
   __syncthreads();  // every count is in before the copy is read
   wait_for_zeroed_output(output);
-  add_block_copy(shared_copy, map.num_bins(), counts, copies);
-  warp_add_to(left_out, output.left_out);
+  const std::uint64_t handed = add_block_copy(shared_copy, map.num_bins(), counts, copies, mask);
+  warp_add_to(left_out_by_difference(tally, handed), output.left_out);
   finish_output(output);
 }
 
@@ -125,25 +145,26 @@ two_phase_histogram_kernel(const Sample* samples, std::int64_t num_samples, std:
   zero_block_copy(shared_copy, swizzled_words(num_bins));
   const Mapper block_map = tables_in_block(map, shared_copy, table_words);
   __syncthreads();
-  warp_add_to(count_vectorized<aggregation::none, Tuning, copy_memory::shared>(samples, num_samples, block_map,
-                                                                               shared_copy),
-              left_out);
+  const walk_tally tally =
+      count_vectorized<aggregation::none, Tuning, copy_memory::shared, 31u>(samples, num_samples, block_map, shared_copy);
   __syncthreads();
   std::uint32_t* copy = block_copies + static_cast<std::int64_t>(blockIdx.x) * num_bins;
+  std::uint64_t handed = 0;
   for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) {
-    copy[bin] = shared_copy[bank_swizzled(static_cast<std::uint32_t>(bin))];
+    const std::uint32_t value = shared_copy[bank_swizzled(static_cast<std::uint32_t>(bin))];
+    copy[bin] = value;
+    handed += value;
   }
+  warp_add_to(left_out_by_difference(tally, handed), left_out);
 }
 
 /// Whether packed16 always swizzles its copy for this mapper, rather than choosing per block: for
-/// mappers whose arithmetic (the estimate, in double for integer samples) or tables already fill
-/// the kernel's 64 registers, where a second counting loop spilled (the estimate over int32
-/// samples, 65536 bins over the data's range, one value: 0.878 of an H100's read bandwidth always
-/// swizzled, 0.776 choosing); the swizzle's instructions weigh little beside theirs.
+/// mappers that compute, whose arithmetic or tables already fill the kernel's 64 registers, where
+/// a second counting loop spilled (the estimate over int32 samples, 65536 bins over the data's
+/// range, one value: 0.878 of an H100's read bandwidth always swizzled, 0.776 choosing); the
+/// swizzle's instructions weigh little beside theirs.
 template <class Sample, class Mapper>
-inline constexpr bool packed_swizzle_always = has_tables<Mapper> ||
-                                              std::is_same_v<Mapper, estimated_even_bin_mapper<Sample>> ||
-                                              std::is_same_v<Mapper, even_bin_mapper<Sample>>;
+inline constexpr bool packed_swizzle_always = maps_with_arithmetic<Sample, Mapper>;
 
 /// A packed copy of 16-bit counters per block in shared memory (twice the bins of 32-bit ones),
 /// swizzled where the block's first samples crowd banks, spilling into `counts` as it goes, then
