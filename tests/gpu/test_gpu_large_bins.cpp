@@ -13,6 +13,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -207,15 +208,18 @@ TYPED_TEST(GpuLargeBins, MisalignedSamplesAreCountedExactly) {
   }
 }
 
-TYPED_TEST(GpuLargeBins, AutomaticPartitionsBinsBeyondSharedMemory) {
+TYPED_TEST(GpuLargeBins, AutomaticPartitionsBinsBeyondSharedMemoryAndFoldsBytes) {
   using T = TypeParam;
   for (const std::int64_t num_bins : {std::int64_t{1} << 18, std::int64_t{1} << 20, std::int64_t{1} << 24}) {
     SCOPED_TRACE(::testing::Message() << type_name<T>() << " bins=" << num_bins);
     const std::vector<T> host =
         to_samples<T>(make_bins(spread::loguniform, 200001, num_bins, seed + 3), num_bins, seed + 3);
     auto samples = to_device(host);
+    // Bytes take only 256 values, whatever the bins: automatic counts those in replicas and folds
+    // them into the bins, rather than partitioning.
+    const strategy expected = std::is_same_v<T, std::uint8_t> ? strategy::replicated : strategy::partitioned;
     expect_matches<T, std::uint64_t>(host, samples.const_span(), bins_for<T>(num_bins, false), strategy::automatic,
-                                     strategy::partitioned);
+                                     expected);
   }
 }
 
