@@ -334,9 +334,7 @@ int advise_typed(const advise_arguments& args, backend where, std::vector<T> sam
   std::fflush(stdout);
 
   std::vector<strategy> candidates{strategy::automatic};
-  for (const strategy s : strategies_for(where, operation::histogram)) {
-    if (is_exact(s)) candidates.push_back(s);  // racy is never advice
-  }
+  for (const strategy s : strategies_for(where, operation::histogram)) candidates.push_back(s);
   bench_row base;
   base.sample_type = std::string(to_string(dtype_of<T>()));
   base.num_samples = static_cast<std::int64_t>(samples.size());

@@ -1,5 +1,5 @@
-// Parsing of counts written as 65536, 1e6 or 2^28 in the CLI's options, --backend, and --runs /
-// --warmup / --timing.
+// Parsing of counts written as 65536, 1e6 or 2^28 in the CLI's options, of strategy names,
+// --backend, and --runs / --warmup / --timing.
 #include "arguments.hpp"
 
 #include <cmath>
@@ -31,6 +31,25 @@ std::int64_t parse_count(const std::string& text, std::string_view command, std:
   } catch (const std::exception&) {
   }
   throw_invalid_argument(command, option, "expects counts such as 256, 1e6 or 2^28 (got '" + text + "')");
+}
+
+std::string strategy_list(backend where) {
+  std::string names;
+  for (const strategy s : strategies_for(where, operation::histogram)) {
+    names += (names.empty() ? "" : ", ") + std::string(to_string(s));
+  }
+  return names;
+}
+
+strategy parse_strategy_option(const std::string& name, std::string_view command, std::string_view option,
+                               std::string_view choices) {
+  if (const auto s = parse_strategy(name)) return *s;
+  if (name == "racy") {
+    throw_invalid_argument(command, option,
+                           "is 'racy', which is no longer a strategy: the naive racy histogram is wrong by design and "
+                           "lives in the lab, beside its fix: run `tally race`");
+  }
+  throw_invalid_argument(command, option, "is '" + name + "', which is not a strategy; " + std::string(choices));
 }
 
 backend resolve_backend(const std::string& backend_name, std::string_view command) {

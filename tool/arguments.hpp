@@ -1,5 +1,5 @@
-// Parsing of the CLI's option values that CLI11 does not parse itself (counts such as 2^28), the
-// choice of backend behind `--backend auto|gpu|cpu`, and the `--runs` / `--warmup` / `--timing`
+// Parsing of the CLI's option values that CLI11 does not parse itself (counts such as 2^28,
+// strategy names), the choice of backend behind `--backend auto|gpu|cpu`, and the `--runs` / `--warmup` / `--timing`
 // options of the commands that time strategies (bench, advise).
 #pragma once
 
@@ -22,6 +22,17 @@ namespace tally::cli {
  * naming `command` and `option`.
  */
 std::int64_t parse_count(const std::string& text, std::string_view command, std::string_view option);
+
+/**
+ * @brief The strategy `name` names (or a name it had before), else throws errc::invalid_argument
+ * naming `command` and `option`: for `racy`, that the naive racy histogram is no strategy but the
+ * lab's (`tally race`); for any other name, that it is not a strategy, followed by `choices`.
+ */
+strategy parse_strategy_option(const std::string& name, std::string_view command, std::string_view option,
+                               std::string_view choices);
+
+/** @brief The histogram strategies `where` implements (automatic aside), comma-separated. */
+std::string strategy_list(backend where);
 
 /**
  * @brief The backend `--backend` names: `auto` is the GPU when one is present, else the CPU.

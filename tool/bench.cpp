@@ -626,14 +626,15 @@ int run_bench(const bench_config& cfg) {
     for (strategy s : strategies_for(where, operation::histogram)) strategies.push_back(s);
   }
   for (const std::string& name : cfg.strategies) {
-    const auto s = parse_strategy(name);
-    if (!s) throw_invalid_argument("tally bench", "--strategies", "has an unknown strategy '" + name + "'");
-    if (!supports(where, operation::histogram, *s)) {
+    const strategy s = parse_strategy_option(name, "tally bench", "--strategies",
+                                             "the " + std::string(to_string(where)) + " backend runs automatic, " +
+                                                 strategy_list(where));
+    if (!supports(where, operation::histogram, s)) {
       throw_invalid_argument("tally bench", "--strategies",
                              "has '" + name + "', which the " + std::string(to_string(where)) +
                                  " backend does not implement for histograms");
     }
-    strategies.push_back(*s);
+    strategies.push_back(s);
   }
   std::vector<distribution> distributions;
   if (cfg.distributions.empty()) distributions = standard_distributions();

@@ -20,6 +20,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "arguments.hpp"
 #include "commands.hpp"
 #include "data_file.hpp"
 #include "tally/bins.hpp"
@@ -101,14 +102,6 @@ struct count_totals {
 
 std::string file_label(const sample_file& file) { return "FILE '" + file.path().string() + "'"; }
 
-std::string strategy_list(backend where) {
-  std::string names;
-  for (const strategy s : strategies_for(where, operation::histogram)) {
-    names += (names.empty() ? "" : ", ") + std::string(to_string(s));
-  }
-  return names;
-}
-
 std::string no_gpu_reason() {
   return gpu::built_with_cuda() ? "no CUDA device is visible" : "this tally was built without CUDA";
 }
@@ -144,12 +137,9 @@ backend choose_backend(const std::string& backend_name, strategy algorithm) {
 
 hist_settings check_arguments(const hist_arguments& args) {
   hist_settings settings;
-  const std::optional<strategy> algorithm = parse_strategy(args.strategy_name);
-  if (!algorithm) {
-    invalid("--strategy", "is '" + args.strategy_name + "', which is not a strategy; the CPU runs automatic, " +
-                              strategy_list(backend::cpu) + "; the GPU runs automatic, " + strategy_list(backend::gpu));
-  }
-  settings.algorithm = *algorithm;
+  settings.algorithm = parse_strategy_option(args.strategy_name, "tally hist", "--strategy",
+                                             "the CPU runs automatic, " + strategy_list(backend::cpu) +
+                                                 "; the GPU runs automatic, " + strategy_list(backend::gpu));
   settings.where = choose_backend(args.backend_name, settings.algorithm);
   settings.last_edge = args.include_upper_edge ? upper_edge::inclusive : upper_edge::exclusive;
 
@@ -603,11 +593,8 @@ void report(const hist_arguments& args, const hist_settings& settings, const sam
   std::uint64_t sum = 0;
   for (const std::uint64_t count : totals.counts) sum += count;
   if (sum != counted) {
-    text += fmt::format("  warning:  the counts add up to {}, not {}: {} updates were lost{}\n", sum, counted,
-                        counted - sum,
-                        totals.strategies.size() == 1 && !is_exact(totals.strategies.front().chose.used)
-                            ? " (the racy strategy loses updates by design)"
-                            : "");
+    text += fmt::format("  warning:  the counts add up to {}, not {}: {} updates were lost\n", sum, counted,
+                        counted - sum);
   }
   if (automatic_range && settings.last_edge == upper_edge::exclusive && totals.left_out > totals.not_finite) {
     const std::uint64_t at_maximum = totals.left_out - totals.not_finite;

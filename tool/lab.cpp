@@ -199,18 +199,6 @@ double gpu_bincount_ms(const gpu::device_buffer<std::int32_t>& samples, std::spa
   return median_gpu_ms(runs, run);
 }
 
-/// The racy GPU histogram's total count (it is never timed into a claim).
-std::uint64_t gpu_racy_bincount_total(const gpu::device_buffer<std::int32_t>& samples, std::size_t bins,
-                                      gpu::workspace& ws) {
-  gpu::device_buffer<std::uint32_t> counts(bins);
-  histogram_options options;
-  options.algorithm = strategy::racy;
-  (void)gpu::bincount_async<std::int32_t, std::uint32_t>(samples.const_span(), counts.span(), ws, options);
-  std::vector<std::uint32_t> got(bins);
-  counts.download(got);
-  return std::accumulate(got.begin(), got.end(), std::uint64_t{0});
-}
-
 /// A GPU int32 sum with strategy `s`: checked against `want` (exact), then timed; -1 when wrong.
 double gpu_sum_ms(const gpu::device_buffer<std::int32_t>& samples, std::int64_t want, strategy s, int runs,
                   gpu::workspace& ws) {
@@ -317,9 +305,9 @@ std::vector<claim_row> gpu_claims(const lab_config& cfg, std::int64_t n,
                              global_ms, "shared_atomic", "atomic", 2.0));
   {
     // The correct variant is atomic, checked bin by bin just above (-1: it was wrong).
-    const std::uint64_t racy_total = gpu_racy_bincount_total(device_data, 256, ws);
-    rows.push_back(race_claim(lesson_races, "the naive histogram (hist[bin]++) is incorrect: a data race", data.size(),
-                              racy_total, data.size(), global_ms < 0 ? 1 : 0, 0.0));
+    const lab::race_count naive = lab::naive_histogram(data, reference);
+    rows.push_back(race_claim(lesson_races, "the naive histogram (hist[bin]++) is incorrect: a data race",
+                              naive.expected, naive.actual, data.size(), global_ms < 0 ? 1 : 0, 0.0));
   }
 
   progress(fmt::format("sums: {} int32 samples", n));

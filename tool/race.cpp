@@ -1,5 +1,5 @@
-// `tally race`: data races, each beside its correct variant, on the GPU (tally::lab and
-// tally::gpu) or the CPU (lab/src/race_experiment.cpp): one counter incremented by 100 to 1,000,000 threads,
+// `tally race`: data races, each beside its correct variant, on the GPU (tally::lab, and
+// tally::gpu for the fixed histogram) or the CPU (lab/src/race_experiment.cpp): one counter incremented by 100 to 1,000,000 threads,
 // the naive histogram (`hist[bin]++`), and the block histogram with its barrier missing.
 // Correct variants must be exact (else exit code 1); racy rows are labelled wrong results, with
 // what they lost, and nothing is averaged.
@@ -83,26 +83,17 @@ race_outcome from_lab(const lab::race_count& count) {
   return out;
 }
 
-/// The naive histogram on the GPU: tally::gpu::bincount with strategy racy (a plain
-/// `hist[bin] = hist[bin] + 1` through a volatile pointer) or atomic (one atomicAdd per
-/// sample, the fix), compared bin by bin with the reference.
-race_outcome gpu_histogram(const gpu::device_buffer<std::int32_t>& samples, std::span<const std::uint64_t> reference,
-                           bool racy, gpu::workspace& ws) {
+/// The fixed histogram on the GPU: tally::gpu::bincount with strategy atomic (one atomicAdd per
+/// sample), compared bin by bin with the reference. (The naive one is the lab's naive_histogram.)
+race_outcome gpu_atomic_histogram(const gpu::device_buffer<std::int32_t>& samples,
+                                  std::span<const std::uint64_t> reference, gpu::workspace& ws) {
   gpu::device_buffer<std::uint32_t> counts(reference.size());
   histogram_options options;
-  options.algorithm = racy ? strategy::racy : strategy::atomic;
-  (void)gpu::bincount_async<std::int32_t, std::uint32_t>(samples.const_span(), counts.span(), ws,
-                                                         options);
+  options.algorithm = strategy::atomic;
+  (void)gpu::bincount_async<std::int32_t, std::uint32_t>(samples.const_span(), counts.span(), ws, options);
   std::vector<std::uint32_t> got(reference.size());
   counts.download(got);  // a synchronous copy: waits for the histogram
-  race_outcome out;
-  out.expected = samples.size();
-  for (std::size_t b = 0; b < got.size(); ++b) {
-    out.actual += got[b];
-    if (got[b] != reference[b]) ++out.wrong_bins;
-    if (got[b] > reference[b]) ++out.over_bins;
-  }
-  return out;
+  return from_lab(lab::compare_with_reference(got, reference));
 }
 
 race_row judge(race_row row) {
@@ -219,8 +210,8 @@ int run_race(const race_config& cfg) {
   if (on_gpu) {
     fmt::print("counter: one GPU thread per increment (blocks of 256); racy: a relaxed atomic load, then a relaxed "
                "atomic store of the value + 1 (the split read-modify-write of counter[0] = counter[0] + 1); correct: "
-               "fetch_add.\nhistogram: tally::gpu::bincount, strategy racy (volatile hist[bin]++) vs atomic "
-               "(one atomicAdd per sample).\nblock_histogram: one sample per thread, a shared histogram per block "
+               "fetch_add.\nhistogram: one thread per sample, volatile hist[bin]++ (the lab's naive histogram) vs "
+               "tally::gpu::bincount, strategy atomic (one atomicAdd per sample).\nblock_histogram: one sample per thread, a shared histogram per block "
                "flushed with device atomics, with and without the __syncthreads() before the flush.\n\n");
   } else {
     fmt::print("racy update: a relaxed atomic load, then a relaxed atomic store of the value + 1 (the split "
@@ -259,13 +250,15 @@ int run_race(const race_config& cfg) {
       for (int run = 0; run < cfg.runs; ++run) {
         for (const bool wrong : {true, false}) {
           const char* variant = block ? (wrong ? "barrier missing" : "barrier")
-                                : on_gpu ? (wrong ? "racy (strategy racy)" : "atomic")
+                                : on_gpu ? (wrong ? "racy (volatile hist[bin]++)" : "atomic")
                                          : (wrong ? "racy (load, store)" : "atomic fetch_add");
           race_row row = new_row(experiment, variant, !wrong, run, 0, cfg.bins);
           if (on_gpu) {
-            row.outcome = block ? from_lab(lab::block_histogram(data, reference, !wrong))
-                                : gpu_histogram(device_data, reference, wrong, ws);
-            row.threads = block ? samples : 0;  // the library's bincount sizes its own grid
+            row.outcome = block   ? from_lab(lab::block_histogram(data, reference, !wrong))
+                          : wrong ? from_lab(lab::naive_histogram(data, reference))
+                                  : gpu_atomic_histogram(device_data, reference, ws);
+            // One thread per sample, except the library's bincount, which sizes its own grid.
+            row.threads = block || wrong ? samples : 0;
           } else {
             row.outcome = block ? block_histogram_with_threads(data, reference, !wrong)
                                 : histogram_with_threads(data, reference, wrong);

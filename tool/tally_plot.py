@@ -129,12 +129,12 @@ BINNED = ("histogram", "histogram_range", "weighted_histogram")
 
 
 def strategy_colours(rows):
-    """One colour per named strategy, the same in every panel; CUB black."""
+    """One colour per named strategy that has a right result (a bar), the same in every panel; CUB black."""
     colours = {}
     index = 0
     for row in rows:
         name = row["strategy"]
-        if name in colours or name in ("automatic", "all", "racy"):  # racy: never a bar (a wrong result)
+        if name in colours or name in ("automatic", "all") or not is_right(row):
             continue
         if name == "cub":
             colours[name] = CUB_COLOUR
@@ -239,7 +239,7 @@ def draw_bench(plt, doc):
                     else:
                         ax.bar(x, value, width, color=colours[name], linewidth=0)
                 elif row.get("timed"):
-                    # timed but wrong (racy: lost updates): no speed to show; a red cross instead
+                    # timed but wrong: no speed to show; a red cross instead
                     wrong_seen = True
                     ax.plot(x, 0.03, marker="x", color=WRONG_COLOUR, markersize=5, markeredgewidth=1.6)
                 elif row.get("check", "").startswith("MISMATCH"):
@@ -274,7 +274,7 @@ def draw_bench(plt, doc):
         labels.append("automatic (coloured as the strategy it chose)")
     if wrong_seen:
         handles.append(Line2D([], [], marker="x", color=WRONG_COLOUR, linestyle="", markeredgewidth=1.6))
-        labels.append("wrong result, not drawn as a speed (racy: lost updates)")
+        labels.append("wrong result, not drawn as a speed")
     if failed_seen:
         handles.append(Line2D([], [], marker="X", color=WRONG_COLOUR, markeredgecolor="black", linestyle=""))
         labels.append("verification FAILED")

@@ -19,7 +19,8 @@ enum class backend : std::uint8_t { cpu, gpu };
  * across operations and backends: `atomic` is one atomic update per sample into the shared result
  * (std::atomic_ref on the CPU, a device-scope atomic on the GPU), `two_phase` writes per-block
  * results out and merges them in a second kernel, with no atomics between blocks. The names these
- * had before (global_atomic, atomic_per_element, shared_two_phase, two_pass) still parse.
+ * had before (global_atomic, atomic_per_element, shared_two_phase, two_pass) still parse. Every
+ * strategy is exact: the naive racy histogram, wrong by design, is the lab's (`tally race`).
  */
 enum class strategy : std::uint8_t {
   automatic,  ///< chosen per call from the sizes, the type and the input; the result says which
@@ -34,7 +35,6 @@ enum class strategy : std::uint8_t {
   reduction,   ///< the OpenMP `reduction` clause
 
   // GPU backend.
-  racy,               ///< unsynchronized `hist[bin]++`: loses updates, kept to demonstrate it
   global_privatized,  ///< a block-scope histogram per block in global memory, then a merge kernel
   shared_atomic,      ///< a histogram per block in shared memory, one device atomic per non-zero bin
   two_phase,          ///< per-block results (histograms in shared memory, partial sums) written out, merged by a second kernel; no atomics between blocks
@@ -56,14 +56,13 @@ struct strategy_name {
   strategy value;
   std::string_view name;
 };
-inline constexpr std::array<strategy_name, 18> strategy_names{{
+inline constexpr std::array<strategy_name, 17> strategy_names{{
     {strategy::automatic, "automatic"},
     {strategy::atomic, "atomic"},
     {strategy::sequential, "sequential"},
     {strategy::critical, "critical"},
     {strategy::privatized, "privatized"},
     {strategy::reduction, "reduction"},
-    {strategy::racy, "racy"},
     {strategy::global_privatized, "global_privatized"},
     {strategy::shared_atomic, "shared_atomic"},
     {strategy::two_phase, "two_phase"},
@@ -89,9 +88,9 @@ inline constexpr std::array<strategy_name, 4> former_strategy_names{{
 inline constexpr std::array cpu_strategies{strategy::sequential, strategy::critical, strategy::atomic,
                                            strategy::privatized, strategy::reduction};
 inline constexpr std::array gpu_histogram_strategies{
-    strategy::racy,      strategy::atomic,          strategy::global_privatized, strategy::shared_atomic,
-    strategy::two_phase, strategy::warp_aggregated, strategy::replicated,        strategy::packed16,
-    strategy::partitioned, strategy::radix_sort,    strategy::cub};
+    strategy::atomic,          strategy::global_privatized, strategy::shared_atomic, strategy::two_phase,
+    strategy::warp_aggregated, strategy::replicated,        strategy::packed16,      strategy::partitioned,
+    strategy::radix_sort,      strategy::cub};
 /// Weighted histograms: per-thread sums merged in thread order (CPU), one atomic per sample or a
 /// shared-memory copy per block (GPU).
 inline constexpr std::array cpu_weighted_strategies{strategy::sequential, strategy::privatized};
@@ -151,9 +150,6 @@ constexpr bool supports(backend b, operation op, strategy s) {
   }
   return false;
 }
-
-/** @brief Whether a strategy gives exact counts; only `racy` does not. */
-constexpr bool is_exact(strategy s) { return s != strategy::racy; }
 
 /** @brief What a call did: the strategy it ran (what `automatic` chose) and why. */
 struct choice {

@@ -124,14 +124,17 @@ race_count count_with_threads(std::int64_t threads, bool racy) {
   return out;
 }
 
-race_count block_histogram(std::span<const std::int32_t> samples, std::span<const std::uint64_t> reference,
-                           bool barrier) {
-  constexpr const char* function = "tally::lab::block_histogram";
+namespace {
+
+/// Throws naming the argument unless `samples` (1 to 2^31 of them) all lie in [0, bins) with
+/// 1 <= bins <= max_bins, bins being reference.size().
+void check_histogram_arguments(const char* function, std::span<const std::int32_t> samples,
+                               std::span<const std::uint64_t> reference, std::int64_t max_bins) {
   const auto bins = static_cast<std::int64_t>(reference.size());
-  // The shared histogram stays within the default 48 KiB, so no launch needs the opt-in.
-  constexpr std::int64_t max_bins = 48 * 1024 / sizeof(unsigned);
   if (bins < 1 || bins > max_bins) {
-    throw_invalid_argument(function, "reference", "must have between 1 and 12288 bins (got " + std::to_string(bins) + ")");
+    throw_invalid_argument(function, "reference",
+                           "must have between 1 and " + std::to_string(max_bins) + " bins (got " +
+                               std::to_string(bins) + ")");
   }
   if (samples.empty() || samples.size() > (std::size_t{1} << 31)) {
     throw_invalid_argument(function, "samples", "must hold between 1 and 2^31 samples");
@@ -142,23 +145,44 @@ race_count block_histogram(std::span<const std::int32_t> samples, std::span<cons
                            "must lie in [0, bins): sample " + std::to_string(outside - samples.begin()) + " is " +
                                std::to_string(*outside));
   }
+}
+
+/// Uploads `samples`, runs `launch(device samples, n, zeroed histogram)` and compares the
+/// histogram it leaves with `reference`.
+template <class Launch>
+race_count run_race_histogram(std::span<const std::int32_t> samples, std::span<const std::uint64_t> reference,
+                              const char* kernel_name, Launch launch) {
   device_buffer<std::int32_t> device_samples(samples);
-  device_buffer<std::uint32_t> histogram(static_cast<std::size_t>(bins));
+  device_buffer<std::uint32_t> histogram(reference.size());
   check_cuda(cudaMemset(histogram.data(), 0, histogram.size() * sizeof(std::uint32_t)), "cudaMemset");
-  check_cuda(detail::lab::launch_block_histogram(device_samples.data(), static_cast<long long>(samples.size()),
-                                                 histogram.data(), static_cast<int>(bins), barrier, nullptr),
-             "block histogram kernel");
-  check_cuda(cudaDeviceSynchronize(), "block histogram kernel");
-  std::vector<std::uint32_t> counts(static_cast<std::size_t>(bins));
+  check_cuda(launch(device_samples.data(), static_cast<long long>(samples.size()), histogram.data()), kernel_name);
+  check_cuda(cudaDeviceSynchronize(), kernel_name);
+  std::vector<std::uint32_t> counts(reference.size());
   histogram.download(counts);
-  race_count out;
-  out.expected = samples.size();
-  for (std::size_t b = 0; b < counts.size(); ++b) {
-    out.actual += counts[b];
-    if (counts[b] != reference[b]) ++out.wrong_bins;
-    if (counts[b] > reference[b]) ++out.over_bins;
-  }
-  return out;
+  return compare_with_reference(counts, reference);
+}
+
+}  // namespace
+
+race_count naive_histogram(std::span<const std::int32_t> samples, std::span<const std::uint64_t> reference) {
+  check_histogram_arguments("tally::lab::naive_histogram", samples, reference, std::int64_t{1} << 24);
+  return run_race_histogram(samples, reference, "naive histogram kernel",
+                            [](const std::int32_t* device_samples, long long n, unsigned* histogram) {
+                              return detail::lab::launch_naive_histogram(device_samples, n, histogram, nullptr);
+                            });
+}
+
+race_count block_histogram(std::span<const std::int32_t> samples, std::span<const std::uint64_t> reference,
+                           bool barrier) {
+  // The shared histogram stays within the default 48 KiB, so no launch needs the opt-in.
+  constexpr std::int64_t max_bins = 48 * 1024 / sizeof(unsigned);
+  check_histogram_arguments("tally::lab::block_histogram", samples, reference, max_bins);
+  const int bins = static_cast<int>(reference.size());
+  return run_race_histogram(samples, reference, "block histogram kernel",
+                            [bins, barrier](const std::int32_t* device_samples, long long n, unsigned* histogram) {
+                              return detail::lab::launch_block_histogram(device_samples, n, histogram, bins, barrier,
+                                                                         nullptr);
+                            });
 }
 
 }  // namespace tally::lab

@@ -1,6 +1,7 @@
 // The host side of tally::lab that every build has (with or without CUDA): the names of the
-// contention choices, the validation of a case, and the expectation and check of a contention run
-// (the layout is described in tally/lab.hpp). The GPU runs are in lab.cu.
+// contention choices, the validation of a case, the expectation and check of a contention run
+// (the layout is described in tally/lab.hpp), and the comparison of a race's histogram with its
+// reference. The GPU runs are in lab.cu.
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -245,6 +246,20 @@ std::optional<std::string> check_contention(const contention_case& c, const cont
                                 ? "block " + std::to_string(k / A) + "'s word " + std::to_string(k % A)
                                 : "word " + std::to_string(k);
   return where + " holds " + std::to_string(*bad.second) + ", expected " + std::to_string(*bad.first);
+}
+
+race_count compare_with_reference(std::span<const std::uint32_t> counts, std::span<const std::uint64_t> reference) {
+  if (counts.size() != reference.size()) {
+    throw_invalid_argument("tally::lab::compare_with_reference", "counts", "must have as many bins as the reference");
+  }
+  race_count out;
+  for (std::size_t b = 0; b < counts.size(); ++b) {
+    out.expected += reference[b];
+    out.actual += counts[b];
+    if (counts[b] != reference[b]) ++out.wrong_bins;
+    if (counts[b] > reference[b]) ++out.over_bins;
+  }
+  return out;
 }
 
 }  // namespace tally::lab

@@ -1,7 +1,7 @@
 // The dispatch of the lab's experiments (tally::lab): turns a contention case's run-time choices
 // (operation, memory, scope, aggregation) into one of the 72 kernel instantiations and launches it,
-// and launches the racy counter and block histogram of `tally race`. The only code that launches
-// lab kernels. Functions return cudaError_t and never throw; lab.cu validates, allocates,
+// and launches the racy counter, the naive histogram and the block histogram of `tally race`. The
+// only code that launches lab kernels. Functions return cudaError_t and never throw; lab.cu validates, allocates,
 // times and checks.
 #pragma once
 
@@ -107,6 +107,14 @@ inline cudaError_t launch_counter(unsigned long long* counter, long long threads
   } else {
     counter_kernel<false><<<blocks, race_block_threads, 0, stream>>>(counter, threads);
   }
+  return cudaGetLastError();
+}
+
+/// The naive histogram into the zeroed `histogram`: unsynchronized increments, one sample per thread.
+inline cudaError_t launch_naive_histogram(const std::int32_t* samples, long long n, unsigned* histogram,
+                                          cudaStream_t stream) {
+  const auto blocks = static_cast<unsigned>((n + race_block_threads - 1) / race_block_threads);
+  naive_histogram_kernel<<<blocks, race_block_threads, 0, stream>>>(samples, n, histogram);
   return cudaGetLastError();
 }
 

@@ -1,10 +1,10 @@
 // The kernels of the lab's experiments (tally::lab, tally/lab.hpp): atomic contention on global
 // memory, shared memory or a global slice per block at a chosen cuda::thread_scope, with or without
-// warp aggregation, and the deliberately racy counter and block histogram of `tally race` beside
-// their correct versions. Launched only by lab_dispatch.cuh.
+// warp aggregation, and the deliberately racy counter, naive histogram and block histogram of
+// `tally race` beside their correct versions. Launched only by lab_dispatch.cuh.
 //
-// The racy kernels (racy_counter_kernel, block_histogram_kernel<false>) are wrong on purpose:
-// compute-sanitizer racecheck flags the second, and neither belongs in a sanitized test.
+// The racy kernels (counter_kernel<true>, naive_histogram_kernel, block_histogram_kernel<false>) are
+// wrong on purpose: compute-sanitizer racecheck flags the last, and none belongs in a sanitized test.
 #pragma once
 
 #include <cstddef>
@@ -307,6 +307,20 @@ __global__ void counter_kernel(unsigned long long* counter, long long threads) {
   } else {
     ref.fetch_add(1, cuda::memory_order_relaxed);
   }
+}
+
+/**
+ * The naive histogram: one sample per thread, `histogram[bin] = histogram[bin] + 1` with no
+ * synchronization. Through a volatile pointer every increment is a real load and a real store the
+ * compiler may not merge, so threads that read one bin at the same time write back the same value
+ * and lose updates: the data race itself, on purpose.
+ */
+__global__ void naive_histogram_kernel(const std::int32_t* samples, long long n, unsigned* histogram) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  volatile unsigned* const racy_histogram = histogram;
+  const std::int32_t bin = samples[i];
+  racy_histogram[bin] = racy_histogram[bin] + 1;
 }
 
 /**

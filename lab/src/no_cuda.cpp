@@ -15,6 +15,9 @@ contention_result run_contention(const contention_case&, int, int) {
 race_count count_with_threads(std::int64_t, bool) {
   throw error(errc::not_supported, "backend", "tally was built without CUDA: the GPU experiments are not available");
 }
+race_count naive_histogram(std::span<const std::int32_t>, std::span<const std::uint64_t>) {
+  throw error(errc::not_supported, "backend", "tally was built without CUDA: the GPU experiments are not available");
+}
 race_count block_histogram(std::span<const std::int32_t>, std::span<const std::uint64_t>, bool) {
   throw error(errc::not_supported, "backend", "tally was built without CUDA: the GPU experiments are not available");
 }

@@ -263,6 +263,16 @@ def test_bench_usage_errors_exit_2_and_name_the_option(args, argument):
     assert argument in result.stderr
 
 
+def test_racy_is_no_strategy_and_the_error_says_it_lives_in_tally_race():
+    for backend in ("cpu", "auto"):
+        result = run("bench", "--strategies", "racy", "--backend", backend, "--sizes", "1000")
+        assert result.returncode == 2, (result.stdout, result.stderr)
+        assert "--strategies" in result.stderr and "tally race" in result.stderr, result.stderr
+        assert result.stdout == ""
+    listed = run("bench", "--help")
+    assert listed.returncode == 0 and "racy" not in listed.stdout
+
+
 @pytest.mark.skipif(GPU_WANTED, reason="checks the no-GPU behaviour")
 def test_devices_and_gpu_bench_without_a_gpu():
     devices = run("devices")
@@ -283,8 +293,7 @@ def test_gpu_devices_and_bench(tmp_path):
     doc = json.loads(json_path.read_text())
     assert doc["backend"] == "gpu"
     checks = {(r["strategy"], r["check"]) for r in doc["rows"]}
-    assert all(check == "exact" or strategy == "racy" or check.startswith("skipped")
-               for strategy, check in checks), checks
+    assert all(check == "exact" or check.startswith("skipped") for _, check in checks), checks
     reductions, json_path2, _ = small_bench(tmp_path, "gpu", ("--ops", "reduce,count_if,find_first_if",
                                                              "--types", "int32,float32"))
     assert reductions.returncode == 0, reductions.stderr
@@ -306,7 +315,7 @@ def test_gpu_devices_and_bench(tmp_path):
     rows = json.loads(json_path4.read_text())["rows"]
     assert {(r["operation"], r["bins_kind"]) for r in rows} == {
         ("histogram", "exact"), ("histogram", "general"), ("histogram_range", "log"), ("histogram_range", "random")}
-    assert all(r["check"] == "exact" or r["strategy"] == "racy" or r["check"].startswith(("skipped", "cannot run"))
+    assert all(r["check"] == "exact" or r["check"].startswith(("skipped", "cannot run"))
                for r in rows), [r for r in rows if r["check"] != "exact"]
     assert any(r["strategy"] == "cub" and r["operation"] == "histogram_range" and r["check"] == "exact" for r in rows)
 

@@ -467,6 +467,8 @@ ERROR_CASES = {
     "--bincount with --range": (lambda p: [npy(p, np.arange(5)), "--bincount", "--range", 0, 1],
                                 ["--bincount", "--range"]),
     "unknown --strategy": (lambda p: [npy(p, np.arange(5.0)), "--strategy", "fastest"], ["--strategy", "fastest"]),
+    "--strategy racy, now the lab's": (lambda p: [npy(p, np.arange(5.0)), "--strategy", "racy"],
+                                       ["--strategy", "racy", "tally race"]),
     "GPU strategy with --backend cpu": (
         lambda p: [npy(p, np.arange(5.0)), "--strategy", "shared_atomic", "--backend", "cpu"],
         ["--strategy", "shared_atomic"]),

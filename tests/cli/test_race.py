@@ -113,7 +113,7 @@ def test_gpu_races_beside_their_correct_variants(tmp_path):
     million = [r for r in rows if r["experiment"] == "counter" and not r["correct"] and r["threads"] == 1000000]
     assert len(million) == 2 and all(r["lost"] > 0 for r in million), million
     variants = {(r["experiment"], r["variant"]) for r in rows}
-    assert ("histogram", "racy (strategy racy)") in variants and ("histogram", "atomic") in variants
+    assert ("histogram", "racy (volatile hist[bin]++)") in variants and ("histogram", "atomic") in variants
     assert ("block_histogram", "barrier missing") in variants and ("block_histogram", "barrier") in variants
 
 

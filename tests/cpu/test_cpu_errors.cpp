@@ -64,6 +64,8 @@ TEST(StrategyNames, OneIdeaHasOneNameAndTheFormerNamesStillParse) {
   EXPECT_EQ(tally::parse_strategy("shared_two_phase"), strategy::two_phase);
   EXPECT_EQ(tally::parse_strategy("two_pass"), strategy::two_phase);
   EXPECT_EQ(tally::parse_strategy("no_such_strategy"), std::nullopt);
+  // The naive racy histogram is the lab's (tally::lab::naive_histogram), not a strategy a user picks.
+  EXPECT_EQ(tally::parse_strategy("racy"), std::nullopt);
   // One atomic per sample is one name on both backends and every operation that has it.
   for (const auto op : {tally::operation::histogram, tally::operation::reduce, tally::operation::count_if}) {
     EXPECT_TRUE(tally::supports(tally::backend::cpu, op, strategy::atomic));

@@ -4,8 +4,8 @@
 // is formally a race, so there it must run but is not required to be exact (on a global_private
 // slice, which only its block touches, block scope must be exact). The race experiments: the
 // atomic counter and the block histogram with its barrier are exact; the racy counter loses
-// updates at 1,000,000 threads; the histogram without its barrier never counts more than the
-// reference. Tests of deliberately racy kernels carry "Racy" in their names: scripts/gpu-check
+// updates at 1,000,000 threads, and so does the naive histogram with every sample in one bin; the
+// histogram without its barrier never counts more than the reference. Tests of deliberately racy kernels carry "Racy" in their names: scripts/gpu-check
 // leaves them out of racecheck.
 // Without a GPU the program exits 77 (skipped).
 #include <cstdint>
@@ -158,6 +158,29 @@ TEST(LabRace, RacyBlockHistogramWithoutItsBarrierNeverCountsMore) {
   EXPECT_EQ(r.expected, samples.size());
   EXPECT_LE(r.actual, r.expected);
   EXPECT_EQ(r.over_bins, 0);
+}
+
+TEST(LabRace, RacyNaiveHistogramLosesUpdatesUnderContention) {
+  // Every sample in one bin: 2^22 unsynchronized read-modify-writes of one counter lose updates.
+  const std::vector<std::int32_t> samples(std::size_t{1} << 22, 3);
+  const auto reference = histogram_of(samples, 8);
+  const lab::race_count r = lab::naive_histogram(samples, reference);
+  EXPECT_EQ(r.expected, samples.size());
+  EXPECT_LT(r.actual, r.expected) << "the naive histogram lost no update";
+  EXPECT_GT(r.actual, 0u);
+  EXPECT_EQ(r.over_bins, 0) << "a lost update can never make a bin larger";
+  EXPECT_EQ(r.wrong_bins, 1);  // only bin 3 was counted into, and it lost
+}
+
+TEST(LabRace, NaiveHistogramRejectsSamplesOutsideTheBins) {
+  const std::vector<std::int32_t> samples{0, 1, -1};
+  const std::vector<std::uint64_t> reference{1, 1};
+  try {
+    (void)lab::naive_histogram(samples, reference);
+    FAIL() << "sample -1 was accepted";
+  } catch (const error& e) {
+    EXPECT_EQ(e.argument(), "samples");
+  }
 }
 
 TEST(LabRace, BlockHistogramRejectsSamplesOutsideTheBins) {

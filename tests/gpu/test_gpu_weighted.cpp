@@ -188,7 +188,7 @@ TEST(GpuWeightedHistogram, UnsupportedStrategiesAndBadArgumentsAreRefused) {
   auto weights = to_device(std::vector<float>(10, 1.0f));
   gpu::device_buffer<double> sums(4);
   sums.fill_bytes(poison_byte);
-  for (const strategy s : {strategy::racy, strategy::cub, strategy::packed16, strategy::sequential}) {
+  for (const strategy s : {strategy::cub, strategy::packed16, strategy::sequential}) {
     try {
       gpu::histogram_even(samples.const_span(), weights.const_span(), sums.span(), even_bins{4, 0.0, 1.0}, {s});
       ADD_FAILURE() << "strategy " << tally::to_string(s) << " was accepted";

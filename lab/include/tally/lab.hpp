@@ -1,9 +1,10 @@
 // The lab's GPU experiments as a host API (tally::lab): atomic contention (memory space x scope x
-// operation x warp aggregation x number of addresses) and the deliberate data races of `tally race`.
+// operation x warp aggregation x number of addresses) and the deliberate data races of `tally race`
+// (the racy counter, the naive histogram, the block histogram without its barrier).
 // Part of the lab's own target (tally::lab, lab/), not of the library's public API. Host-safe (no
 // CUDA type in here), so the CLI and tests call it from plain C++; the kernels are in
 // lab/src/lab_kernels.cuh, their launches in lab/src/lab_dispatch.cuh, the bodies in lab/src/lab.cu.
-// Built without CUDA, the runs (run_contention, count_with_threads, block_histogram) throw
+// Built without CUDA, the runs (run_contention, count_with_threads, naive_histogram, block_histogram) throw
 // errc::not_supported (lab/src/no_cuda.cpp); the names, the validation and the checks
 // (lab/src/lab_common.cpp) work in every build.
 //
@@ -177,6 +178,16 @@ struct race_count {
 race_count count_with_threads(std::int64_t threads, bool racy);
 
 /**
+ * @brief The naive histogram: one sample per thread (blocks of 256), each adding 1 to its bin of a
+ * zeroed histogram in global memory with no synchronization, `counts[bin] = counts[bin] + 1`
+ * through a volatile pointer (every increment a real load and store, which the compiler may not
+ * merge): concurrent increments of one bin lose updates. The fix is one atomic per sample
+ * (tally::gpu::bincount with strategy::atomic). `samples` (host memory) must lie in [0, bins);
+ * `reference` is their exact histogram. Returns what it counted against the reference.
+ */
+race_count naive_histogram(std::span<const std::int32_t> samples, std::span<const std::uint64_t> reference);
+
+/**
  * @brief The block histogram: one sample per thread (blocks of 256), each block counts
  * its samples in a shared-memory histogram (block-scope fetch_add), then its threads add the block's
  * bins to the global histogram (device-scope fetch_add). With `barrier`, __syncthreads() separates
@@ -186,5 +197,8 @@ race_count count_with_threads(std::int64_t threads, bool racy);
  */
 race_count block_histogram(std::span<const std::int32_t> samples, std::span<const std::uint64_t> reference,
                            bool barrier);
+
+/** @brief A histogram's `counts` against the exact `reference` (as many bins): totals, bins wrong, bins above. */
+race_count compare_with_reference(std::span<const std::uint32_t> counts, std::span<const std::uint64_t> reference);
 
 }  // namespace tally::lab

@@ -265,9 +265,6 @@ cudaError_t make_histogram_policy(strategy requested, const Mapper& map, std::in
     case strategy::radix_sort:
       return dispatch_radix_sort(nullptr, policy.temp_bytes, static_cast<const Sample*>(nullptr), num_samples,
                                  static_cast<Counter*>(nullptr), map, nullptr, props, nullptr);
-    case strategy::racy:
-      return histogram_grid(racy_histogram_kernel<Sample, Counter, Mapper>, num_samples, 0, props, 1 << 30, blocks,
-                            policy.block_threads);
     case strategy::atomic:
       return histogram_grid(atomic_histogram_kernel<Sample, Counter, Mapper>, num_samples, 0, props, 1 << 30,
                             blocks, policy.block_threads);
@@ -393,9 +390,6 @@ cudaError_t dispatch_histogram(void* temp, const histogram_policy& policy, const
   }
   if (num_samples == 0) return cudaSuccess;
   switch (s) {
-    case strategy::racy:
-      racy_histogram_kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, counts, map, left_out);
-      break;
     case strategy::atomic:
       atomic_histogram_kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, counts, map, left_out);
       break;

@@ -15,17 +15,6 @@
 
 namespace tally::detail {
 
-/// `hist[bin]++` with no synchronization: concurrent updates of one bin are lost.
-template <class Sample, class Counter, class Mapper>
-__global__ void racy_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts, Mapper map,
-                                      std::uint64_t* left_out) {
-  volatile Counter* racy_counts = counts;  // volatile: every increment really reads and writes memory
-  const std::uint64_t mine = for_each_bin(samples, num_samples, map, [racy_counts](std::int64_t bin) {
-    racy_counts[bin] = racy_counts[bin] + 1;
-  });
-  warp_add_to(mine, left_out);
-}
-
 /// One device-scope atomic per sample: correct, and as slow as the hottest bin is contended.
 template <class Sample, class Counter, class Mapper>
 __global__ void atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
