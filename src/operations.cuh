@@ -13,9 +13,9 @@
 #include <utility>
 #include <vector>
 
-#include "cuda_check.hpp"
 #include "instantiation_list.hpp"
 #include "tally/detail/cub_bins.hpp"
+#include "tally/detail/cuda_check.hpp"
 #include "tally/detail/dispatch/histogram_dispatch.cuh"
 #include "tally/detail/dispatch/reduce_dispatch.cuh"
 #include "tally/detail/dispatch/weighted_histogram_dispatch.cuh"

@@ -10,8 +10,8 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda_check.hpp"
-#include "event_pair.hpp"
+#include "tally/detail/cuda_check.hpp"
+#include "tally/detail/event_pair.hpp"
 #include "tally/detail/workspace_slots.hpp"
 #include "tally/gpu.hpp"
 #include "tally/gpu/timing.hpp"

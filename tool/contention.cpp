@@ -1,158 +1,270 @@
-// `tally contention`: atomic throughput as the number of distinct addresses grows. On the CPU, per
-// operation (add, CAS-loop add, max, exchange) and method (atomics, a critical section, privatized
-// copies); on the GPU (contention_gpu.cpp), per operation, memory, scope and warp aggregation.
-// Every run, warm-up included, is checked against the layout's exact expectation before its time
-// counts; a wrong run makes the row a MISMATCH and the exit code 1. The CPU experiment itself is
-// in the lab (lab/src/contention_experiment.cpp); this file parses the options, runs the CPU sweep
-// and reports it.
+// `tally contention`: atomic throughput as the number of distinct addresses grows, on the GPU or the
+// CPU. The experiment is the lab's (tally/lab/contention.hpp: the layout, the strategies compared,
+// the checks and the runs of either backend); this file turns the options into cases, runs them and
+// reports the rows, one code path for both backends. Every run, warm-up included, is checked
+// against the layout's exact expectation before its time counts; a wrong run makes the row a
+// MISMATCH and the exit code 1.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "arguments.hpp"
 #include "commands.hpp"
-#include "contention_command.hpp"
 #include "host_timing.hpp"
 #include "plot.hpp"
 #include "run_environment.hpp"
 #include "tally/cpu/parallel.hpp"
 #include "tally/error.hpp"
-#include "tally/lab/contention_experiment.hpp"
+#include "tally/gpu.hpp"
+#include "tally/lab/contention.hpp"
 
 namespace tally::cli {
 namespace {
 
 constexpr const char* command_name = "tally contention";
-constexpr std::int64_t max_addresses = std::int64_t{1} << 22;     // privatized: a copy of them per thread
-constexpr std::int64_t max_threads_asked = std::int64_t{1} << 20;  // logical threads
-constexpr std::int64_t max_total_ops = std::int64_t{1} << 40;      // T K: values and sums stay exact
-constexpr const char* layout_text =
-    "logical thread t's i-th update goes to address (t + i*T) mod A; add/cas add 1 + ((t xor i) mod 8), "
-    "max/exch write i*T + t + 1; 64-bit words, contiguous (8 to a 64-byte line)";
 
-struct contention_row {
-  contention_case what;
-  int team = 0;
-  std::string verdict;  ///< "exact", "MISMATCH run R: ...", or "skipped: why"
-  bool timed = false;
-  bool mismatch = false;
-  time_summary time;
+struct contention_config {
+  std::string backend_name = "auto";
+  std::vector<std::string> addresses{"1", "4", "16", "64", "256", "1024", "4096", "16384", "65536"};
+  std::vector<std::string> ops{"add", "cas", "max", "exch"};
+  std::vector<std::string> methods{"atomic", "critical", "privatized"};   ///< CPU only
+  std::vector<std::string> memory{"global", "shared", "global_private"};  ///< GPU only
+  std::vector<std::string> scopes{"block", "device", "system"};           ///< GPU only
+  std::vector<std::string> aggregation{"none", "warp"};                   ///< GPU only
+  std::int64_t threads = -1;        ///< -1: the backend's default (CPU: its thread count; GPU: 1024 per SM)
+  std::string ops_per_thread;       ///< empty: the backend's default (CPU 2^16, GPU 32)
+  int block_threads = 256;          ///< GPU only
+  double max_cas_contenders = 256;  ///< GPU only: cas rows with more contenders per word are skipped
+  int runs = 5;
+  int warmup = 1;
+  std::string csv;
+  std::string json;
+  std::string plot;  ///< --plot: a .png or .svg drawn from the JSON after the run
+  bool quiet = false;
+  std::vector<std::string> cpu_only_given;  ///< the CPU-only options named on the command line
+  std::vector<std::string> gpu_only_given;  ///< the GPU-only options named on the command line
+};
+
+/// A row of the report: the lab's row and the figures drawn from it.
+struct report_row {
+  lab::contention_row row;
+  double contenders = 0.0;
+  time_summary time;       ///< timed rows only
   double ops_per_s = 0.0;  ///< T K / the median time
 };
 
-/// Runs one case warmup + runs times, checking every run; times only runs that passed.
-contention_row measure(const contention_case& c, const contention_config& cfg) {
-  contention_row row;
-  row.what = c;
-  if (const auto why = not_applicable(c.op, c.method)) {
-    row.verdict = "skipped: " + *why;
-    return row;
-  }
-  const contention_expectation want = expected_outcome(c);
-  std::vector<double> times;
-  for (int run = 0; run < cfg.warmup + cfg.runs; ++run) {
-    const contention_outcome got = run_contention_case(c);
-    row.team = got.team;
-    if (const auto wrong = check_contention_outcome(c, want, got)) {
-      row.verdict = fmt::format("MISMATCH run {}: {}", run, *wrong);
-      row.mismatch = true;
-      return row;
+/// The values `names` name, each parsed by `parse` as one of `all`; the option is named otherwise.
+template <class Enum, std::size_t N, class Parse>
+std::vector<Enum> parse_names(const std::vector<std::string>& names, const char* option, const Enum (&all)[N],
+                              Parse parse) {
+  std::vector<Enum> out;
+  for (const std::string& name : names) {
+    const std::optional<Enum> value = parse(name);
+    if (!value) {
+      std::string allowed;
+      for (const Enum e : all) allowed += (allowed.empty() ? "" : ", ") + std::string(lab::to_string(e));
+      throw_invalid_argument(command_name, option, "has an unknown value '" + name + "' (" + allowed + ")");
     }
-    if (run >= cfg.warmup) times.push_back(got.ms);
+    out.push_back(*value);
   }
-  row.verdict = "exact";
-  row.timed = true;
-  row.time = summarize_ms(std::move(times));
-  const double seconds = row.time.median_ms * 1e-3;
-  row.ops_per_s = seconds > 0 ? static_cast<double>(c.threads * c.ops_per_thread) / seconds : 0.0;
-  return row;
+  if (out.empty()) throw_invalid_argument(command_name, option, "needs at least one value");
+  return out;
 }
 
-void print_rows(std::FILE* out, const std::vector<contention_row>& rows) {
-  fmt::print(out, "{:<5} {:>9} {:<11} {:>7} {:>5} {:>10}  {:<8} {:>10} {:>6} {:>10}\n", "op", "addresses", "method",
-             "threads", "team", "ops/thread", "check", "median ms", "noise", "Mops/s");
-  for (const contention_row& r : rows) {
-    const std::string start = fmt::format("{:<5} {:>9} {:<11} {:>7} {:>5} {:>10}  ", to_string(r.what.op),
-                                          r.what.addresses, to_string(r.what.method), r.what.threads,
-                                          r.team > 0 ? std::to_string(r.team) : "-", r.what.ops_per_thread);
-    if (!r.timed) {
-      fmt::print(out, "{}{}\n", start, r.verdict);
+/// The strategies the sweep compares: the CPU's --methods, or the GPU's --memory x --scopes x --aggregation.
+std::vector<lab::contention_method> methods_of(const contention_config& cfg, backend where) {
+  std::vector<lab::contention_method> methods;
+  if (where == backend::cpu) {
+    for (const lab::cpu_method m : parse_names(cfg.methods, "--methods", lab::all_cpu_methods, lab::parse_cpu_method)) {
+      methods.push_back(m);
+    }
+    return methods;
+  }
+  const auto memories = parse_names(cfg.memory, "--memory", lab::all_memory_spaces, lab::parse_memory_space);
+  const auto scopes = parse_names(cfg.scopes, "--scopes", lab::all_atomic_scopes, lab::parse_atomic_scope);
+  const auto aggregations =
+      parse_names(cfg.aggregation, "--aggregation", lab::all_aggregations, lab::parse_aggregation);
+  for (const lab::memory_space memory : memories) {
+    for (const lab::atomic_scope scope : scopes) {
+      for (const lab::aggregation aggregate : aggregations) {
+        methods.push_back(lab::gpu_method{memory, scope, aggregate, cfg.block_threads});
+      }
+    }
+  }
+  return methods;
+}
+
+/// Every case of the sweep, checked before any runs: a bad one throws naming the option that set it.
+std::vector<lab::contention_case> cases_of(const contention_config& cfg, backend where) {
+  const auto ops = parse_names(cfg.ops, "--ops", lab::all_atomic_ops, lab::parse_atomic_op);
+  const std::vector<lab::contention_method> methods = methods_of(cfg, where);
+  std::vector<std::int64_t> addresses;
+  for (const std::string& text : cfg.addresses) addresses.push_back(parse_count(text, command_name, "--addresses"));
+  if (addresses.empty()) throw_invalid_argument(command_name, "--addresses", "needs at least one value");
+  const bool on_gpu = where == backend::gpu;
+  const std::int64_t threads =
+      cfg.threads != -1 ? cfg.threads
+      : on_gpu          ? std::int64_t{gpu::describe_device().multiprocessors} * 1024
+                        : cpu::detail::max_threads();
+  const std::int64_t ops_per_thread = parse_count(
+      cfg.ops_per_thread.empty() ? (on_gpu ? "32" : "2^16") : cfg.ops_per_thread, command_name, "--ops-per-thread");
+  std::vector<lab::contention_case> cases;
+  for (const lab::atomic_op op : ops) {
+    for (const lab::contention_method& method : methods) {
+      for (const std::int64_t a : addresses) cases.push_back({op, method, a, threads, ops_per_thread});
+    }
+  }
+  for (const lab::contention_case& c : cases) {
+    if (const auto problem = lab::problem_of(c)) {
+      std::string option = "--" + problem->field;
+      std::replace(option.begin(), option.end(), '_', '-');  // ops_per_thread: --ops-per-thread
+      throw_invalid_argument(command_name, option, problem->what);
+    }
+  }
+  return cases;
+}
+
+report_row measure(const lab::contention_case& c, const contention_config& cfg) {
+  report_row r;
+  r.contenders = lab::contenders_per_address(c);
+  if (lab::backend_of(c) == backend::gpu && c.op == lab::atomic_op::cas && r.contenders > cfg.max_cas_contenders) {
+    // Every contender of a CAS add must write, and each success fails the others' swaps: about
+    // `contenders` retries per update, so the run would take minutes to measure that one number.
+    r.row = lab::skipped_contention(
+        c, fmt::format("a CAS loop with {:.0f} threads per word retries ~{:.0f}x per update (over "
+                       "--max-cas-contenders {:.0f}; aggregate, use more addresses or fewer threads)",
+                       r.contenders, r.contenders, cfg.max_cas_contenders));
+    return r;
+  }
+  r.row = lab::run_contention(c, cfg.runs, cfg.warmup);
+  if (!r.row.timed) return r;
+  r.time = summarize_ms(r.row.times_ms);
+  const double seconds = r.time.median_ms * 1e-3;
+  r.ops_per_s = seconds > 0 ? static_cast<double>(c.threads) * static_cast<double>(c.ops_per_thread) / seconds : 0.0;
+  return r;
+}
+
+void print_rows(std::FILE* out, const std::vector<report_row>& rows) {
+  fmt::print(out, "{:<5} {:<28} {:>9} {:>8} {:>5} {:>10} {:>9}  {:<8} {:>10} {:>6} {:>10}\n", "op", "method",
+             "addresses", "threads", "team", "ops/thread", "contended", "check", "median ms", "noise", "Mops/s");
+  for (const report_row& r : rows) {
+    const lab::contention_case& c = r.row.what;
+    const std::string start = fmt::format("{:<5} {:<28} {:>9} {:>8} {:>5} {:>10} {:>9.0f}  ", lab::to_string(c.op),
+                                          lab::method_name(c.method), c.addresses, c.threads,
+                                          r.row.team > 0 ? std::to_string(r.row.team) : "-", c.ops_per_thread,
+                                          r.contenders);
+    if (!r.row.timed) {
+      fmt::print(out, "{}{}\n", start, r.row.check);
       continue;
     }
-    fmt::print(out, "{}{:<8} {:>10.3f} {:>5.1f}% {:>10.2f}\n", start, r.verdict, r.time.median_ms, r.time.noise_percent,
-               r.ops_per_s * 1e-6);
+    const bool guaranteed = r.row.check == "exact";
+    fmt::print(out, "{}{:<8} {:>10.3f} {:>5.1f}% {:>10.2f}{}\n", start, guaranteed ? "exact" : "exact*",
+               r.time.median_ms, r.time.noise_percent, r.ops_per_s * 1e-6,
+               guaranteed ? "" : "  (* block scope across blocks: not guaranteed)");
   }
 }
 
 /// Millions of operations a second, one line per (op, method), one column per address count:
 /// the contention curve. Verified rows only.
-void print_summary(std::FILE* out, const std::vector<contention_row>& rows, const std::vector<std::int64_t>& addresses) {
-  std::map<std::pair<int, int>, std::map<std::int64_t, double>> cells;
-  std::vector<std::pair<int, int>> order;
-  for (const contention_row& r : rows) {
-    if (!r.timed) continue;
-    const std::pair<int, int> key{static_cast<int>(r.what.op), static_cast<int>(r.what.method)};
+void print_summary(std::FILE* out, const std::vector<report_row>& rows) {
+  std::map<std::string, std::map<std::int64_t, double>> cells;
+  std::vector<std::string> order;
+  std::vector<std::int64_t> addresses;
+  for (const report_row& r : rows) {
+    const lab::contention_case& c = r.row.what;
+    if (std::find(addresses.begin(), addresses.end(), c.addresses) == addresses.end()) addresses.push_back(c.addresses);
+    if (!r.row.timed) continue;
+    const std::string key = fmt::format("{:<5} {:<28}", lab::to_string(c.op), lab::method_name(c.method));
     if (!cells.contains(key)) order.push_back(key);
-    cells[key][r.what.addresses] = r.ops_per_s;
+    cells[key][c.addresses] = r.ops_per_s;
   }
-  fmt::print(out, "\nsummary: Mops/s by number of addresses (verified runs only)\n{:<5} {:<11}", "op", "method");
+  fmt::print(out, "\nsummary: Mops/s by number of addresses (verified runs only)\n{:<5} {:<28}", "op", "method");
   for (const std::int64_t a : addresses) fmt::print(out, " {:>9}", a);
   fmt::print(out, "\n");
-  for (const auto& key : order) {
-    fmt::print(out, "{:<5} {:<11}", to_string(static_cast<contention_op>(key.first)),
-               to_string(static_cast<contention_method>(key.second)));
+  for (const std::string& key : order) {
+    fmt::print(out, "{}", key);
     for (const std::int64_t a : addresses) {
       const auto it = cells[key].find(a);
       fmt::print(out, " {:>9}", it == cells[key].end() ? std::string("-") : fmt::format("{:.2f}", it->second * 1e-6));
     }
     fmt::print(out, "\n");
   }
-  const auto mismatches = std::count_if(rows.begin(), rows.end(), [](const contention_row& r) { return r.mismatch; });
-  fmt::print(out, "{} rows, {} verification mismatches\n", rows.size(), mismatches);
+  const auto mismatches = std::count_if(rows.begin(), rows.end(), [](const report_row& r) { return r.row.mismatch; });
+  const auto narrow_wrong =
+      std::count_if(rows.begin(), rows.end(), [](const report_row& r) { return r.row.check.starts_with("WRONG"); });
+  fmt::print(out, "{} rows, {} verification mismatches{}\n", rows.size(), mismatches,
+             narrow_wrong > 0 ? fmt::format(", {} wrong results with block scope across blocks", narrow_wrong) : "");
 }
 
-void write_csv(const std::string& path, const run_environment& env, const std::vector<contention_row>& rows) {
+/// A row's fields in the order of the CSV columns (JSON keeps them by name); GPU rows add their
+/// memory, scope, aggregation and grid.
+nlohmann::ordered_json fields_of(const report_row& r) {
+  const lab::contention_case& c = r.row.what;
+  nlohmann::ordered_json f;
+  f["op"] = lab::to_string(c.op);
+  f["method"] = lab::method_name(c.method);
+  if (const auto* gpu = std::get_if<lab::gpu_method>(&c.method)) {
+    f["memory"] = lab::to_string(gpu->memory);
+    f["scope"] = lab::to_string(gpu->scope);
+    f["aggregation"] = lab::to_string(gpu->aggregate);
+    f["blocks"] = lab::blocks_of(c);
+    f["block_threads"] = gpu->block_threads;
+  }
+  f["addresses"] = c.addresses;
+  f["threads"] = c.threads;
+  f["team"] = r.row.team;
+  f["ops_per_thread"] = c.ops_per_thread;
+  f["contenders"] = r.contenders;
+  f["check"] = r.row.check;
+  f["timed"] = r.row.timed;
+  f["runs"] = r.time.runs;
+  f["median_ms"] = r.time.median_ms;
+  f["min_ms"] = r.time.min_ms;
+  f["noise_percent"] = r.time.noise_percent;
+  f["ops_per_s"] = r.ops_per_s;
+  return f;
+}
+
+void write_csv(const std::string& path, const run_environment& env, backend where,
+               const std::vector<report_row>& rows) {
   std::ofstream file(path);
   if (!file) throw error(errc::io_error, "--csv", "cannot write '" + path + "'");
-  file << environment_csv_comment("contention", env) << ", layout: " << layout_text << "\n";
-  file << "op,method,addresses,threads,team,ops_per_thread,check,timed,runs,median_ms,min_ms,noise_percent,ops_per_s\n";
-  for (const contention_row& r : rows) {
-    file << fmt::format("{},{},{},{},{},{},\"{}\",{},{},{:.6f},{:.6f},{:.2f},{:.6e}\n", to_string(r.what.op),
-                        to_string(r.what.method), r.what.addresses, r.what.threads, r.team, r.what.ops_per_thread,
-                        r.verdict, r.timed ? 1 : 0, r.time.runs, r.time.median_ms, r.time.min_ms,
-                        r.time.noise_percent, r.ops_per_s);
+  file << environment_csv_comment("contention", env) << ", layout: " << lab::layout_text(where) << "\n";
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const nlohmann::ordered_json fields = fields_of(rows[i]);
+    std::string header;
+    std::string line;
+    for (const auto& [name, value] : fields.items()) {
+      const char* comma = header.empty() ? "" : ",";
+      header += comma + name;
+      line += comma;
+      line += value.is_string()    ? "\"" + value.get<std::string>() + "\""
+              : value.is_boolean() ? std::string(value.get<bool>() ? "1" : "0")
+                                   : value.dump();
+    }
+    if (i == 0) file << header << "\n";
+    file << line << "\n";
   }
 }
 
-void write_json(const std::string& path, const run_environment& env, const std::vector<contention_row>& rows) {
+void write_json(const std::string& path, const run_environment& env, backend where,
+                const std::vector<report_row>& rows) {
   nlohmann::json doc;
   add_environment_json(doc, "contention", env);
-  doc["layout"] = layout_text;
+  doc["layout"] = lab::layout_text(where);
   nlohmann::json& out_rows = doc["rows"];
   out_rows = nlohmann::json::array();
-  for (const contention_row& r : rows) {
-    out_rows.push_back({{"op", to_string(r.what.op)},
-                        {"method", to_string(r.what.method)},
-                        {"addresses", r.what.addresses},
-                        {"threads", r.what.threads},
-                        {"team", r.team},
-                        {"ops_per_thread", r.what.ops_per_thread},
-                        {"check", r.verdict},
-                        {"timed", r.timed},
-                        {"runs", r.time.runs},
-                        {"median_ms", r.time.median_ms},
-                        {"min_ms", r.time.min_ms},
-                        {"noise_percent", r.time.noise_percent},
-                        {"ops_per_s", r.ops_per_s}});
-  }
+  for (const report_row& r : rows) out_rows.push_back(nlohmann::json(fields_of(r)));
   std::ofstream file(path);
   if (!file) throw error(errc::io_error, "--json", "cannot write '" + path + "'");
   file << doc.dump(2) << "\n";
@@ -160,84 +272,49 @@ void write_json(const std::string& path, const run_environment& env, const std::
 
 int run_contention(const contention_config& cfg) {
   if (!cfg.plot.empty()) check_plot_path(cfg.plot, command_name, "--plot");
-  if (resolve_backend(cfg.backend_name, command_name) == backend::gpu) return run_gpu_contention(cfg);
-  if (!cfg.gpu_only_given.empty()) {
-    throw_invalid_argument(command_name, cfg.gpu_only_given.front(),
-                           "is for the GPU backend; the CPU sweep takes --methods");
-  }
-  std::vector<contention_op> ops;
-  for (const std::string& name : cfg.ops) {
-    const auto op = parse_contention_op(name);
-    if (!op) throw_invalid_argument(command_name, "--ops", "has an unknown operation '" + name + "' (add, cas, max, exch)");
-    ops.push_back(*op);
-  }
-  std::vector<contention_method> methods;
-  for (const std::string& name : cfg.methods) {
-    const auto m = parse_contention_method(name);
-    if (!m) {
-      throw_invalid_argument(command_name, "--methods",
-                             "has an unknown method '" + name + "' (atomic, critical, privatized)");
-    }
-    methods.push_back(*m);
-  }
-  std::vector<std::int64_t> addresses;
-  for (const std::string& text : cfg.addresses) {
-    const std::int64_t a = parse_count(text, command_name, "--addresses");
-    if (a < 1 || a > max_addresses) {
-      throw_invalid_argument(command_name, "--addresses",
-                             fmt::format("must be between 1 and {} (got {})", max_addresses, a));
-    }
-    addresses.push_back(a);
-  }
-  if (ops.empty() || methods.empty() || addresses.empty()) {
-    throw_invalid_argument(command_name, ops.empty() ? "--ops" : methods.empty() ? "--methods" : "--addresses",
-                           "needs at least one value");
-  }
-  const std::int64_t threads = cfg.threads == -1 ? cpu::detail::max_threads() : cfg.threads;
-  if (threads < 1 || threads > max_threads_asked) {
-    throw_invalid_argument(command_name, "--threads",
-                           fmt::format("must be between 1 and {} (got {})", max_threads_asked, threads));
-  }
-  const std::int64_t ops_per_thread =
-      parse_count(cfg.ops_per_thread.empty() ? "2^16" : cfg.ops_per_thread, command_name, "--ops-per-thread");
-  if (ops_per_thread < 1 || ops_per_thread > max_total_ops / threads) {
-    throw_invalid_argument(command_name, "--ops-per-thread",
-                           fmt::format("must be between 1 and 2^40 / threads = {} (got {})", max_total_ops / threads,
-                                       ops_per_thread));
+  const backend where = resolve_backend(cfg.backend_name, command_name);
+  const bool on_gpu = where == backend::gpu;
+  const std::vector<std::string>& other_backends_options = on_gpu ? cfg.cpu_only_given : cfg.gpu_only_given;
+  if (!other_backends_options.empty()) {
+    throw_invalid_argument(command_name, other_backends_options.front(),
+                           on_gpu ? "is for the CPU backend; the GPU sweep takes --memory, --scopes and --aggregation"
+                                  : "is for the GPU backend; the CPU sweep takes --methods");
   }
   if (cfg.runs < 1) throw_invalid_argument(command_name, "--runs", "must be >= 1");
   if (cfg.warmup < 0) throw_invalid_argument(command_name, "--warmup", "must be >= 0");
+  if (!(cfg.max_cas_contenders >= 1)) throw_invalid_argument(command_name, "--max-cas-contenders", "must be >= 1");
+  const std::vector<lab::contention_case> cases = cases_of(cfg, where);
 
-  const run_environment env = describe_run_environment(backend::cpu);
+  const run_environment env = describe_run_environment(where);
   print_environment_header(stdout, "contention", env);
-  fmt::print("layout: {}\n", layout_text);
-  fmt::print("{} threads (OpenMP team of up to {}), {} updates each; median of {} runs after {} warm-up; "
-             "every run checked\n\n",
-             threads, cpu::detail::max_threads(), ops_per_thread, cfg.runs, cfg.warmup);
+  fmt::print("layout: {}\n", lab::layout_text(where));
+  const lab::contention_case& first = cases.front();
+  fmt::print("{} threads ({}), {} updates each; median of {} runs after {} warm-up, every run checked; 'contended': "
+             "threads competing for one word at a time\n\n",
+             first.threads,
+             on_gpu ? fmt::format("{} blocks of {}, timed by CUDA events", lab::blocks_of(first), cfg.block_threads)
+                    : fmt::format("an OpenMP team of up to {}", cpu::detail::max_threads()),
+             first.ops_per_thread, cfg.runs, cfg.warmup);
   std::fflush(stdout);
 
-  std::vector<contention_row> rows;
-  const std::size_t total = ops.size() * methods.size() * addresses.size();
-  for (const contention_op op : ops) {
-    for (const std::int64_t a : addresses) {
-      for (const contention_method m : methods) {
-        if (!cfg.quiet) {
-          std::fprintf(stderr, "[contention %zu/%zu] %s %s addresses=%lld\n", rows.size() + 1, total,
-                       std::string(to_string(op)).c_str(), std::string(to_string(m)).c_str(),
-                       static_cast<long long>(a));
-        }
-        rows.push_back(measure(contention_case{op, m, a, threads, ops_per_thread}, cfg));
-      }
+  std::vector<report_row> rows;
+  for (const lab::contention_case& c : cases) {
+    if (!cfg.quiet) {
+      std::fprintf(stderr, "[contention %zu/%zu] %s %s addresses=%lld\n", rows.size() + 1, cases.size(),
+                   std::string(lab::to_string(c.op)).c_str(), lab::method_name(c.method).c_str(),
+                   static_cast<long long>(c.addresses));
     }
+    rows.push_back(measure(c, cfg));
   }
   print_rows(stdout, rows);
-  print_summary(stdout, rows, addresses);
-  if (!cfg.csv.empty()) write_csv(cfg.csv, env, rows);
-  if (!cfg.json.empty()) write_json(cfg.json, env, rows);
+  print_summary(stdout, rows);
+  if (!cfg.csv.empty()) write_csv(cfg.csv, env, where, rows);
+  if (!cfg.json.empty()) write_json(cfg.json, env, where, rows);
   if (!cfg.plot.empty()) {
-    plot_result(cfg.plot, cfg.json, command_name, [&](const std::string& path) { write_json(path, env, rows); });
+    plot_result(cfg.plot, cfg.json, command_name,
+                [&](const std::string& path) { write_json(path, env, where, rows); });
   }
-  const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const contention_row& r) { return r.mismatch; });
+  const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const report_row& r) { return r.row.mismatch; });
   return any_mismatch ? exit_mismatch : exit_success;
 }
 

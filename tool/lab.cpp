@@ -30,8 +30,6 @@
 #include "tally/gpu.hpp"
 #include "tally/gpu/timing.hpp"
 #include "tally/lab.hpp"
-#include "tally/lab/contention_experiment.hpp"
-#include "tally/lab/race_experiment.hpp"
 
 namespace tally::cli {
 namespace {
@@ -119,13 +117,23 @@ double median_gpu_ms(int runs, const std::function<void(gpu::stream_t)>& work) {
   return summarize_ms(std::vector<double>(times.begin(), times.end())).median_ms;
 }
 
+/// Operations per second of one contention case on its backend (every run checked, after one
+/// warm-up); 0 with `why` set when it did not run or was wrong.
+double ops_per_s(const lab::contention_case& c, int runs, std::string& why) {
+  const lab::contention_row row = lab::run_contention(c, runs, 1);
+  if (!row.timed) {
+    why = row.check;
+    return 0.0;
+  }
+  const double ms = summarize_ms(row.times_ms).median_ms;
+  return static_cast<double>(c.threads) * static_cast<double>(c.ops_per_thread) / (ms * 1e-3);
+}
+
 /// Two contention cases compared, on either backend: `faster` should beat `slower` by `holds_at`.
-/// `ops_per_s(case, runs, why)` measures one (every run checked), 0 with `why` set when it did not
-/// run or was wrong, which makes the row a mismatch; `digits` are the decimals of the Mops/s shown.
-template <class Case, class OpsPerSecond>
-claim_row ratio_claim(std::string lesson, std::string claim, const Case& faster, const Case& slower,
-                      const std::string& faster_name, const std::string& slower_name, double holds_at, int runs,
-                      int digits, OpsPerSecond ops_per_s) {
+/// A case that did not run or was wrong makes the row a mismatch.
+claim_row contention_claim(std::string lesson, std::string claim, const lab::contention_case& faster,
+                           const lab::contention_case& slower, const std::string& faster_name,
+                           const std::string& slower_name, double holds_at, int runs) {
   claim_row row;
   row.lesson = std::move(lesson);
   row.claim = std::move(claim);
@@ -139,6 +147,7 @@ claim_row ratio_claim(std::string lesson, std::string claim, const Case& faster,
     return row;
   }
   row.figure = fast / slow;
+  const int digits = lab::backend_of(faster) == backend::gpu ? 0 : 1;  // GPU rates run to billions
   row.measured = fmt::format("{}: {:.{}f} Mops/s; {}: {:.{}f} Mops/s; ratio {:.2f}x", faster_name, fast * 1e-6, digits,
                              slower_name, slow * 1e-6, digits, row.figure);
   row.verdict = speedup_verdict(row.figure, holds_at);
@@ -147,38 +156,11 @@ claim_row ratio_claim(std::string lesson, std::string claim, const Case& faster,
 
 // ---- the GPU experiments ---------------------------------------------------------------------
 
-/// Operations per second of one GPU contention case (every run checked); 0 with `why` set when the
-/// case did not run or was wrong.
-double gpu_ops_per_s(lab::contention_case c, int runs, std::string& why) {
-  const lab::contention_result r = lab::run_contention(c, runs, 1);
-  if (!r.not_run.empty() || !r.wrong.empty()) {
-    why = r.not_run.empty() ? r.wrong : r.not_run;
-    return 0.0;
-  }
-  const double ms = summarize_ms(r.times_ms).median_ms;
-  return static_cast<double>(lab::total_threads(c)) * static_cast<double>(c.ops_per_thread) / (ms * 1e-3);
-}
-
-/// Two GPU contention cases compared: `faster` should beat `slower` by `holds_at`.
-claim_row gpu_contention_claim(std::string lesson, std::string claim, const lab::contention_case& faster,
-                               const lab::contention_case& slower, const std::string& faster_name,
-                               const std::string& slower_name, double holds_at, int runs) {
-  return ratio_claim(std::move(lesson), std::move(claim), faster, slower, faster_name, slower_name, holds_at, runs, 0,
-                     gpu_ops_per_s);
-}
-
 lab::contention_case gpu_case(lab::memory_space memory, lab::atomic_scope scope, lab::aggregation aggregate,
                               lab::atomic_op op, std::int64_t addresses, int multiprocessors) {
-  lab::contention_case c;
-  c.op = op;
-  c.memory = memory;
-  c.scope = scope;
-  c.aggregate = aggregate;
-  c.addresses = addresses;
-  c.block_threads = 256;
-  c.blocks = std::int64_t{multiprocessors} * 4;
-  c.ops_per_thread = 32;
-  return c;
+  constexpr int block_threads = 256;
+  return {op, lab::gpu_method{memory, scope, aggregate, block_threads}, addresses,
+          std::int64_t{multiprocessors} * 4 * block_threads, 32};
 }
 
 /// A GPU bincount of `samples` with strategy `s`: checked against `reference`, then timed.
@@ -241,35 +223,35 @@ std::vector<claim_row> gpu_claims(const lab_config& cfg, std::int64_t n,
 
   progress("race: one counter, 1,000,000 threads");
   {
-    const lab::race_count racy = lab::count_with_threads(1000000, true);
-    const lab::race_count atomic = lab::count_with_threads(1000000, false);
+    const lab::race_count racy = lab::gpu::count_with_threads(1000000, true);
+    const lab::race_count atomic = lab::gpu::count_with_threads(1000000, false);
     rows.push_back(race_claim(lesson_races, "without atomics most increments are LOST", racy.expected, racy.actual,
                               atomic.actual, 0, 0.5));
   }
 
   progress("contention: 1 vs 256 addresses, global add");
-  rows.push_back(gpu_contention_claim(
+  rows.push_back(contention_claim(
       lesson_contention, "atomics are slow when many threads compete for one location (1 vs 256 locations)",
       gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 256, sms),
       gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 1, sms), "256 addresses",
       "1 address", 2.0, cfg.runs));
 
   progress("contention: shared vs global memory, 256 addresses");
-  rows.push_back(gpu_contention_claim(
+  rows.push_back(contention_claim(
       lesson_contention, "shared-memory atomics are ~10x faster than global",
       gpu_case(memory_space::shared, atomic_scope::block, aggregation::none, atomic_op::add, 256, sms),
       gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 256, sms),
       "shared, block scope", "global, device scope", 5.0, cfg.runs));
 
   progress("contention: warp aggregation, 1 address");
-  rows.push_back(gpu_contention_claim(
+  rows.push_back(contention_claim(
       lesson_contention, "batch updates: one atomic per warp instead of per thread",
       gpu_case(memory_space::global, atomic_scope::device, aggregation::warp, atomic_op::add, 1, sms),
       gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 1, sms),
       "warp-aggregated", "one atomic per thread", 2.0, cfg.runs));
 
   progress("contention: native add vs CAS-loop add, 256 addresses, shared memory");
-  rows.push_back(gpu_contention_claim(
+  rows.push_back(contention_claim(
       lesson_cas, "CAS is the building block of every atomic; a native atomic beats the CAS loop",
       gpu_case(memory_space::shared, atomic_scope::block, aggregation::none, atomic_op::add, 256, sms),
       gpu_case(memory_space::shared, atomic_scope::block, aggregation::none, atomic_op::cas, 256, sms), "native add",
@@ -279,7 +261,7 @@ std::vector<claim_row> gpu_claims(const lab_config& cfg, std::int64_t n,
   // block scope is enough and legal. (In shared memory the scope changes nothing: only
   // the block can see the word.)
   progress("contention: block vs device scope, a global slice per block, 256 addresses");
-  rows.push_back(gpu_contention_claim(
+  rows.push_back(contention_claim(
       lesson_privatization,
       "reduce the scope of the atomic with cuda::atomic_ref (block scope where a block is enough)",
       gpu_case(memory_space::global_private, atomic_scope::block, aggregation::none, atomic_op::add, 256, sms),
@@ -289,12 +271,12 @@ std::vector<claim_row> gpu_claims(const lab_config& cfg, std::int64_t n,
   progress(fmt::format("histograms: {} uniform samples, 256 bins", n));
   std::vector<std::int32_t> data(static_cast<std::size_t>(n));
   generate_samples<std::int32_t>(distribution::uniform, 256, cfg.seed, data);
-  const std::vector<std::uint64_t> reference = reference_histogram(data, 256);
+  const std::vector<std::uint64_t> reference = lab::reference_histogram(data, 256);
   const gpu::device_buffer<std::int32_t> device_data{std::span<const std::int32_t>(data)};
   gpu::workspace ws;
   {
-    const lab::race_count missing = lab::block_histogram(data, reference, false);
-    const lab::race_count fixed = lab::block_histogram(data, reference, true);
+    const lab::race_count missing = lab::gpu::block_histogram(data, reference, false);
+    const lab::race_count fixed = lab::gpu::block_histogram(data, reference, true);
     rows.push_back(race_claim(lesson_races, "without __syncthreads() before the flush the block histogram is wrong",
                               missing.expected, missing.actual, fixed.actual, fixed.wrong_bins, 0.0));
   }
@@ -305,7 +287,7 @@ std::vector<claim_row> gpu_claims(const lab_config& cfg, std::int64_t n,
                              global_ms, "shared_atomic", "atomic", 2.0));
   {
     // The correct variant is atomic, checked bin by bin just above (-1: it was wrong).
-    const lab::race_count naive = lab::naive_histogram(data, reference);
+    const lab::race_count naive = lab::gpu::naive_histogram(data, reference);
     rows.push_back(race_claim(lesson_races, "the naive histogram (hist[bin]++) is incorrect: a data race",
                               naive.expected, naive.actual, data.size(), global_ms < 0 ? 1 : 0, 0.0));
   }
@@ -334,30 +316,6 @@ std::vector<claim_row> gpu_claims(const lab_config& cfg, std::int64_t n,
 
 // ---- the CPU experiments ---------------------------------------------------------------------
 
-/// Operations per second of one CPU contention case (median of runs, each checked); 0 with `why`.
-double cpu_ops_per_s(const contention_case& c, int runs, std::string& why) {
-  const contention_expectation want = expected_outcome(c);
-  std::vector<double> times;
-  for (int r = 0; r < runs + 1; ++r) {
-    const contention_outcome got = run_contention_case(c);
-    if (const auto wrong = check_contention_outcome(c, want, got)) {
-      why = *wrong;
-      return 0.0;
-    }
-    if (r > 0) times.push_back(got.ms);
-  }
-  const double ms = summarize_ms(std::move(times)).median_ms;
-  return static_cast<double>(c.threads * c.ops_per_thread) / (ms * 1e-3);
-}
-
-/// Two CPU contention cases compared: `faster` should beat `slower` by `holds_at`.
-claim_row cpu_contention_claim(std::string lesson, std::string claim, const contention_case& faster,
-                               const contention_case& slower, const std::string& faster_name,
-                               const std::string& slower_name, double holds_at, int runs) {
-  return ratio_claim(std::move(lesson), std::move(claim), faster, slower, faster_name, slower_name, holds_at, runs, 1,
-                     cpu_ops_per_s);
-}
-
 /// The CPU's claims: all of them, or (`openmp_only`, beside the GPU's) those only the CPU can test,
 /// OpenMP's critical, atomic and reduction.
 std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n, bool openmp_only,
@@ -367,43 +325,43 @@ std::vector<claim_row> cpu_claims(const lab_config& cfg, std::int64_t n, bool op
 
   if (!openmp_only) {
     progress("race: one counter, 1,000,000 logical threads");
-    const race_outcome racy = count_with_threads(1000000, true);
-    const race_outcome atomic = count_with_threads(1000000, false);
+    const lab::race_count racy = lab::cpu::count_with_threads(1000000, true);
+    const lab::race_count atomic = lab::cpu::count_with_threads(1000000, false);
     rows.push_back(race_claim(lesson_races, "without atomics most increments are LOST", racy.expected, racy.actual,
                               atomic.actual, 0, 0.5));
   }
 
-  const auto cpu_case = [&](contention_op op, contention_method m, std::int64_t a) {
-    return contention_case{op, m, a, threads, std::int64_t{1} << 16};
+  const auto cpu_case = [&](lab::cpu_method m, std::int64_t a) {
+    return lab::contention_case{lab::atomic_op::add, m, a, threads, std::int64_t{1} << 16};
   };
   if (!openmp_only) {
     progress("contention: 1 vs 256 addresses");
-    rows.push_back(cpu_contention_claim(
+    rows.push_back(contention_claim(
         lesson_contention, "atomics are slow when many threads compete for one location (1 vs 256 locations)",
-        cpu_case(contention_op::add, contention_method::atomic, 256),
-        cpu_case(contention_op::add, contention_method::atomic, 1), "256 addresses", "1 address", 2.0, cfg.runs));
+        cpu_case(lab::cpu_method::atomic, 256),
+        cpu_case(lab::cpu_method::atomic, 1), "256 addresses", "1 address", 2.0, cfg.runs));
   }
   progress("contention: omp critical vs atomics vs private copies");
-  rows.push_back(cpu_contention_claim(
+  rows.push_back(contention_claim(
       lesson_openmp, "#pragma omp critical is a bottleneck next to #pragma omp atomic (256 addresses)",
-      cpu_case(contention_op::add, contention_method::atomic, 256),
-      cpu_case(contention_op::add, contention_method::critical, 256), "atomic", "critical", 1.5, cfg.runs));
-  rows.push_back(cpu_contention_claim(
+      cpu_case(lab::cpu_method::atomic, 256),
+      cpu_case(lab::cpu_method::critical, 256), "atomic", "critical", 1.5, cfg.runs));
+  rows.push_back(contention_claim(
       lesson_openmp, "per-thread copies (the OpenMP reduction idea) avoid the cost of synchronizing (256 addresses)",
-      cpu_case(contention_op::add, contention_method::privatized, 256),
-      cpu_case(contention_op::add, contention_method::atomic, 256), "privatized", "atomic", 1.5, cfg.runs));
+      cpu_case(lab::cpu_method::privatized, 256),
+      cpu_case(lab::cpu_method::atomic, 256), "privatized", "atomic", 1.5, cfg.runs));
 
   progress(fmt::format("{}: {} uniform samples, 256 bins", openmp_only ? "samples" : "histograms", n));
   std::vector<std::int32_t> data(static_cast<std::size_t>(n));
   generate_samples<std::int32_t>(distribution::uniform, 256, cfg.seed, data);
-  const std::vector<std::uint64_t> reference = reference_histogram(data, 256);
+  const std::vector<std::uint64_t> reference = lab::reference_histogram(data, 256);
   if (!openmp_only) {
-    const race_outcome missing = block_histogram_with_threads(data, reference, false);
-    const race_outcome fixed = block_histogram_with_threads(data, reference, true);
+    const lab::race_count missing = lab::cpu::block_histogram(data, reference, false);
+    const lab::race_count fixed = lab::cpu::block_histogram(data, reference, true);
     rows.push_back(race_claim(lesson_races, "without the barrier before the flush the block histogram is wrong",
                               missing.expected, missing.actual, fixed.actual, fixed.wrong_bins, 0.0));
-    const race_outcome naive = histogram_with_threads(data, reference, true);
-    const race_outcome atomic = histogram_with_threads(data, reference, false);
+    const lab::race_count naive = lab::cpu::naive_histogram(data, reference, true);
+    const lab::race_count atomic = lab::cpu::naive_histogram(data, reference, false);
     rows.push_back(race_claim(lesson_races, "the naive histogram (hist[bin]++) is incorrect: a data race",
                               naive.expected, naive.actual, atomic.actual, atomic.wrong_bins, 0.0));
   }

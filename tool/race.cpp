@@ -1,6 +1,7 @@
-// `tally race`: data races, each beside its correct variant, on the GPU (tally::lab, and
-// tally::gpu for the fixed histogram) or the CPU (lab/src/race_experiment.cpp): one counter incremented by 100 to 1,000,000 threads,
-// the naive histogram (`hist[bin]++`), and the block histogram with its barrier missing.
+// `tally race`: data races, each beside its correct variant, on the GPU or the CPU (the lab's
+// experiments, tally/lab/race.hpp; tally::gpu::bincount is the GPU's fixed histogram): one counter
+// incremented by 100 to 1,000,000 threads, the naive histogram (`hist[bin]++`), and the block
+// histogram with its barrier missing.
 // Correct variants must be exact (else exit code 1); racy rows are labelled wrong results, with
 // what they lost, and nothing is averaged.
 #include <algorithm>
@@ -23,8 +24,7 @@
 #include "run_environment.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu.hpp"
-#include "tally/lab.hpp"
-#include "tally/lab/race_experiment.hpp"
+#include "tally/lab/race.hpp"
 
 namespace tally::cli {
 namespace {
@@ -53,7 +53,7 @@ struct race_row {
   int run = 0;
   std::int64_t threads = 0;  ///< logical threads (counter) or the team (histograms)
   std::int64_t bins = 0;     ///< 1 for the counter
-  race_outcome outcome;
+  lab::race_count outcome;
   std::string verdict;
   bool mismatch = false;  ///< a correct variant gave a wrong result
 };
@@ -74,18 +74,9 @@ std::int64_t lost(const race_row& r) {
   return static_cast<std::int64_t>(r.outcome.expected) - static_cast<std::int64_t>(r.outcome.actual);
 }
 
-race_outcome from_lab(const lab::race_count& count) {
-  race_outcome out;
-  out.expected = count.expected;
-  out.actual = count.actual;
-  out.wrong_bins = count.wrong_bins;
-  out.over_bins = count.over_bins;
-  return out;
-}
-
 /// The fixed histogram on the GPU: tally::gpu::bincount with strategy atomic (one atomicAdd per
 /// sample), compared bin by bin with the reference. (The naive one is the lab's naive_histogram.)
-race_outcome gpu_atomic_histogram(const gpu::device_buffer<std::int32_t>& samples,
+lab::race_count gpu_atomic_histogram(const gpu::device_buffer<std::int32_t>& samples,
                                   std::span<const std::uint64_t> reference, gpu::workspace& ws) {
   gpu::device_buffer<std::uint32_t> counts(reference.size());
   histogram_options options;
@@ -93,11 +84,11 @@ race_outcome gpu_atomic_histogram(const gpu::device_buffer<std::int32_t>& sample
   (void)gpu::bincount_async<std::int32_t, std::uint32_t>(samples.const_span(), counts.span(), ws, options);
   std::vector<std::uint32_t> got(reference.size());
   counts.download(got);  // a synchronous copy: waits for the histogram
-  return from_lab(lab::compare_with_reference(got, reference));
+  return lab::compare_with_reference(got, reference);
 }
 
 race_row judge(race_row row) {
-  const race_outcome& o = row.outcome;
+  const lab::race_count& o = row.outcome;
   const bool right = o.actual == o.expected && o.wrong_bins == 0;
   if (row.correct) {
     row.verdict = right ? "exact" : fmt::format("MISMATCH: {} of {} counted, {} bins wrong", o.actual, o.expected,
@@ -229,7 +220,7 @@ int run_race(const race_config& cfg) {
       for (int run = 0; run < cfg.runs; ++run) {
         for (const bool racy : {true, false}) {
           race_row row = new_row("counter", racy ? "racy (load, store)" : "atomic fetch_add", !racy, run, t, 1);
-          row.outcome = on_gpu ? from_lab(lab::count_with_threads(t, racy)) : count_with_threads(t, racy);
+          row.outcome = on_gpu ? lab::gpu::count_with_threads(t, racy) : lab::cpu::count_with_threads(t, racy);
           rows.push_back(judge(std::move(row)));
         }
       }
@@ -239,7 +230,7 @@ int run_race(const race_config& cfg) {
     progress(fmt::format("generating {} uniform samples over {} bins", samples, cfg.bins));
     std::vector<std::int32_t> data(static_cast<std::size_t>(samples));
     generate_samples<std::int32_t>(distribution::uniform, cfg.bins, cfg.seed, data);
-    const std::vector<std::uint64_t> reference = reference_histogram(data, cfg.bins);
+    const std::vector<std::uint64_t> reference = lab::reference_histogram(data, cfg.bins);
     using device_samples = gpu::device_buffer<std::int32_t>;
     const device_samples device_data = on_gpu ? device_samples(std::span<const std::int32_t>(data)) : device_samples();
     gpu::workspace ws;  // GPU histograms: one workspace for every run
@@ -254,14 +245,14 @@ int run_race(const race_config& cfg) {
                                          : (wrong ? "racy (load, store)" : "atomic fetch_add");
           race_row row = new_row(experiment, variant, !wrong, run, 0, cfg.bins);
           if (on_gpu) {
-            row.outcome = block   ? from_lab(lab::block_histogram(data, reference, !wrong))
-                          : wrong ? from_lab(lab::naive_histogram(data, reference))
+            row.outcome = block   ? lab::gpu::block_histogram(data, reference, !wrong)
+                          : wrong ? lab::gpu::naive_histogram(data, reference)
                                   : gpu_atomic_histogram(device_data, reference, ws);
             // One thread per sample, except the library's bincount, which sizes its own grid.
             row.threads = block || wrong ? samples : 0;
           } else {
-            row.outcome = block ? block_histogram_with_threads(data, reference, !wrong)
-                                : histogram_with_threads(data, reference, wrong);
+            row.outcome = block ? lab::cpu::block_histogram(data, reference, !wrong)
+                                : lab::cpu::naive_histogram(data, reference, wrong);
             row.threads = row.outcome.team;
           }
           rows.push_back(judge(std::move(row)));

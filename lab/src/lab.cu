@@ -1,115 +1,124 @@
-// The GPU runs of tally::lab (tally/lab.hpp): allocates, zeroes, launches through the lab dispatch,
-// times with CUDA events, copies back and checks with the host checks of lab_common.cpp.
+// The GPU side of tally::lab: the trials of a GPU contention case (tally/lab/contention.hpp) and the
+// GPU race experiments (tally/lab/race.hpp). Allocates, zeroes, launches through the lab dispatch
+// (lab_dispatch.cuh), times with CUDA events and copies back; the checks are the model's.
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <cuda_runtime.h>
 
-#include "cuda_check.hpp"
-#include "event_pair.hpp"
+#include "contention_trials.hpp"
 #include "lab_dispatch.cuh"
+#include "tally/detail/cuda_check.hpp"
 #include "tally/detail/dispatch/device_properties.cuh"
+#include "tally/detail/event_pair.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu.hpp"
 #include "tally/lab.hpp"
 
 namespace tally::lab {
 
-using gpu::device_buffer;
-using gpu::detail::check_cuda;
-using gpu::detail::event_pair;
+using tally::gpu::device_buffer;
+using tally::gpu::detail::check_cuda;
+using tally::gpu::detail::event_pair;
+
+static_assert(std::is_same_v<contention_word, unsigned>, "the contention kernels update the model's 32-bit words");
 
 namespace {
 
-std::string launch_name(const contention_case& c) {
-  return "contention kernel (" + std::string(to_string(c.op)) + ", " + std::string(to_string(c.memory)) + ", " +
-         std::string(to_string(c.scope)) + " scope, aggregation " + std::string(to_string(c.aggregate)) + ")";
+std::string launch_name(const contention_case& c, const gpu_method& how) {
+  return "contention kernel (" + std::string(to_string(c.op)) + ", " + std::string(to_string(how.memory)) + ", " +
+         std::string(to_string(how.scope)) + " scope, aggregation " + std::string(to_string(how.aggregate)) + ")";
+}
+
+/// The device memory of one GPU contention case, allocated once for all its trials.
+struct gpu_contention_memory {
+  device_buffer<contention_word> words;
+  device_buffer<contention_word> block_words;  ///< shared-memory exch only
+  device_buffer<unsigned long long> returned{2};
+  event_pair events;
+  detail::lab::contention_launch launch;
+};
+
+contention_outcome not_run(std::string why) {
+  contention_outcome out;
+  out.not_run = std::move(why);
+  return out;
+}
+
+/// One trial: zero the words, launch between two events, copy back what the launch left.
+contention_outcome run_trial(const contention_case& c, const gpu_method& how, gpu_contention_memory& m) {
+  const cudaStream_t stream = nullptr;
+  // Zeroed before the first event: only the kernel is timed. (block_words is written whole.)
+  check_cuda(cudaMemsetAsync(m.words.data(), 0, m.words.size() * sizeof(contention_word), stream), "cudaMemsetAsync");
+  check_cuda(cudaMemsetAsync(m.returned.data(), 0, 2 * sizeof(unsigned long long), stream), "cudaMemsetAsync");
+  check_cuda(cudaEventRecord(m.events.start(), stream), "cudaEventRecord");
+  const cudaError_t launched =
+      detail::lab::launch_contention(c.op, how.memory, how.scope, how.aggregate, m.launch, stream);
+  if (launched == cudaErrorInvalidConfiguration && how.memory == memory_space::shared) {
+    (void)cudaGetLastError();
+    return not_run("does not fit: no block of " + std::to_string(how.block_threads) + " threads with " +
+                   std::to_string(detail::lab::contention_shared_bytes(c.addresses) / 1024) +
+                   " KiB of shared memory is resident on a multiprocessor");
+  }
+  check_cuda(launched, launch_name(c, how));
+  check_cuda(cudaEventRecord(m.events.stop(), stream), "cudaEventRecord");
+  contention_outcome got;
+  got.ms = m.events.elapsed_ms();
+  check_cuda(cudaGetLastError(), launch_name(c, how));
+  got.words.resize(m.words.size());
+  m.words.download(got.words);
+  got.block_words.resize(m.block_words.size());
+  m.block_words.download(got.block_words);
+  unsigned long long sums[2] = {0, 0};
+  m.returned.download(std::span<unsigned long long>(sums, 2));
+  got.returned_sum = sums[0];
+  got.returned_square_sum = sums[1];
+  return got;
 }
 
 }  // namespace
 
-contention_result run_contention(const contention_case& c, int runs, int warmup) {
-  validate_contention_case(c);
-  if (runs < 1) throw_invalid_argument("tally::lab::run_contention", "runs", "must be >= 1");
-  if (warmup < 0) throw_invalid_argument("tally::lab::run_contention", "warmup", "must be >= 0");
-  contention_result result;
-  const bool shared = c.memory == memory_space::shared;
+contention_trial gpu_contention_trial(const contention_case& c) {
+  const gpu_method how = std::get<gpu_method>(c.method);
+  const bool shared = how.memory == memory_space::shared;
   if (shared) {
     tally::detail::device_properties props;
     check_cuda(tally::detail::current_device_properties(props), "querying the device");
-    result.shared_bytes = static_cast<std::int64_t>(detail::lab::contention_shared_bytes(c.addresses));
-    if (static_cast<std::size_t>(result.shared_bytes) > props.shared_memory_per_block_optin) {
-      result.not_run = "does not fit: " + std::to_string(c.addresses) + " words need " +
-                       std::to_string(result.shared_bytes / 1024) + " KiB of shared memory per block, the device " +
-                       "allows " + std::to_string(props.shared_memory_per_block_optin / 1024) + " KiB";
-      return result;
+    const std::size_t bytes = detail::lab::contention_shared_bytes(c.addresses);
+    if (bytes > props.shared_memory_per_block_optin) {
+      return [why = "does not fit: " + std::to_string(c.addresses) + " words need " + std::to_string(bytes / 1024) +
+                    " KiB of shared memory per block, the device allows " +
+                    std::to_string(props.shared_memory_per_block_optin / 1024) + " KiB"] { return not_run(why); };
     }
   }
-  const contention_expectation want = expected_contention(c);
+  const std::int64_t blocks = blocks_of(c);
   const bool exch = c.op == atomic_op::exch;
+  auto memory = std::make_shared<gpu_contention_memory>();
   // global_private: a slice of A words per block (validate_contention_case keeps blocks x A <= 2^28).
-  const std::int64_t word_count = c.memory == memory_space::global_private ? c.blocks * c.addresses : c.addresses;
-  device_buffer<std::uint32_t> words(static_cast<std::size_t>(word_count));
-  device_buffer<std::uint32_t> block_words(shared && exch ? static_cast<std::size_t>(c.blocks * c.addresses) : 0);
-  device_buffer<unsigned long long> returned(2);
-
-  detail::lab::contention_launch launch;
-  launch.words = words.data();
-  launch.block_words = block_words.data();
-  launch.returned = returned.data();
+  memory->words = device_buffer<contention_word>(
+      static_cast<std::size_t>(how.memory == memory_space::global_private ? blocks * c.addresses : c.addresses));
+  memory->block_words =
+      device_buffer<contention_word>(shared && exch ? static_cast<std::size_t>(blocks * c.addresses) : 0);
+  detail::lab::contention_launch& launch = memory->launch;
+  launch.words = memory->words.data();
+  launch.block_words = memory->block_words.data();
+  launch.returned = memory->returned.data();
   launch.addresses = static_cast<unsigned>(c.addresses);
-  launch.blocks = static_cast<unsigned>(c.blocks);
-  launch.block_threads = c.block_threads;
+  launch.blocks = static_cast<unsigned>(blocks);
+  launch.block_threads = how.block_threads;
   launch.ops_per_thread = static_cast<unsigned>(c.ops_per_thread);
-
-  event_pair events;
-  const cudaStream_t stream = nullptr;
-  contention_outcome got;
-  for (int run = 0; run < warmup + runs; ++run) {
-    // Zeroed before the first event: only the kernel is timed. (block_words is written whole.)
-    check_cuda(cudaMemsetAsync(words.data(), 0, words.size() * sizeof(std::uint32_t), stream), "cudaMemsetAsync");
-    check_cuda(cudaMemsetAsync(returned.data(), 0, 2 * sizeof(unsigned long long), stream), "cudaMemsetAsync");
-    check_cuda(cudaEventRecord(events.start(), stream), "cudaEventRecord");
-    const cudaError_t launched =
-        detail::lab::launch_contention(c.op, c.memory, c.scope, c.aggregate, launch, stream);
-    if (launched == cudaErrorInvalidConfiguration && shared) {
-      result.not_run = "does not fit: no block of " + std::to_string(c.block_threads) + " threads with " +
-                       std::to_string(result.shared_bytes / 1024) +
-                       " KiB of shared memory is resident on a multiprocessor";
-      (void)cudaGetLastError();
-      return result;
-    }
-    check_cuda(launched, launch_name(c));
-    check_cuda(cudaEventRecord(events.stop(), stream), "cudaEventRecord");
-    const double ms = events.elapsed_ms();
-    check_cuda(cudaGetLastError(), launch_name(c));
-
-    got.words.resize(words.size());
-    words.download(got.words);
-    if (shared && exch) {
-      got.block_words.resize(block_words.size());
-      block_words.download(got.block_words);
-    }
-    unsigned long long sums[2] = {0, 0};
-    returned.download(std::span<unsigned long long>(sums, 2));
-    got.returned_sum = sums[0];
-    got.returned_square_sum = sums[1];
-    if (const auto wrong = check_contention(c, want, got)) {
-      result.wrong = (run < warmup ? "warm-up run " + std::to_string(run) : "run " + std::to_string(run - warmup)) +
-                     ": " + *wrong;
-      result.times_ms.clear();
-      return result;
-    }
-    if (run >= warmup) result.times_ms.push_back(ms);
-  }
-  return result;
+  return [c, how, memory] { return run_trial(c, how, *memory); };
 }
+
+namespace gpu {
 
 race_count count_with_threads(std::int64_t threads, bool racy) {
   if (threads < 1 || threads > (std::int64_t{1} << 32)) {
-    throw_invalid_argument("tally::lab::count_with_threads", "threads",
+    throw_invalid_argument("tally::lab::gpu::count_with_threads", "threads",
                            "must be between 1 and 2^32 (got " + std::to_string(threads) + ")");
   }
   device_buffer<unsigned long long> counter(1);
@@ -165,7 +174,7 @@ race_count run_race_histogram(std::span<const std::int32_t> samples, std::span<c
 }  // namespace
 
 race_count naive_histogram(std::span<const std::int32_t> samples, std::span<const std::uint64_t> reference) {
-  check_histogram_arguments("tally::lab::naive_histogram", samples, reference, std::int64_t{1} << 24);
+  check_histogram_arguments("tally::lab::gpu::naive_histogram", samples, reference, std::int64_t{1} << 24);
   return run_race_histogram(samples, reference, "naive histogram kernel",
                             [](const std::int32_t* device_samples, long long n, unsigned* histogram) {
                               return detail::lab::launch_naive_histogram(device_samples, n, histogram, nullptr);
@@ -176,7 +185,7 @@ race_count block_histogram(std::span<const std::int32_t> samples, std::span<cons
                            bool barrier) {
   // The shared histogram stays within the default 48 KiB, so no launch needs the opt-in.
   constexpr std::int64_t max_bins = 48 * 1024 / sizeof(unsigned);
-  check_histogram_arguments("tally::lab::block_histogram", samples, reference, max_bins);
+  check_histogram_arguments("tally::lab::gpu::block_histogram", samples, reference, max_bins);
   const int bins = static_cast<int>(reference.size());
   return run_race_histogram(samples, reference, "block histogram kernel",
                             [bins, barrier](const std::int32_t* device_samples, long long n, unsigned* histogram) {
@@ -185,4 +194,5 @@ race_count block_histogram(std::span<const std::int32_t> samples, std::span<cons
                             });
 }
 
+}  // namespace gpu
 }  // namespace tally::lab

@@ -1,8 +1,8 @@
 // The dispatch of the lab's experiments (tally::lab): turns a contention case's run-time choices
 // (operation, memory, scope, aggregation) into one of the 72 kernel instantiations and launches it,
 // and launches the racy counter, the naive histogram and the block histogram of `tally race`. The
-// only code that launches lab kernels. Functions return cudaError_t and never throw; lab.cu validates, allocates,
-// times and checks.
+// only code that launches lab kernels. Functions return cudaError_t and never throw; lab.cu
+// allocates and times, the model (contention.cpp) validates and checks.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-// The kernels of the lab's experiments (tally::lab, tally/lab.hpp): atomic contention on global
+// The kernels of the lab's GPU experiments (tally::lab, tally/lab.hpp): atomic contention on global
 // memory, shared memory or a global slice per block at a chosen cuda::thread_scope, with or without
 // warp aggregation, and the deliberately racy counter, naive histogram and block histogram of
 // `tally race` beside their correct versions. Launched only by lab_dispatch.cuh.
@@ -187,7 +187,7 @@ __device__ __forceinline__ unsigned update_word_aggregated(unsigned* words, unsi
   }
 }
 
-/// The value of thread t's i-th update (the layout in tally/lab.hpp); T K < 2^32 keeps it exact.
+/// The value of thread t's i-th update (the layout in tally/lab/contention.hpp); T K < 2^32 keeps it exact.
 template <atomic_op Op>
 __device__ __forceinline__ unsigned update_value(unsigned t, unsigned i, unsigned threads) {
   if constexpr (Op == atomic_op::add || Op == atomic_op::cas) {

@@ -3,22 +3,22 @@
 #include <cstdint>
 #include <span>
 
+#include "contention_trials.hpp"
 #include "tally/error.hpp"
 #include "tally/lab.hpp"
 
 namespace tally::lab {
-// The lab's GPU experiments need the GPU backend; names, validation and checks (lab_common.cpp)
-// are in every build.
-contention_result run_contention(const contention_case&, int, int) {
+namespace {
+[[noreturn]] void no_gpu() {
   throw error(errc::not_supported, "backend", "tally was built without CUDA: the GPU experiments are not available");
 }
-race_count count_with_threads(std::int64_t, bool) {
-  throw error(errc::not_supported, "backend", "tally was built without CUDA: the GPU experiments are not available");
-}
-race_count naive_histogram(std::span<const std::int32_t>, std::span<const std::uint64_t>) {
-  throw error(errc::not_supported, "backend", "tally was built without CUDA: the GPU experiments are not available");
-}
-race_count block_histogram(std::span<const std::int32_t>, std::span<const std::uint64_t>, bool) {
-  throw error(errc::not_supported, "backend", "tally was built without CUDA: the GPU experiments are not available");
-}
+}  // namespace
+
+contention_trial gpu_contention_trial(const contention_case&) { no_gpu(); }
+
+namespace gpu {
+race_count count_with_threads(std::int64_t, bool) { no_gpu(); }
+race_count naive_histogram(std::span<const std::int32_t>, std::span<const std::uint64_t>) { no_gpu(); }
+race_count block_histogram(std::span<const std::int32_t>, std::span<const std::uint64_t>, bool) { no_gpu(); }
+}  // namespace gpu
 }  // namespace tally::lab

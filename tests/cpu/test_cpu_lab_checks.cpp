@@ -1,8 +1,9 @@
-// The host side of tally::lab in every build: the names of the contention choices, the argument
-// checks, and above all the contention check the GPU runs are judged by. A sequential simulation of
-// the layout (the updates applied one at a time, in an order a correct GPU run could have taken)
-// must pass; copies with one lost update, a wrong maximum, an exchange lost, a final word that is
-// not the last write of any thread, or (global_private) an update in another block's slice must fail.
+// The lab's contention model on the host, in every build: the names of the contention choices, the
+// argument checks, and above all the contention check every run of either backend is judged by. A
+// sequential simulation of the layout (the updates applied one at a time, in an order a correct run
+// could have taken) must pass; copies with one lost update, a wrong maximum, an exchange lost, a
+// final word that is not the last write of any thread, or (global_private) an update in another
+// block's slice must fail. GPU cases cover every memory; CPU cases are checked as one array.
 #include <algorithm>
 #include <cstdint>
 #include <numeric>
@@ -23,10 +24,20 @@ using lab::atomic_op;
 using lab::atomic_scope;
 using lab::contention_case;
 using lab::contention_outcome;
+using lab::cpu_method;
+using lab::gpu_method;
 using lab::memory_space;
 
+lab::gpu_method& gpu_of(contention_case& c) { return std::get<gpu_method>(c.method); }
+
+/// Where a correct run leaves its words: the CPU's, like the GPU's global memory, in one array.
+memory_space memory_of(const contention_case& c) {
+  const auto* gpu = std::get_if<gpu_method>(&c.method);
+  return gpu != nullptr ? gpu->memory : memory_space::global;
+}
+
 std::uint32_t value_of(const contention_case& c, std::uint64_t t, std::uint64_t i) {
-  const auto T = static_cast<std::uint64_t>(lab::total_threads(c));
+  const auto T = static_cast<std::uint64_t>(c.threads);
   if (c.op == atomic_op::add || c.op == atomic_op::cas) return static_cast<std::uint32_t>(1 + ((t ^ i) & 7));
   return static_cast<std::uint32_t>(i * T + t + 1);
 }
@@ -35,18 +46,20 @@ std::uint32_t value_of(const contention_case& c, std::uint64_t t, std::uint64_t 
 /// (not always the order of the expectation's own loop); in shared memory a copy per block, then
 /// folded as the kernel folds; global_private a slice per block, left as it is.
 contention_outcome simulate(const contention_case& c, bool reverse_threads) {
-  const auto T = static_cast<std::uint64_t>(lab::total_threads(c));
+  const auto T = static_cast<std::uint64_t>(c.threads);
   const auto K = static_cast<std::uint64_t>(c.ops_per_thread);
   const auto A = static_cast<std::uint64_t>(c.addresses);
-  const bool shared = c.memory == memory_space::shared;
-  const bool per_block = c.memory != memory_space::global;
-  const std::uint64_t copies = per_block ? static_cast<std::uint64_t>(c.blocks) : 1;
+  const memory_space memory_kind = memory_of(c);
+  const bool shared = memory_kind == memory_space::shared;
+  const bool per_block = memory_kind != memory_space::global;
+  const std::uint64_t copies = per_block ? static_cast<std::uint64_t>(lab::blocks_of(c)) : 1;
   std::vector<std::uint32_t> memory(copies * A, 0);
   contention_outcome out;
   for (std::uint64_t i = 0; i < K; ++i) {
     for (std::uint64_t k = 0; k < T; ++k) {
       const std::uint64_t t = reverse_threads ? T - 1 - k : k;
-      const std::uint64_t copy = per_block ? t / static_cast<std::uint64_t>(c.block_threads) : 0;
+      const std::uint64_t copy =
+          per_block ? t / static_cast<std::uint64_t>(std::get<gpu_method>(c.method).block_threads) : 0;
       std::uint32_t& word = memory[copy * A + (t + i * T) % A];
       const std::uint32_t v = value_of(c, t, i);
       switch (c.op) {
@@ -61,7 +74,7 @@ contention_outcome simulate(const contention_case& c, bool reverse_threads) {
       }
     }
   }
-  if (c.memory == memory_space::global_private) {
+  if (memory_kind == memory_space::global_private) {
     out.words = memory;  // the slices are the result, for every op
     return out;
   }
@@ -82,30 +95,21 @@ contention_outcome simulate(const contention_case& c, bool reverse_threads) {
 
 contention_case make_case(atomic_op op, memory_space memory, std::int64_t addresses, std::int64_t blocks = 3,
                           int block_threads = 64, std::int64_t ops = 5) {
-  contention_case c;
-  c.op = op;
-  c.memory = memory;
-  c.addresses = addresses;
-  c.blocks = blocks;
-  c.block_threads = block_threads;
-  c.ops_per_thread = ops;
-  return c;
+  return {op, gpu_method{memory, atomic_scope::device, aggregation::none, block_threads}, addresses,
+          blocks * block_threads, ops};
 }
 
 std::string describe(const contention_case& c) {
-  return std::string(lab::to_string(c.op)) + " " + std::string(lab::to_string(c.memory)) +
-         " A=" + std::to_string(c.addresses) + " T=" + std::to_string(lab::total_threads(c)) +
-         " K=" + std::to_string(c.ops_per_thread);
+  return std::string(lab::to_string(c.op)) + " " + lab::method_name(c.method) + " A=" + std::to_string(c.addresses) +
+         " T=" + std::to_string(c.threads) + " K=" + std::to_string(c.ops_per_thread);
 }
 
-constexpr atomic_op all_ops[] = {atomic_op::add, atomic_op::cas, atomic_op::max, atomic_op::exch};
-constexpr memory_space all_memories[] = {memory_space::global, memory_space::shared, memory_space::global_private};
 // A = 1 (everything collides), A dividing T, A sharing a factor with T, A > T K (untouched words).
 constexpr std::int64_t address_counts[] = {1, 4, 6, 64, 5000};
 
 TEST(LabContentionCheck, AcceptsEverySimulatedCorrectRun) {
-  for (const atomic_op op : all_ops) {
-    for (const memory_space memory : all_memories) {
+  for (const atomic_op op : lab::all_atomic_ops) {
+    for (const memory_space memory : lab::all_memory_spaces) {
       for (const std::int64_t a : address_counts) {
         for (const bool reverse : {false, true}) {
           const contention_case c = make_case(op, memory, a);
@@ -172,7 +176,7 @@ TEST(LabContentionCheck, MaximaFollowTheClosedForm) {
 }
 
 TEST(LabContentionCheck, ExchangeLostOrDuplicatedIsCaught) {
-  for (const memory_space memory : all_memories) {
+  for (const memory_space memory : lab::all_memory_spaces) {
     for (const std::int64_t a : address_counts) {
       const contention_case c = make_case(atomic_op::exch, memory, a);
       const auto want = lab::expected_contention(c);
@@ -231,6 +235,24 @@ TEST(LabContentionCheck, UntouchedWordsMustStayZero) {
   EXPECT_NE(wrong->find("no update went there"), std::string::npos) << *wrong;
 }
 
+TEST(LabContentionCheck, CpuCasesAreCheckedAsOneArray) {
+  // The CPU's runs leave one array of A words, as the GPU's global memory does: the same check.
+  for (const atomic_op op : lab::all_atomic_ops) {
+    for (const std::int64_t a : address_counts) {
+      const contention_case c{op, cpu_method::atomic, a, 6, 50};
+      const auto want = lab::expected_contention(c);
+      contention_outcome got = simulate(c, true);
+      ASSERT_FALSE(lab::check_contention(c, want, got).has_value()) << describe(c);
+      if (op == atomic_op::exch) {
+        got.returned_sum += 7;  // one returned value too many
+      } else {
+        got.words[0] -= 1;  // a unit of a sum lost, or a maximum one too small
+      }
+      EXPECT_TRUE(lab::check_contention(c, want, got).has_value()) << describe(c);
+    }
+  }
+}
+
 TEST(LabContentionCase, BadFieldsAreNamed) {
   const auto field_of = [](contention_case c) -> std::string {
     try {
@@ -246,38 +268,42 @@ TEST(LabContentionCase, BadFieldsAreNamed) {
   contention_case c = good;
   c.addresses = 0;
   EXPECT_EQ(field_of(c), "addresses");
+  c.addresses = (std::int64_t{1} << 26) + 1;
+  EXPECT_EQ(field_of(c), "addresses");
   c = good;
-  c.block_threads = 100;
+  gpu_of(c).block_threads = 100;
   EXPECT_EQ(field_of(c), "block_threads");
   c = good;
-  c.blocks = 0;
-  EXPECT_EQ(field_of(c), "blocks");
+  c.threads = 0;
+  EXPECT_EQ(field_of(c), "threads");
+  c.threads = 100;  // not a multiple of the 64 block threads
+  EXPECT_EQ(field_of(c), "threads");
   c = good;
   c.ops_per_thread = 0;
   EXPECT_EQ(field_of(c), "ops_per_thread");
   c = good;
-  c.blocks = 1 << 20;
-  c.block_threads = 1024;
+  gpu_of(c).block_threads = 1024;
+  c.threads = std::int64_t{1} << 30;
   c.ops_per_thread = 4;  // T K = 2^32: max and exch values would wrap
   EXPECT_EQ(field_of(c), "ops_per_thread");
   c = good;
-  c.memory = memory_space::global_private;
-  c.blocks = 1 << 12;
-  c.block_threads = 32;
+  gpu_of(c).memory = memory_space::global_private;
+  gpu_of(c).block_threads = 32;
+  c.threads = 32 << 12;
   c.addresses = 1 << 16;  // blocks x A = 2^28: the largest slice array
   EXPECT_EQ(field_of(c), "");
   c.addresses = (1 << 16) + 1;
   EXPECT_EQ(field_of(c), "addresses");
-  c.memory = memory_space::global;  // one array of A words: fine
+  gpu_of(c).memory = memory_space::global;  // one array of A words: fine
   EXPECT_EQ(field_of(c), "");
 }
 
 TEST(LabContentionCase, NamesRoundTripAndContendersFollowTheLayout) {
-  for (const atomic_op op : all_ops) EXPECT_EQ(lab::parse_atomic_op(lab::to_string(op)), op);
+  for (const atomic_op op : lab::all_atomic_ops) EXPECT_EQ(lab::parse_atomic_op(lab::to_string(op)), op);
   for (const auto s : {atomic_scope::block, atomic_scope::device, atomic_scope::system}) {
     EXPECT_EQ(lab::parse_atomic_scope(lab::to_string(s)), s);
   }
-  for (const memory_space m : all_memories) EXPECT_EQ(lab::parse_memory_space(lab::to_string(m)), m);
+  for (const memory_space m : lab::all_memory_spaces) EXPECT_EQ(lab::parse_memory_space(lab::to_string(m)), m);
   EXPECT_EQ(lab::parse_memory_space("global_private"), memory_space::global_private);
   EXPECT_FALSE(lab::parse_memory_space("private").has_value());
   EXPECT_EQ(lab::parse_aggregation("warp"), aggregation::warp);
@@ -285,22 +311,31 @@ TEST(LabContentionCase, NamesRoundTripAndContendersFollowTheLayout) {
 
   contention_case c = make_case(atomic_op::cas, memory_space::global, 1, 4, 256);
   EXPECT_EQ(lab::contenders_per_address(c), 1024.0);
-  c.aggregate = aggregation::warp;
+  gpu_of(c).aggregate = aggregation::warp;
   EXPECT_EQ(lab::contenders_per_address(c), 32.0);  // one leader per warp
-  c.memory = memory_space::shared;
+  gpu_of(c).memory = memory_space::shared;
   EXPECT_EQ(lab::contenders_per_address(c), 8.0);  // the block's 8 warps
   c.addresses = 4096;
   EXPECT_EQ(lab::contenders_per_address(c), 1.0);
-  c.memory = memory_space::global;
-  c.scope = atomic_scope::block;
+  gpu_of(c).memory = memory_space::global;
+  gpu_of(c).scope = atomic_scope::block;
   EXPECT_TRUE(lab::scope_too_narrow(c));
-  c.memory = memory_space::shared;
+  gpu_of(c).memory = memory_space::shared;
   EXPECT_FALSE(lab::scope_too_narrow(c));
-  c.memory = memory_space::global_private;  // a slice per block: block scope is enough
+  gpu_of(c).memory = memory_space::global_private;  // a slice per block: block scope is enough
   EXPECT_FALSE(lab::scope_too_narrow(c));
   c.addresses = 1;
-  c.aggregate = aggregation::none;
+  gpu_of(c).aggregate = aggregation::none;
   EXPECT_EQ(lab::contenders_per_address(c), 256.0);  // the block's threads, not the grid's
+  EXPECT_EQ(lab::method_name(c.method), "global_private-block-none");
+  EXPECT_EQ(lab::backend_of(c), backend::gpu);
+  EXPECT_EQ(lab::blocks_of(c), 4);
+
+  const contention_case on_cpu{atomic_op::cas, cpu_method::atomic, 1, 4, 8};
+  EXPECT_EQ(lab::method_name(on_cpu.method), "atomic");
+  EXPECT_EQ(lab::backend_of(on_cpu), backend::cpu);
+  EXPECT_FALSE(lab::scope_too_narrow(on_cpu));
+  for (const cpu_method m : lab::all_cpu_methods) EXPECT_EQ(lab::parse_cpu_method(lab::to_string(m)), m);
 }
 
 }  // namespace

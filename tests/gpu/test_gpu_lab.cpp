@@ -5,8 +5,8 @@
 // slice, which only its block touches, block scope must be exact). The race experiments: the
 // atomic counter and the block histogram with its barrier are exact; the racy counter loses
 // updates at 1,000,000 threads, and so does the naive histogram with every sample in one bin; the
-// histogram without its barrier never counts more than the reference. Tests of deliberately racy kernels carry "Racy" in their names: scripts/gpu-check
-// leaves them out of racecheck.
+// histogram without its barrier never counts more than the reference. Tests of deliberately racy
+// kernels carry "Racy" in their names: scripts/gpu-check leaves them out of racecheck.
 // Without a GPU the program exits 77 (skipped).
 #include <cstdint>
 #include <random>
@@ -26,13 +26,12 @@ using lab::aggregation;
 using lab::atomic_op;
 using lab::atomic_scope;
 using lab::contention_case;
+using lab::gpu_method;
 using lab::memory_space;
 
 std::string describe(const contention_case& c) {
-  return std::string(lab::to_string(c.op)) + " " + std::string(lab::to_string(c.memory)) + " " +
-         std::string(lab::to_string(c.scope)) + " " + std::string(lab::to_string(c.aggregate)) +
-         " A=" + std::to_string(c.addresses) + " blocks=" + std::to_string(c.blocks) +
-         " K=" + std::to_string(c.ops_per_thread);
+  return std::string(lab::to_string(c.op)) + " " + lab::method_name(c.method) + " A=" + std::to_string(c.addresses) +
+         " blocks=" + std::to_string(lab::blocks_of(c)) + " K=" + std::to_string(c.ops_per_thread);
 }
 
 class LabContention : public ::testing::TestWithParam<atomic_op> {};
@@ -47,23 +46,18 @@ TEST_P(LabContention, EveryVariantPassesItsExactCheckOnEveryRun) {
     for (const atomic_scope scope : {atomic_scope::block, atomic_scope::device, atomic_scope::system}) {
       for (const aggregation aggregate : {aggregation::none, aggregation::warp}) {
         for (const std::int64_t a : address_counts) {
-          contention_case c;
-          c.op = GetParam();
-          c.memory = memory;
-          c.scope = scope;
-          c.aggregate = aggregate;
-          c.addresses = a;
-          c.blocks = quick_mode() ? 4 : 24;
-          c.block_threads = 128;
-          c.ops_per_thread = quick_mode() ? 4 : 24;
-          const lab::contention_result r = lab::run_contention(c, 2, 1);
-          ASSERT_TRUE(r.not_run.empty()) << describe(c) << ": " << r.not_run;
+          const std::int64_t blocks = quick_mode() ? 4 : 24;
+          const contention_case c{GetParam(), gpu_method{memory, scope, aggregate, 128}, a, blocks * 128,
+                                  quick_mode() ? 4 : 24};
+          const lab::contention_row r = lab::run_contention(c, 2, 1);
+          ASSERT_FALSE(r.check.starts_with("skipped")) << describe(c) << ": " << r.check;
           if (lab::scope_too_narrow(c)) {
             // Formally racy: it must run; exact or not, it is not a property of tally.
-            EXPECT_TRUE(r.wrong.empty() ? r.times_ms.size() == 2 : r.times_ms.empty()) << describe(c);
+            EXPECT_FALSE(r.mismatch) << describe(c) << ": " << r.check;
+            EXPECT_TRUE(r.timed ? r.times_ms.size() == 2 : r.times_ms.empty()) << describe(c);
             continue;
           }
-          EXPECT_TRUE(r.wrong.empty()) << describe(c) << ": " << r.wrong;
+          EXPECT_EQ(r.check, "exact") << describe(c);
           ASSERT_EQ(r.times_ms.size(), 2u) << describe(c);
           for (const double ms : r.times_ms) EXPECT_GT(ms, 0.0) << describe(c);
         }
@@ -79,26 +73,25 @@ INSTANTIATE_TEST_SUITE_P(Ops, LabContention,
                          });
 
 TEST(LabContentionLimits, SharedArraysLargerThanABlockMayHaveAreNotRun) {
-  contention_case c;
-  c.memory = memory_space::shared;
-  c.addresses = 1 << 20;  // 4 MiB per block
-  c.blocks = 2;
-  c.block_threads = 64;
-  const lab::contention_result r = lab::run_contention(c, 1, 0);
-  EXPECT_NE(r.not_run.find("does not fit"), std::string::npos) << r.not_run;
+  // 2^20 words: 4 MiB per block.
+  const contention_case c{atomic_op::add, gpu_method{memory_space::shared, atomic_scope::device, aggregation::none, 64},
+                          1 << 20, 2 * 64, 1};
+  const lab::contention_row r = lab::run_contention(c, 1, 0);
+  EXPECT_TRUE(r.check.starts_with("skipped: does not fit")) << r.check;
+  EXPECT_FALSE(r.timed || r.mismatch);
   EXPECT_TRUE(r.times_ms.empty());
 }
 
 TEST(LabContentionLimits, BadArgumentsAreNamed) {
-  contention_case c;
-  c.block_threads = 48;
+  contention_case c{atomic_op::add, gpu_method{}, 1, 256, 1};
+  std::get<gpu_method>(c.method).block_threads = 48;
   try {
     (void)lab::run_contention(c, 1, 0);
     FAIL() << "block_threads 48 was accepted";
   } catch (const error& e) {
     EXPECT_EQ(e.argument(), "block_threads");
   }
-  c.block_threads = 64;
+  std::get<gpu_method>(c.method).block_threads = 64;
   try {
     (void)lab::run_contention(c, 0, 0);
     FAIL() << "0 runs were accepted";
@@ -109,7 +102,7 @@ TEST(LabContentionLimits, BadArgumentsAreNamed) {
 
 TEST(LabRace, AtomicCounterIsExactFromOneHundredToAMillionThreads) {
   for (const std::int64_t threads : {100, 1000, 10000, 100000, 1000000}) {
-    const lab::race_count r = lab::count_with_threads(threads, false);
+    const lab::race_count r = lab::gpu::count_with_threads(threads, false);
     EXPECT_EQ(r.expected, static_cast<std::uint64_t>(threads));
     EXPECT_EQ(r.actual, static_cast<std::uint64_t>(threads));
   }
@@ -118,7 +111,7 @@ TEST(LabRace, AtomicCounterIsExactFromOneHundredToAMillionThreads) {
 TEST(LabRace, RacyCounterLosesUpdatesAtAMillionThreads) {
   // A million load-then-store increments of one word: on any GPU with more than one resident warp
   // many read the same old value. (Smaller counts may be right by luck: not asserted.)
-  const lab::race_count r = lab::count_with_threads(1000000, true);
+  const lab::race_count r = lab::gpu::count_with_threads(1000000, true);
   EXPECT_EQ(r.expected, 1000000u);
   EXPECT_GE(r.actual, 1u);
   EXPECT_LT(r.actual, r.expected) << "no update was lost";
@@ -144,7 +137,7 @@ TEST(LabRace, BlockHistogramWithItsBarrierIsExact) {
     const std::uint64_t seed = 20261123u + static_cast<std::uint64_t>(bins);
     const auto samples = uniform_samples(quick_mode() ? 10007 : 1000003, bins, seed);
     const auto reference = histogram_of(samples, bins);
-    const lab::race_count r = lab::block_histogram(samples, reference, true);
+    const lab::race_count r = lab::gpu::block_histogram(samples, reference, true);
     EXPECT_EQ(r.actual, samples.size()) << "bins " << bins << ", seed " << seed;
     EXPECT_EQ(r.wrong_bins, 0) << "bins " << bins << ", seed " << seed;
   }
@@ -154,7 +147,7 @@ TEST(LabRace, RacyBlockHistogramWithoutItsBarrierNeverCountsMore) {
   const int bins = 16;
   const auto samples = uniform_samples(1000003, bins, 7);
   const auto reference = histogram_of(samples, bins);
-  const lab::race_count r = lab::block_histogram(samples, reference, false);
+  const lab::race_count r = lab::gpu::block_histogram(samples, reference, false);
   EXPECT_EQ(r.expected, samples.size());
   EXPECT_LE(r.actual, r.expected);
   EXPECT_EQ(r.over_bins, 0);
@@ -164,7 +157,7 @@ TEST(LabRace, RacyNaiveHistogramLosesUpdatesUnderContention) {
   // Every sample in one bin: 2^22 unsynchronized read-modify-writes of one counter lose updates.
   const std::vector<std::int32_t> samples(std::size_t{1} << 22, 3);
   const auto reference = histogram_of(samples, 8);
-  const lab::race_count r = lab::naive_histogram(samples, reference);
+  const lab::race_count r = lab::gpu::naive_histogram(samples, reference);
   EXPECT_EQ(r.expected, samples.size());
   EXPECT_LT(r.actual, r.expected) << "the naive histogram lost no update";
   EXPECT_GT(r.actual, 0u);
@@ -176,7 +169,7 @@ TEST(LabRace, NaiveHistogramRejectsSamplesOutsideTheBins) {
   const std::vector<std::int32_t> samples{0, 1, -1};
   const std::vector<std::uint64_t> reference{1, 1};
   try {
-    (void)lab::naive_histogram(samples, reference);
+    (void)lab::gpu::naive_histogram(samples, reference);
     FAIL() << "sample -1 was accepted";
   } catch (const error& e) {
     EXPECT_EQ(e.argument(), "samples");
@@ -187,7 +180,7 @@ TEST(LabRace, BlockHistogramRejectsSamplesOutsideTheBins) {
   const std::vector<std::int32_t> samples{0, 1, 5};
   const std::vector<std::uint64_t> reference{1, 1};
   try {
-    (void)lab::block_histogram(samples, reference, true);
+    (void)lab::gpu::block_histogram(samples, reference, true);
     FAIL() << "sample 5 of 2 bins was accepted";
   } catch (const error& e) {
     EXPECT_EQ(e.argument(), "samples");

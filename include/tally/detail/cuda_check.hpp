@@ -1,4 +1,5 @@
-// Turns a CUDA runtime error into tally::error with the call and the runtime's own message.
+// Turns a CUDA runtime error into tally::error with the call and the runtime's own message: for the
+// host code that calls the CUDA runtime, the compiled library (src/) and the lab's GPU runs.
 #pragma once
 
 #include <string>

@@ -4,7 +4,7 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda_check.hpp"
+#include "tally/detail/cuda_check.hpp"
 
 namespace tally::gpu::detail {
 
