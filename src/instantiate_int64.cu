@@ -1,10 +1,6 @@
-// Explicit instantiations of the GPU backend for std::int64_t samples (one file per type, so builds
-// compile the types in parallel).
+// The GPU backend for std::int64_t samples (one file per type: the types compile in parallel).
 #include "operations.cuh"
 
 namespace tally::gpu::detail {
-TALLY_INSTANTIATE_HISTOGRAMS(std::int64_t)
-TALLY_INSTANTIATE_WEIGHTED(std::int64_t)
-TALLY_INSTANTIATE_BINCOUNT(std::int64_t)
-TALLY_INSTANTIATE_REDUCE(std::int64_t)
+TALLY_INSTANTIATE_INTEGER(std::int64_t)
 }  // namespace tally::gpu::detail

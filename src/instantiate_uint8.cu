@@ -1,9 +1,6 @@
-// Explicit instantiations of the GPU backend for std::uint8_t samples (one file per type, so builds
-// compile the types in parallel).
+// The GPU backend for std::uint8_t samples (one file per type: the types compile in parallel).
 #include "operations.cuh"
 
 namespace tally::gpu::detail {
-TALLY_INSTANTIATE_HISTOGRAMS(std::uint8_t)
-TALLY_INSTANTIATE_WEIGHTED(std::uint8_t)
-TALLY_INSTANTIATE_BINCOUNT(std::uint8_t)
+TALLY_INSTANTIATE_BYTE(std::uint8_t)
 }  // namespace tally::gpu::detail

@@ -42,3 +42,13 @@
       const histogram_options&, stream_t);
 #define TALLY_INSTANTIATE_WEIGHTED(Sample) \
   TALLY_INSTANTIATE_WEIGHTED_ONE(Sample, float) TALLY_INSTANTIATE_WEIGHTED_ONE(Sample, double)
+
+/// What each kind of sample type is compiled for: integers every operation, bytes all but reduce
+/// (a sum of bytes is a bincount's job), floating point all but bincount.
+#define TALLY_INSTANTIATE_INTEGER(Sample) \
+  TALLY_INSTANTIATE_HISTOGRAMS(Sample) TALLY_INSTANTIATE_WEIGHTED(Sample) TALLY_INSTANTIATE_BINCOUNT(Sample) \
+  TALLY_INSTANTIATE_REDUCE(Sample)
+#define TALLY_INSTANTIATE_BYTE(Sample) \
+  TALLY_INSTANTIATE_HISTOGRAMS(Sample) TALLY_INSTANTIATE_WEIGHTED(Sample) TALLY_INSTANTIATE_BINCOUNT(Sample)
+#define TALLY_INSTANTIATE_FLOATING(Sample) \
+  TALLY_INSTANTIATE_HISTOGRAMS(Sample) TALLY_INSTANTIATE_WEIGHTED(Sample) TALLY_INSTANTIATE_REDUCE(Sample)

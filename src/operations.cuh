@@ -349,13 +349,21 @@ void check_bincount_samples(std::span<const Sample> samples, workspace& ws, stre
   }
 }
 
+/// What reduce, count_if and find_first_if check first: samples not null, a strategy the GPU has
+/// for `op`, launch options in range.
+template <class T>
+void check_reduce_arguments(std::string_view function, operation op, std::span<const T> samples,
+                            const reduce_options& options) {
+  tally::detail::check_not_null(function, "samples", samples);
+  tally::detail::check_strategy(function, backend::gpu, op, options.algorithm);
+  tally::detail::check_launch_options(function, options);
+}
+
 template <class T>
 choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, const reduce_options& options,
                     stream_t stream) {
   constexpr std::string_view function = "tally::gpu::reduce";
-  tally::detail::check_not_null(function, "samples", samples);
-  tally::detail::check_strategy(function, backend::gpu, operation::reduce, options.algorithm);
-  tally::detail::check_launch_options(function, options);
+  check_reduce_arguments(function, operation::reduce, samples, options);
   // Integer sums and min/max are exact in any order: `deterministic` changes nothing for them.
   const bool deterministic = std::is_floating_point_v<T> && options.deterministic && op == reduce_op::sum;
   if (deterministic) {
@@ -401,9 +409,7 @@ template <class T>
 choice count_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
                       const reduce_options& options, stream_t stream) {
   constexpr std::string_view function = "tally::gpu::count_if";
-  tally::detail::check_not_null(function, "samples", samples);
-  tally::detail::check_strategy(function, backend::gpu, operation::count_if, options.algorithm);
-  tally::detail::check_launch_options(function, options);
+  check_reduce_arguments(function, operation::count_if, samples, options);
   const choice chose = tally::detail::choose_gpu_count(options.algorithm);
   const tally::detail::reduce_launch launch{options.max_blocks, options.block_threads};
   const tally::detail::count_fold<T, compare_to<T>> fold{predicate};
@@ -418,9 +424,7 @@ template <class T>
 choice find_first_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
                            const reduce_options& options, stream_t stream) {
   constexpr std::string_view function = "tally::gpu::find_first_if";
-  tally::detail::check_not_null(function, "samples", samples);
-  tally::detail::check_strategy(function, backend::gpu, operation::find_first_if, options.algorithm);
-  tally::detail::check_launch_options(function, options);
+  check_reduce_arguments(function, operation::find_first_if, samples, options);
   const choice chose = tally::detail::choose_gpu_find(options.algorithm);
   find_first(function, chose.used, samples, predicate, ws, options, stream);
   return chose;

@@ -124,6 +124,45 @@ __device__ T atomic_update(T* address, Op op) {
   }
 }
 
+namespace detail::atomics {
+
+/// atomic_max (Max) or atomic_min in one native integer atomic on the bits (see atomic_max for why).
+template <bool Max, cuda::thread_scope Scope, class T>
+__device__ T extremum_by_bits(T* address, T value) {
+  static_assert(is_float_or_double_v<T>, "atomic_max and atomic_min work on float and double");
+  using Bits = bits_t<T>;
+  using Signed = signed_bits_t<T>;
+  const Bits bits = Max ? max_argument_bits(value) : min_argument_bits(value);
+  if (!(bits & sign_bit<T>)) {
+    // A non-negative argument: the signed bits order as the values do.
+    auto ref = ref_as<Signed, Scope>(address);
+    const auto argument = cuda::std::bit_cast<Signed>(bits);
+    const Signed old = Max ? ref.fetch_max(argument, cuda::memory_order_relaxed)
+                           : ref.fetch_min(argument, cuda::memory_order_relaxed);
+    return cuda::std::bit_cast<T>(old);
+  }
+  // A negative argument: the unsigned bits order against the values.
+  auto ref = ref_as<Bits, Scope>(address);
+  const Bits old =
+      Max ? ref.fetch_min(bits, cuda::memory_order_relaxed) : ref.fetch_max(bits, cuda::memory_order_relaxed);
+  return cuda::std::bit_cast<T>(old);
+}
+
+/// atomic_max_cas (Max) or atomic_min_cas: atomic_update, writing only where the argument passes
+/// the old value in the total order.
+template <bool Max, cuda::thread_scope Scope, class T>
+__device__ T extremum_by_update(T* address, T value) {
+  static_assert(is_float_or_double_v<T>, "atomic_max_cas and atomic_min_cas work on float and double");
+  const bits_t<T> argument = Max ? max_argument_bits(value) : min_argument_bits(value);
+  return atomic_update<Scope>(address, [argument](T old) {
+    const auto key = total_order_key<T>(argument);
+    const auto old_key = total_order_key<T>(cuda::std::bit_cast<bits_t<T>>(old));
+    return (Max ? key > old_key : key < old_key) ? cuda::std::bit_cast<T>(argument) : old;
+  });
+}
+
+}  // namespace detail::atomics
+
 /**
  * @brief Atomic max of a float or double in one native integer atomic; returns the old value.
  * Orders values by IEEE 754 totalOrder (-0.0 < +0.0; a NaN argument stores max_nan<T>()): see the
@@ -137,16 +176,7 @@ __device__ T atomic_update(T* address, Op op) {
  */
 template <cuda::thread_scope Scope = cuda::thread_scope_device, class T>
 __device__ T atomic_max(T* address, cuda::std::type_identity_t<T> value) {
-  static_assert(detail::atomics::is_float_or_double_v<T>, "atomic_max works on float and double");
-  using Bits = detail::atomics::bits_t<T>;
-  using Signed = detail::atomics::signed_bits_t<T>;
-  const Bits bits = detail::atomics::max_argument_bits(value);
-  if (!(bits & detail::atomics::sign_bit<T>)) {
-    const Signed old = detail::atomics::ref_as<Signed, Scope>(address).fetch_max(cuda::std::bit_cast<Signed>(bits),
-                                                                              cuda::memory_order_relaxed);
-    return cuda::std::bit_cast<T>(old);
-  }
-  return cuda::std::bit_cast<T>(detail::atomics::ref_as<Bits, Scope>(address).fetch_min(bits, cuda::memory_order_relaxed));
+  return detail::atomics::extremum_by_bits<true, Scope>(address, value);
 }
 
 /**
@@ -156,16 +186,7 @@ __device__ T atomic_max(T* address, cuda::std::type_identity_t<T> value) {
  */
 template <cuda::thread_scope Scope = cuda::thread_scope_device, class T>
 __device__ T atomic_min(T* address, cuda::std::type_identity_t<T> value) {
-  static_assert(detail::atomics::is_float_or_double_v<T>, "atomic_min works on float and double");
-  using Bits = detail::atomics::bits_t<T>;
-  using Signed = detail::atomics::signed_bits_t<T>;
-  const Bits bits = detail::atomics::min_argument_bits(value);
-  if (!(bits & detail::atomics::sign_bit<T>)) {
-    const Signed old = detail::atomics::ref_as<Signed, Scope>(address).fetch_min(cuda::std::bit_cast<Signed>(bits),
-                                                                              cuda::memory_order_relaxed);
-    return cuda::std::bit_cast<T>(old);
-  }
-  return cuda::std::bit_cast<T>(detail::atomics::ref_as<Bits, Scope>(address).fetch_max(bits, cuda::memory_order_relaxed));
+  return detail::atomics::extremum_by_bits<false, Scope>(address, value);
 }
 
 /**
@@ -175,25 +196,13 @@ __device__ T atomic_min(T* address, cuda::std::type_identity_t<T> value) {
  */
 template <cuda::thread_scope Scope = cuda::thread_scope_device, class T>
 __device__ T atomic_max_cas(T* address, cuda::std::type_identity_t<T> value) {
-  static_assert(detail::atomics::is_float_or_double_v<T>, "atomic_max_cas works on float and double");
-  using namespace detail::atomics;
-  const bits_t<T> argument = max_argument_bits(value);
-  return atomic_update<Scope>(address, [argument](T old) {
-    const auto old_bits = cuda::std::bit_cast<bits_t<T>>(old);
-    return total_order_key<T>(argument) > total_order_key<T>(old_bits) ? cuda::std::bit_cast<T>(argument) : old;
-  });
+  return detail::atomics::extremum_by_update<true, Scope>(address, value);
 }
 
 /** @brief atomic_min through atomic_update: the mirror of atomic_max_cas. */
 template <cuda::thread_scope Scope = cuda::thread_scope_device, class T>
 __device__ T atomic_min_cas(T* address, cuda::std::type_identity_t<T> value) {
-  static_assert(detail::atomics::is_float_or_double_v<T>, "atomic_min_cas works on float and double");
-  using namespace detail::atomics;
-  const bits_t<T> argument = min_argument_bits(value);
-  return atomic_update<Scope>(address, [argument](T old) {
-    const auto old_bits = cuda::std::bit_cast<bits_t<T>>(old);
-    return total_order_key<T>(argument) < total_order_key<T>(old_bits) ? cuda::std::bit_cast<T>(argument) : old;
-  });
+  return detail::atomics::extremum_by_update<false, Scope>(address, value);
 }
 
 /**

@@ -77,40 +77,25 @@ struct returned_sums {
 template <cuda::thread_scope Scope>
 struct scoped_atomic;
 
-template <>
-struct scoped_atomic<cuda::thread_scope_block> {
-  static __device__ __forceinline__ unsigned add(unsigned* word, unsigned value) {
-    return atomicAdd_block(word, value);
-  }
-  static __device__ __forceinline__ unsigned cas(unsigned* word, unsigned expected, unsigned desired) {
-    return atomicCAS_block(word, expected, desired);
-  }
-  static __device__ __forceinline__ unsigned exch(unsigned* word, unsigned value) {
-    return atomicExch_block(word, value);
-  }
-};
-
-template <>
-struct scoped_atomic<cuda::thread_scope_device> {
-  static __device__ __forceinline__ unsigned add(unsigned* word, unsigned value) { return atomicAdd(word, value); }
-  static __device__ __forceinline__ unsigned cas(unsigned* word, unsigned expected, unsigned desired) {
-    return atomicCAS(word, expected, desired);
-  }
-  static __device__ __forceinline__ unsigned exch(unsigned* word, unsigned value) { return atomicExch(word, value); }
-};
-
-template <>
-struct scoped_atomic<cuda::thread_scope_system> {
-  static __device__ __forceinline__ unsigned add(unsigned* word, unsigned value) {
-    return atomicAdd_system(word, value);
-  }
-  static __device__ __forceinline__ unsigned cas(unsigned* word, unsigned expected, unsigned desired) {
-    return atomicCAS_system(word, expected, desired);
-  }
-  static __device__ __forceinline__ unsigned exch(unsigned* word, unsigned value) {
-    return atomicExch_system(word, value);
-  }
-};
+// One specialization per scope: the intrinsics of a scope are the device-scope ones with the
+// scope's suffix (atomicAdd_block, atomicAdd, atomicAdd_system).
+#define TALLY_LAB_SCOPED_ATOMIC(scope, suffix)                                                           \
+  template <>                                                                                             \
+  struct scoped_atomic<scope> {                                                                           \
+    static __device__ __forceinline__ unsigned add(unsigned* word, unsigned value) {                     \
+      return atomicAdd##suffix(word, value);                                                              \
+    }                                                                                                     \
+    static __device__ __forceinline__ unsigned cas(unsigned* word, unsigned expected, unsigned desired) { \
+      return atomicCAS##suffix(word, expected, desired);                                                  \
+    }                                                                                                     \
+    static __device__ __forceinline__ unsigned exch(unsigned* word, unsigned value) {                    \
+      return atomicExch##suffix(word, value);                                                             \
+    }                                                                                                     \
+  };
+TALLY_LAB_SCOPED_ATOMIC(cuda::thread_scope_block, _block)
+TALLY_LAB_SCOPED_ATOMIC(cuda::thread_scope_device, )
+TALLY_LAB_SCOPED_ATOMIC(cuda::thread_scope_system, _system)
+#undef TALLY_LAB_SCOPED_ATOMIC
 
 /// The first guess of a compare-and-swap loop: a volatile load (ld.volatile in the word's state
 /// space; PTX treats it as a relaxed load). A stale guess only costs one failed swap, which returns

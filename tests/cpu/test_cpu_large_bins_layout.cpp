@@ -3,6 +3,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -81,6 +82,25 @@ TEST(LargeBinsLayout, RadixSortStorageFollowsTheStatedFormula) {
       EXPECT_EQ(layout.max_runs, u);
     }
   }
+}
+
+TEST(LargeBinsLayout, PartsSitAtTheirOffsetsInTheStorage) {
+  const partitioned_layout p(5'000'000, 1 << 20);
+  std::vector<char> p_storage(p.bytes(1000));
+  const auto parts = p.in(p_storage.data());
+  EXPECT_EQ(reinterpret_cast<char*>(parts.offsets), p_storage.data() + p.offsets_at);
+  EXPECT_EQ(reinterpret_cast<char*>(parts.cell_first), p_storage.data() + p.cell_first_at);
+  EXPECT_EQ(reinterpret_cast<char*>(parts.cell_start), p_storage.data() + p.cell_start_at);
+  EXPECT_EQ(static_cast<char*>(parts.scan), p_storage.data() + p.scan_at);
+
+  const radix_sort_layout r(5'000'000, 1 << 20);
+  std::vector<char> r_storage(r.bytes(1000));
+  const auto arrays = r.in(r_storage.data());
+  EXPECT_EQ(reinterpret_cast<char*>(arrays.keys), r_storage.data() + r.keys_at);
+  EXPECT_EQ(reinterpret_cast<char*>(arrays.other_keys), r_storage.data() + r.other_keys_at);
+  EXPECT_EQ(reinterpret_cast<char*>(arrays.lengths), r_storage.data() + r.lengths_at);
+  EXPECT_EQ(reinterpret_cast<char*>(arrays.num_runs), r_storage.data() + r.num_runs_at);
+  EXPECT_EQ(static_cast<char*>(arrays.cub), r_storage.data() + r.cub_at);
 }
 
 TEST(LargeBinsStrategies, AreNamedAndOfferedForGpuHistogramsOnly) {

@@ -41,16 +41,21 @@ inline bool private_copies_pay(std::uint64_t num_samples, std::int64_t num_bins,
   return copies_bytes <= private_copies_budget && static_cast<std::uint64_t>(num_bins) * 4 <= num_samples;
 }
 
-inline choice choose_histogram(strategy requested, std::uint64_t num_samples, std::int64_t num_bins,
-                               std::size_t counter_bytes) {
-  if (requested != strategy::automatic) return {requested, "asked for"};
-  if (!threads_pay(num_samples)) {
-    return {strategy::sequential, "one thread or a small input: threads would cost more than they save"};
-  }
-  if (private_copies_pay(num_samples, num_bins, counter_bytes)) {
+/// automatic's choice for histograms of `bin_bytes` a bin: private copies where they pay, else
+/// `fallback`.
+inline choice choose_privatized_or(strategy requested, std::uint64_t num_samples, std::int64_t num_bins,
+                                   std::size_t bin_bytes, choice fallback) {
+  if (const auto early = asked_or_sequential(requested, num_samples)) return *early;
+  if (private_copies_pay(num_samples, num_bins, bin_bytes)) {
     return {strategy::privatized, "a private copy per thread fits in memory and costs less than the input"};
   }
-  return {strategy::atomic, "too many bins for private copies; atomics on many bins rarely collide"};
+  return fallback;
+}
+
+inline choice choose_histogram(strategy requested, std::uint64_t num_samples, std::int64_t num_bins,
+                               std::size_t counter_bytes) {
+  const choice fallback{strategy::atomic, "too many bins for private copies; atomics on many bins rarely collide"};
+  return choose_privatized_or(requested, num_samples, num_bins, counter_bytes, fallback);
 }
 
 /// Per-thread copies of the bins (`Bin` a bin), each allocated and zeroed by the thread that fills
@@ -91,51 +96,48 @@ class private_copies {
   std::size_t team_ = 0;
 };
 
+/// One sample's bin, as every strategy takes it: a bin below 0 (out of range, NaN) is counted in
+/// `left_out`, any other is handed to `add`.
+template <class Add>
+inline void add_or_leave_out(std::int64_t bin, std::uint64_t& left_out, Add&& add) {
+  if (bin < 0) {
+    ++left_out;
+  } else {
+    add(bin);
+  }
+}
+
 template <class Sample, class Counter, class Mapper>
 std::uint64_t count_sequential(std::span<const Sample> samples, Counter* counts, const Mapper& map) {
   std::uint64_t left_out = 0;
-  for (const Sample x : samples) {
-    const std::int64_t bin = map(x);
-    if (bin < 0) {
-      ++left_out;
-    } else {
-      ++counts[bin];
-    }
-  }
+  for (const Sample x : samples) add_or_leave_out(map(x), left_out, [counts](std::int64_t bin) { ++counts[bin]; });
+  return left_out;
+}
+
+/// The team walks the samples, each thread adding its samples' bins by `add(bin)`: the critical and
+/// atomic strategies, which share the one array of counts.
+template <class Sample, class Mapper, class Add>
+std::uint64_t count_shared(std::span<const Sample> samples, const Mapper& map, Add add) {
+  const auto n = static_cast<std::int64_t>(samples.size());
+  std::uint64_t left_out = 0;
+#pragma omp parallel for reduction(+ : left_out)
+  for (std::int64_t i = 0; i < n; ++i) add_or_leave_out(map(samples[i]), left_out, add);
   return left_out;
 }
 
 template <class Sample, class Counter, class Mapper>
 std::uint64_t count_critical(std::span<const Sample> samples, Counter* counts, const Mapper& map) {
-  const auto n = static_cast<std::int64_t>(samples.size());
-  std::uint64_t left_out = 0;
-#pragma omp parallel for reduction(+ : left_out)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t bin = map(samples[i]);
-    if (bin < 0) {
-      ++left_out;
-    } else {
+  return count_shared(samples, map, [counts](std::int64_t bin) {
 #pragma omp critical(tally_histogram)
-      ++counts[bin];
-    }
-  }
-  return left_out;
+    ++counts[bin];
+  });
 }
 
 template <class Sample, class Counter, class Mapper>
 std::uint64_t count_atomic(std::span<const Sample> samples, Counter* counts, const Mapper& map) {
-  const auto n = static_cast<std::int64_t>(samples.size());
-  std::uint64_t left_out = 0;
-#pragma omp parallel for reduction(+ : left_out)
-  for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t bin = map(samples[i]);
-    if (bin < 0) {
-      ++left_out;
-    } else {
-      std::atomic_ref<Counter>(counts[bin]).fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-  return left_out;
+  return count_shared(samples, map, [counts](std::int64_t bin) {
+    std::atomic_ref<Counter>(counts[bin]).fetch_add(1, std::memory_order_relaxed);
+  });
 }
 
 template <class Sample, class Counter, class Mapper>
@@ -153,12 +155,7 @@ std::uint64_t count_privatized(std::span<const Sample> samples, Counter* counts,
     const Sample* data = samples.data();
 #pragma omp for schedule(static)
     for (std::int64_t i = 0; i < n; ++i) {
-      const std::int64_t bin = local(data[i]);
-      if (bin < 0) {
-        ++left_out;
-      } else {
-        ++mine[bin];
-      }
+      add_or_leave_out(local(data[i]), left_out, [mine](std::int64_t bin) { ++mine[bin]; });
     }
   }
   // Merge: each bin is summed over the copies by one thread, so no update conflicts.
@@ -179,12 +176,8 @@ std::uint64_t count_reduction(std::span<const Sample> samples, Counter* counts, 
   // OpenMP gives each thread a private, zeroed counts[0:num_bins] and adds them up at the end.
 #pragma omp parallel for reduction(+ : left_out) reduction(+ : counts[:num_bins])
   for (std::int64_t i = 0; i < n; ++i) {
-    const std::int64_t bin = map(samples[i]);
-    if (bin < 0) {
-      ++left_out;
-    } else {
-      ++counts[bin];
-    }
+    // Made in the loop, the lambda adds to this thread's private counts.
+    add_or_leave_out(map(samples[i]), left_out, [&counts](std::int64_t bin) { ++counts[bin]; });
   }
   return left_out;
 }
@@ -244,16 +237,11 @@ struct add_in_fixed_point {
   }
 };
 
+/// Weighted histograms have no atomic strategy on the CPU: one thread where copies do not pay.
 inline choice choose_weighted(strategy requested, std::uint64_t num_samples, std::int64_t num_bins,
                               std::size_t bin_bytes) {
-  if (requested != strategy::automatic) return {requested, "asked for"};
-  if (!threads_pay(num_samples)) {
-    return {strategy::sequential, "one thread or a small input: threads would cost more than they save"};
-  }
-  if (private_copies_pay(num_samples, num_bins, bin_bytes)) {
-    return {strategy::privatized, "a private copy of the sums per thread fits in memory and costs less than the input"};
-  }
-  return {strategy::sequential, "too many bins for private copies of the sums"};
+  return choose_privatized_or(requested, num_samples, num_bins, bin_bytes,
+                              {strategy::sequential, "too many bins for private copies of the sums"});
 }
 
 template <class Sample, class Weight, class Mapper, class Add>
@@ -261,12 +249,7 @@ std::uint64_t weigh_sequential(std::span<const Sample> samples, const Weight* we
                                typename Add::bin_type* bins, const Mapper& map, const Add& add) {
   std::uint64_t left_out = 0;
   for (std::size_t i = 0; i < samples.size(); ++i) {
-    const std::int64_t bin = map(samples[i]);
-    if (bin < 0) {
-      ++left_out;
-    } else {
-      add(bins[bin], weights[i]);
-    }
+    add_or_leave_out(map(samples[i]), left_out, [&](std::int64_t bin) { add(bins[bin], weights[i]); });
   }
   return left_out;
 }
@@ -287,12 +270,7 @@ std::uint64_t weigh_privatized(std::span<const Sample> samples, const Weight* we
     const Mapper local = map;  // as in count_privatized: not read again after every store
 #pragma omp for schedule(static)
     for (std::int64_t i = 0; i < n; ++i) {
-      const std::int64_t bin = local(samples[i]);
-      if (bin < 0) {
-        ++left_out;
-      } else {
-        add(mine[bin], weights[i]);
-      }
+      add_or_leave_out(local(samples[i]), left_out, [&](std::int64_t bin) { add(mine[bin], weights[i]); });
     }
   }
 #pragma omp parallel for schedule(static)

@@ -23,11 +23,17 @@ namespace tally::cpu {
 namespace detail {
 
 inline choice choose_reduction(strategy requested, std::uint64_t num_samples) {
-  if (requested != strategy::automatic) return {requested, "asked for"};
-  if (!threads_pay(num_samples)) {
-    return {strategy::sequential, "one thread or a small input: threads would cost more than they save"};
-  }
+  if (const auto early = asked_or_sequential(requested, num_samples)) return *early;
   return {strategy::reduction, "one private partial per thread, combined once: no contention"};
+}
+
+/// What every reduction-like call checks first (samples not null, a strategy the CPU has for `op`),
+/// then the strategy it runs.
+template <class T>
+choice check_and_choose(std::string_view function, operation op, std::span<const T> samples, strategy requested) {
+  tally::detail::check_not_null(function, "samples", samples);
+  tally::detail::check_strategy(function, backend::cpu, op, requested);
+  return choose_reduction(requested, samples.size());
 }
 
 /// Combines `value` into `*target` with a compare-and-swap loop: the general atomic update.
@@ -181,20 +187,17 @@ template <class T>
 reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_options& options = {}) {
   static_assert(is_reduce_sample_v<T>, "reduce samples: int32, uint32, int64, float, double");
   constexpr std::string_view function = "tally::cpu::reduce";
-  tally::detail::check_not_null(function, "samples", samples);
-  tally::detail::check_strategy(function, backend::cpu, operation::reduce, options.algorithm);
+  choice chose = detail::check_and_choose(function, operation::reduce, samples, options.algorithm);
   using A = accumulator_t<T>;
   if constexpr (std::is_floating_point_v<T>) {
     if (options.deterministic && op == reduce_op::sum) {
       detail::check_deterministic(function, options.algorithm, samples.size());
-      choice chose = detail::choose_reduction(options.algorithm, samples.size());
       if (chose.used == strategy::reduction) {
         chose = {strategy::privatized, "deterministic: whole chunks per thread, exact integer partials merged"};
       }
       return {detail::deterministic_sum(samples, chose.used == strategy::privatized), chose};
     }
   }
-  const choice chose = detail::choose_reduction(options.algorithm, samples.size());
   const auto combine = [op](A a, A b) { return tally::detail::reduce_combine<T>(op, a, b); };
   const A value = detail::fold<A>(chose.used, op, static_cast<std::int64_t>(samples.size()),
                                   tally::detail::reduce_identity<T>(op),
@@ -205,10 +208,8 @@ reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_o
 /** @brief How many samples satisfy `predicate`. */
 template <class T, class Predicate>
 count_result count_if(std::span<const T> samples, Predicate predicate, const reduce_options& options = {}) {
-  constexpr std::string_view function = "tally::cpu::count_if";
-  tally::detail::check_not_null(function, "samples", samples);
-  tally::detail::check_strategy(function, backend::cpu, operation::count_if, options.algorithm);
-  const choice chose = detail::choose_reduction(options.algorithm, samples.size());
+  const choice chose =
+      detail::check_and_choose("tally::cpu::count_if", operation::count_if, samples, options.algorithm);
   const std::uint64_t count = detail::fold<std::uint64_t>(
       chose.used, reduce_op::sum, static_cast<std::int64_t>(samples.size()), 0,
       [&](std::int64_t i) -> std::uint64_t { return predicate(samples[i]) ? 1 : 0; },
@@ -223,10 +224,8 @@ count_result count_if(std::span<const T> samples, Predicate predicate, const red
  */
 template <class T, class Predicate>
 find_result find_first_if(std::span<const T> samples, Predicate predicate, const reduce_options& options = {}) {
-  constexpr std::string_view function = "tally::cpu::find_first_if";
-  tally::detail::check_not_null(function, "samples", samples);
-  tally::detail::check_strategy(function, backend::cpu, operation::find_first_if, options.algorithm);
-  const choice chose = detail::choose_reduction(options.algorithm, samples.size());
+  const choice chose =
+      detail::check_and_choose("tally::cpu::find_first_if", operation::find_first_if, samples, options.algorithm);
   const auto n = static_cast<std::int64_t>(samples.size());
   const std::int64_t window = std::int64_t{1} << 16 << (chose.used == strategy::sequential ? 0 : 4);
   for (std::int64_t base = 0; base < n; base += window) {

@@ -59,6 +59,19 @@ struct partitioned_layout {
 
   /// Everything, with `scan_bytes` of CUB scan storage.
   constexpr std::size_t bytes(std::size_t scan_bytes) const { return scan_at + align_up(scan_bytes); }
+
+  struct arrays {
+    std::uint16_t* offsets;
+    std::uint32_t* cell_first;
+    std::uint16_t* cell_start;
+    void* scan;
+  };
+  /// The parts in `temp`, storage of at least bytes(scan_bytes).
+  arrays in(void* temp) const {
+    char* base = static_cast<char*>(temp);
+    return {reinterpret_cast<std::uint16_t*>(base + offsets_at), reinterpret_cast<std::uint32_t*>(base + cell_first_at),
+            reinterpret_cast<std::uint16_t*>(base + cell_start_at), base + scan_at};
+  }
 };
 
 /// The radix_sort strategy's storage for `num_samples` samples over `num_bins` bins.
@@ -82,6 +95,21 @@ struct radix_sort_layout {
 
   /// Everything, with `cub_bytes` = max(radix sort, run-length encode) of CUB storage.
   constexpr std::size_t bytes(std::size_t cub_bytes) const { return cub_at + align_up(cub_bytes); }
+
+  struct arrays {
+    std::uint32_t* keys;
+    std::uint32_t* other_keys;
+    std::uint32_t* lengths;
+    int* num_runs;
+    void* cub;
+  };
+  /// The parts in `temp`, storage of at least bytes(cub_bytes).
+  arrays in(void* temp) const {
+    char* base = static_cast<char*>(temp);
+    return {reinterpret_cast<std::uint32_t*>(base + keys_at), reinterpret_cast<std::uint32_t*>(base + other_keys_at),
+            reinterpret_cast<std::uint32_t*>(base + lengths_at), reinterpret_cast<int*>(base + num_runs_at),
+            base + cub_at};
+  }
 };
 
 }  // namespace tally::detail

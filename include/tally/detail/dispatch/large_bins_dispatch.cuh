@@ -51,6 +51,17 @@ auto partition_kernel_for(std::int64_t buckets, bool staged) {
   return staged ? partition_kernel<Sample, Mapper, true, atomics> : partition_kernel<Sample, Mapper, false, atomics>;
 }
 
+/// Both strategies with no samples: nothing to partition or sort, only the counts to zero.
+template <class Counter>
+cudaError_t only_zero_counts(void* temp, std::size_t& temp_bytes, Counter* counts, std::int64_t num_bins,
+                             cudaStream_t stream) {
+  if (temp == nullptr) {
+    temp_bytes = 1;  // never zero: a null `temp` is how callers ask for the size
+    return cudaSuccess;
+  }
+  return cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream);
+}
+
 /// partitioned over `samples` into `counts` (zeroed here); left-out samples are added to *left_out.
 template <class Sample, class Counter, class Mapper>
 cudaError_t dispatch_partitioned(void* temp, std::size_t& temp_bytes, const Sample* samples, std::int64_t num_samples,
@@ -58,13 +69,7 @@ cudaError_t dispatch_partitioned(void* temp, std::size_t& temp_bytes, const Samp
                                  const device_properties& props, cudaStream_t stream) {
   const std::int64_t num_bins = map.num_bins();
   const partitioned_layout layout(num_samples, num_bins);
-  if (num_samples == 0) {  // nothing to partition: only the counts to zero
-    if (temp == nullptr) {
-      temp_bytes = 1;  // never zero: a null `temp` is how callers ask for the size
-      return cudaSuccess;
-    }
-    return cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream);
-  }
+  if (num_samples == 0) return only_zero_counts(temp, temp_bytes, counts, num_bins, stream);
   std::size_t scan_bytes = 0;
   if (cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<std::uint32_t*>(nullptr),
                                                     static_cast<int>(layout.max_cells + 1), stream);
@@ -75,11 +80,7 @@ cudaError_t dispatch_partitioned(void* temp, std::size_t& temp_bytes, const Samp
     temp_bytes = layout.bytes(scan_bytes);
     return cudaSuccess;
   }
-  auto* storage = static_cast<char*>(temp);
-  auto* offsets = reinterpret_cast<std::uint16_t*>(storage + layout.offsets_at);
-  auto* cell_first = reinterpret_cast<std::uint32_t*>(storage + layout.cell_first_at);
-  auto* cell_start = reinterpret_cast<std::uint16_t*>(storage + layout.cell_start_at);
-  void* scan_storage = storage + layout.scan_at;
+  const auto [offsets, cell_first, cell_start, scan_storage] = layout.in(temp);
 
   // Aligned samples are staged a tile ahead in shared memory (partition_kernel); others are read
   // straight from global memory. Chunks start at multiples of 2^28 samples, so they share the
@@ -137,13 +138,7 @@ cudaError_t dispatch_radix_sort(void* temp, std::size_t& temp_bytes, const Sampl
                                 const device_properties& props, cudaStream_t stream) {
   const std::int64_t num_bins = map.num_bins();
   const radix_sort_layout layout(num_samples, num_bins);
-  if (num_samples == 0) {
-    if (temp == nullptr) {
-      temp_bytes = 1;
-      return cudaSuccess;
-    }
-    return cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream);
-  }
+  if (num_samples == 0) return only_zero_counts(temp, temp_bytes, counts, num_bins, stream);
   // The left-out key num_bins must fit the sorted bits too.
   const int end_bit = std::bit_width(static_cast<std::uint64_t>(num_bins));
   const int max_chunk = static_cast<int>(layout.chunk);
@@ -168,12 +163,7 @@ cudaError_t dispatch_radix_sort(void* temp, std::size_t& temp_bytes, const Sampl
     temp_bytes = layout.bytes(cub_bytes);
     return cudaSuccess;
   }
-  auto* storage = static_cast<char*>(temp);
-  auto* keys_a = reinterpret_cast<std::uint32_t*>(storage + layout.keys_at);
-  auto* keys_b = reinterpret_cast<std::uint32_t*>(storage + layout.other_keys_at);
-  auto* lengths = reinterpret_cast<std::uint32_t*>(storage + layout.lengths_at);
-  auto* num_runs = reinterpret_cast<int*>(storage + layout.num_runs_at);
-  void* cub_storage = storage + layout.cub_at;
+  const auto [keys_a, keys_b, lengths, num_runs, cub_storage] = layout.in(temp);
 
   constexpr int threads = tuning::merge_block_threads;
   auto to_keys = bin_keys_kernel<Sample, Mapper>;

@@ -66,31 +66,32 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   constexpr int threads = tuning::weighted_block_threads;
   const std::size_t copy_bytes = s == strategy::shared_atomic ? weighted_copy_bytes(num_bins, deterministic) : 0;
   int blocks = 1;
+  if (s != strategy::shared_atomic && s != strategy::atomic) return cudaErrorInvalidValue;
+  // Sizes the grid of the strategy's kernel (`shared_atomic` or `atomic`) and launches it into `out`.
+  const auto launch = [&](auto shared_atomic_kernel, auto atomic_kernel, auto out) {
+    auto kernel = s == strategy::shared_atomic ? shared_atomic_kernel : atomic_kernel;
+    if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, 1 << 30, blocks, threads); e != cudaSuccess) {
+      return e;
+    }
+    kernel<<<blocks, threads, copy_bytes, stream>>>(samples, weights, num_samples, out, map, left_out);
+    return cudaGetLastError();
+  };
 
   if (!deterministic) {
     if (cudaError_t e = cudaMemsetAsync(sums, 0, sizeof(double) * num_bins, stream); e != cudaSuccess) return e;
     if (num_samples == 0) return cudaSuccess;
-    auto kernel = s == strategy::shared_atomic ? weighted_shared_atomic_kernel<Sample, Weight, Mapper>
-                                               : weighted_atomic_kernel<Sample, Weight, Mapper>;
-    if (s != strategy::shared_atomic && s != strategy::atomic) return cudaErrorInvalidValue;
-    if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, 1 << 30, blocks, threads); e != cudaSuccess) {
-      return e;
-    }
-    kernel<<<blocks, threads, copy_bytes, stream>>>(samples, weights, num_samples, sums, map, left_out);
-    return cudaGetLastError();
+    return launch(weighted_shared_atomic_kernel<Sample, Weight, Mapper>, weighted_atomic_kernel<Sample, Weight, Mapper>,
+                  sums);
   }
 
   const fixed_point_bins bins = fixed_point_bins::at(static_cast<std::uint64_t*>(temp), num_bins);
   if (cudaError_t e = cudaMemsetAsync(temp, 0, fixed_point_bins::bytes(num_bins), stream); e != cudaSuccess) return e;
   if (num_samples > 0) {
-    auto kernel = s == strategy::shared_atomic ? fixed_shared_atomic_kernel<Sample, Weight, Mapper>
-                                               : fixed_atomic_kernel<Sample, Weight, Mapper>;
-    if (s != strategy::shared_atomic && s != strategy::atomic) return cudaErrorInvalidValue;
-    if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, 1 << 30, blocks, threads); e != cudaSuccess) {
+    if (cudaError_t e = launch(fixed_shared_atomic_kernel<Sample, Weight, Mapper>,
+                               fixed_atomic_kernel<Sample, Weight, Mapper>, bins);
+        e != cudaSuccess) {
       return e;
     }
-    kernel<<<blocks, threads, copy_bytes, stream>>>(samples, weights, num_samples, bins, map, left_out);
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
   const std::int64_t needed = (num_bins + tuning::merge_block_threads - 1) / tuning::merge_block_threads;
   const int finish_blocks = static_cast<int>(std::min<std::int64_t>(needed, std::int64_t{props.multiprocessors} * 8));

@@ -39,26 +39,30 @@ atomic_per_thread_kernel(const typename Fold::input_type* samples, std::int64_t 
   fold.atomic(result, thread_fold<Unroll>(samples, num_samples, fold));
 }
 
-/// The hybrid (reduce first, then one atomic): per-thread folds, a shuffle-then-shared-memory
-/// block reduction, one atomic per block.
+/// The block's fold of its samples, in thread 0: per-thread folds of the vectorized walk, then a
+/// shuffle-then-shared-memory block reduction.
+template <int Unroll, class Fold>
+__device__ __forceinline__ typename Fold::value_type block_fold(const typename Fold::input_type* samples,
+                                                                std::int64_t num_samples, const Fold& fold) {
+  __shared__ typename Fold::value_type scratch[32];
+  return block_combine(thread_fold<Unroll>(samples, num_samples, fold), fold, fold.identity(), scratch);
+}
+
+/// The hybrid (reduce first, then one atomic): the block's fold, one atomic per block.
 template <int Unroll, class Fold>
 __global__ void __launch_bounds__(tuning::reduce_max_block_threads)
 block_reduce_atomic_kernel(const typename Fold::input_type* samples, std::int64_t num_samples, Fold fold,
                            typename Fold::value_type* result) {
-  using V = typename Fold::value_type;
-  __shared__ V scratch[32];
-  const V block_total = block_combine(thread_fold<Unroll>(samples, num_samples, fold), fold, fold.identity(), scratch);
+  const auto block_total = block_fold<Unroll>(samples, num_samples, fold);
   if (threadIdx.x == 0) fold.atomic(result, block_total);
 }
 
-/// two_phase, first pass: each block writes its result to block_results[blockIdx.x]; no atomics.
+/// two_phase, first pass: each block writes its fold to block_results[blockIdx.x]; no atomics.
 template <int Unroll, class Fold>
 __global__ void __launch_bounds__(tuning::reduce_max_block_threads)
 block_results_kernel(const typename Fold::input_type* samples, std::int64_t num_samples, Fold fold,
                      typename Fold::value_type* block_results) {
-  using V = typename Fold::value_type;
-  __shared__ V scratch[32];
-  const V block_total = block_combine(thread_fold<Unroll>(samples, num_samples, fold), fold, fold.identity(), scratch);
+  const auto block_total = block_fold<Unroll>(samples, num_samples, fold);
   if (threadIdx.x == 0) block_results[blockIdx.x] = block_total;
 }
 
