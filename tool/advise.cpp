@@ -28,6 +28,7 @@
 #include "distributions.hpp"
 #include "histogram_measure.hpp"
 #include "plot.hpp"
+#include "result_files.hpp"
 #include "run_environment.hpp"
 #include "tally/cpu/parallel.hpp"
 #include "tally/error.hpp"
@@ -370,7 +371,8 @@ int advise_typed(const advise_arguments& args, backend where, std::vector<T> sam
   fmt::print("{} rows, {} verification mismatches\n", rows.size(), mismatches);
 
   const auto write = [&](const std::string& out) {
-    nlohmann::json doc = bench_json("advise", env, rows);
+    nlohmann::json doc = bench_document("advise", env);
+    for (const bench_row& r : rows) doc["rows"].push_back(nlohmann::json(bench_fields(r)));
     doc["input"] = {{"description", input_text},
                     {"bins", bins.num_bins},
                     {"lower", bins.lower},
@@ -385,9 +387,7 @@ int advise_typed(const advise_arguments& args, backend where, std::vector<T> sam
                     {"window_most_common_bin", shape.window_depth}};
     doc["recommendation"] = a.recommendation;
     doc["explanation"] = a.paragraph;
-    std::ofstream file(out);
-    if (!file) throw error(errc::io_error, "--json", "cannot write '" + out + "'");
-    file << doc.dump(2) << "\n";
+    write_json_file(out, doc);
   };
   if (!args.json.empty()) write(args.json);
   if (!args.plot.empty()) plot_result(args.plot, args.json, command_name, write);

@@ -15,6 +15,9 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <tuple>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -26,7 +29,7 @@
 #include "distributions.hpp"
 #include "histogram_measure.hpp"
 #include "host_timing.hpp"
-#include "plot.hpp"
+#include "result_files.hpp"
 #include "run_environment.hpp"
 #include "tally/cpu.hpp"
 #include "tally/gpu.hpp"
@@ -35,7 +38,7 @@
 namespace tally::cli {
 namespace {
 
-struct bench_config {
+struct bench_config : result_files {
   std::string backend_name = "auto";
   std::vector<std::string> ops{"histogram"};
   std::vector<std::string> strategies;
@@ -49,10 +52,6 @@ struct bench_config {
   int runs = 0;             ///< timed runs per case: given, or the backend's default
   int warmup = 0;           ///< warm-up runs per case: likewise
   std::uint64_t seed = 20261122;
-  std::string csv;
-  std::string json;
-  std::string plot;
-  bool quiet = false;
 };
 
 struct bench_case {
@@ -233,6 +232,45 @@ void poison_scalar(gpu::workspace& ws) {
   gpu::detail::copy_to_device(ws.scalar(), &poison, sizeof(poison));
 }
 
+/// A row of `base`'s case (type, size, distribution) for a reduction: `operation`'s `variant` by `s`.
+bench_row reduction_row(const bench_row& base, std::string operation, std::string variant, strategy s) {
+  bench_row row = base;
+  row.operation = std::move(operation);
+  row.variant = std::move(variant);
+  row.strategy = std::string(to_string(s));
+  return row;
+}
+
+/// count_if or find_first_if on the case's backend, checked, then timed: the GPU's `_async` form
+/// (`gpu_call(stream)`, returning its choice and leaving its answer in the poisoned ws.scalar()) or
+/// the CPU's (`cpu_call()`, returning its choice and answer). The answer must be `want`.
+template <class GpuCall, class CpuCall>
+void verify_then_time_search(bench_row& row, const bench_case& bc, gpu::workspace& ws, GpuCall gpu_call,
+                             CpuCall cpu_call, std::uint64_t want, std::string_view what, std::int64_t bytes_read) {
+  const bool on_gpu = bc.where == backend::gpu;
+  const auto check = [&]() -> verification {
+    choice chose;
+    std::uint64_t got = 0;
+    if (on_gpu) {
+      poison_scalar(ws);
+      chose = gpu_call(nullptr);
+      got = ws.read_scalar(nullptr);
+    } else {
+      std::tie(chose, got) = cpu_call();
+    }
+    row.used = std::string(to_string(chose.used));
+    if (got == want) return {"exact", false};
+    return {fmt::format("MISMATCH {}{} != {}", what, got, want), true};
+  };
+  verify_then_time(row, bc, check, [&](gpu::stream_t stream) {
+    if (on_gpu) {
+      (void)gpu_call(stream);
+    } else {
+      (void)cpu_call();
+    }
+  }, bytes_read);
+}
+
 /// What a float sum is checked against: the long double sum and sum|x| of the samples.
 struct sum_reference {
   long double sum = 0;
@@ -317,11 +355,12 @@ void run_reduce_type(const bench_case& bc, const std::string& type_name, const s
         const A want = cpu::reduce(host, op, reference_options).value;
         const bool exact = std::is_integral_v<T> || op != reduce_op::sum || deterministic;
         for (const strategy s : with_automatic(bc.where, operation::reduce)) {
-          bench_row row = base;
-          row.operation = "reduce";
-          row.variant = std::string(op == reduce_op::sum ? "sum" : op == reduce_op::min ? "min" : "max") +
-                        (deterministic ? " deterministic" : "");
-          row.strategy = std::string(to_string(s));
+          bench_row row = reduction_row(base, "reduce",
+                                        std::string(op == reduce_op::sum   ? "sum"
+                                                    : op == reduce_op::min ? "min"
+                                                                           : "max") +
+                                            (deterministic ? " deterministic" : ""),
+                                        s);
           reduce_options options{s};
           options.deterministic = deterministic;
           const auto check = [&]() -> verification {
@@ -352,31 +391,16 @@ void run_reduce_type(const bench_case& bc, const std::string& type_name, const s
     if (wants("count_if")) {
       const std::uint64_t want = cpu::count_if(host, below_middle, {strategy::privatized}).count;
       for (const strategy s : with_automatic(bc.where, operation::count_if)) {
-        bench_row row = base;
-        row.operation = "count_if";
-        row.variant = "half match";
-        row.strategy = std::string(to_string(s));
+        bench_row row = reduction_row(base, "count_if", "half match", s);
         const reduce_options options{s};
-        const auto check = [&]() -> verification {
-          count_result got;
-          if (on_gpu) {
-            poison_scalar(ws);
-            got.chose = gpu::count_if_async(input, below_middle, ws, options);
-            got.count = ws.read_scalar(nullptr);
-          } else {
-            got = cpu::count_if(input, below_middle, options);
-          }
-          row.used = std::string(to_string(got.chose.used));
-          if (got.count == want) return {"exact", false};
-          return {fmt::format("MISMATCH {} != {}", got.count, want), true};
-        };
-        verify_then_time(row, bc, check, [&](gpu::stream_t stream) {
-          if (on_gpu) {
-            (void)gpu::count_if_async(input, below_middle, ws, options, stream);
-          } else {
-            (void)cpu::count_if(input, below_middle, options);
-          }
-        }, bytes);
+        verify_then_time_search(
+            row, bc, ws,
+            [&](gpu::stream_t stream) { return gpu::count_if_async(input, below_middle, ws, options, stream); },
+            [&] {
+              const count_result got = cpu::count_if(input, below_middle, options);
+              return std::pair{got.chose, got.count};
+            },
+            want, "", bytes);
       }
     }
 
@@ -389,32 +413,17 @@ void run_reduce_type(const bench_case& bc, const std::string& type_name, const s
         if (at < size) samples[static_cast<std::size_t>(at)] = reduce_sample_top<T>();
         if (on_gpu) device.upload(host);
         for (const strategy s : with_automatic(bc.where, operation::find_first_if)) {
-          bench_row row = base;
-          row.operation = "find_first_if";
-          row.variant = variant;
-          row.strategy = std::string(to_string(s));
+          bench_row row = reduction_row(base, "find_first_if", variant, s);
           const reduce_options options{s};
-          const auto check = [&]() -> verification {
-            find_result got;
-            if (on_gpu) {
-              poison_scalar(ws);
-              got.chose = gpu::find_first_if_async(input, at_top, ws, options);
-              got.index = static_cast<std::int64_t>(ws.read_scalar(nullptr));
-            } else {
-              got = cpu::find_first_if(input, at_top, options);
-            }
-            row.used = std::string(to_string(got.chose.used));
-            if (got.index == at) return {"exact", false};
-            return {fmt::format("MISMATCH index {} != {}", got.index, at), true};
-          };
           // Bytes: those a sequential search reads, up to and including the match.
-          verify_then_time(row, bc, check, [&](gpu::stream_t stream) {
-            if (on_gpu) {
-              (void)gpu::find_first_if_async(input, at_top, ws, options, stream);
-            } else {
-              (void)cpu::find_first_if(input, at_top, options);
-            }
-          }, std::min(at + 1, size) * static_cast<std::int64_t>(sizeof(T)));
+          verify_then_time_search(
+              row, bc, ws,
+              [&](gpu::stream_t stream) { return gpu::find_first_if_async(input, at_top, ws, options, stream); },
+              [&] {
+                const find_result got = cpu::find_first_if(input, at_top, options);
+                return std::pair{got.chose, static_cast<std::uint64_t>(got.index)};
+              },
+              static_cast<std::uint64_t>(at), "index ", std::min(at + 1, size) * static_cast<std::int64_t>(sizeof(T)));
           const bench_row& done = bc.rows.back();
           if (done.timed && at == size) full_pass_ms[done.strategy] = done.median_ms;
         }
@@ -583,7 +592,7 @@ void with_sample_type(const std::string& type, const Run& run) {
 }
 
 int run_bench(const bench_config& cfg) {
-  if (!cfg.plot.empty()) check_plot_path(cfg.plot, "tally bench", "--plot");
+  cfg.check("tally bench");
   backend where = backend::cpu;
   if (cfg.backend_name == "gpu" || (cfg.backend_name == "auto" && gpu::device_count() > 0)) where = backend::gpu;
   if (where == backend::gpu && gpu::device_count() == 0) {
@@ -710,13 +719,7 @@ int run_bench(const bench_config& cfg) {
   print_table(stdout, rows);
   print_reduce_table(stdout, rows);
   print_summary(stdout, env, rows);
-  if (!cfg.csv.empty()) write_csv(cfg.csv, env, rows);
-  if (!cfg.json.empty()) write_json(cfg.json, env, rows);
-  if (!cfg.plot.empty()) {
-    plot_result(cfg.plot, cfg.json, "tally bench", [&](const std::string& path) { write_json(path, env, rows); });
-  }
-  const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const bench_row& r) { return r.mismatch; });
-  return any_mismatch ? exit_mismatch : exit_success;
+  return cfg.finish("tally bench", bench_csv_comment(env), bench_document("bench", env), rows, bench_fields);
 }
 
 }  // namespace
@@ -725,9 +728,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   auto cfg = std::make_shared<bench_config>();
   CLI::App* sub = app.add_subcommand(
       "bench", "Time every histogram strategy against the read bandwidth, each result verified first");
-  sub->add_option("--backend", cfg->backend_name, "auto (the GPU when there is one), gpu or cpu")
-      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
-      ->capture_default_str();
+  add_backend_option(*sub, cfg->backend_name);
   sub->add_option("--ops", cfg->ops,
                   "Operations: histogram (default), histogram_range, weighted_histogram, reduce, count_if, "
                   "find_first_if; histogram_range counts into range bins (sorted edges, see --edges) on the "
@@ -765,12 +766,7 @@ void add_bench_command(CLI::App& app, int& exit_code) {
   cfg->given.add_to(*sub, "Timed runs per case; the median is reported (default: 15 GPU, 5 CPU)",
                     "Untimed runs before timing (default: 3 GPU, 1 CPU)");
   sub->add_option("--seed", cfg->seed, "Seed of the generated inputs")->capture_default_str();
-  sub->add_option("--csv", cfg->csv, "Also write the rows as CSV to this file");
-  sub->add_option("--json", cfg->json, "Also write the rows as JSON to this file");
-  sub->add_option("--plot", cfg->plot,
-                  "Also draw the results to this .png or .svg file: bars per strategy and distribution as a "
-                  "fraction of the read bandwidth (needs python3 with matplotlib)");
-  sub->add_flag("--quiet", cfg->quiet, "No progress on stderr");
+  cfg->add_to(*sub, "rows", "bars per strategy and distribution as a fraction of the read bandwidth");
   sub->callback([cfg, &exit_code] { exit_code = run_bench(*cfg); });
 }
 

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "host_timing.hpp"
+#include "result_files.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu/timing.hpp"
 
@@ -219,62 +220,45 @@ void print_summary(std::FILE* out, const bench_environment& env, const std::vect
   fmt::print(out, "{} rows, {} verification mismatches\n", rows.size(), mismatches);
 }
 
-void write_csv(const std::string& path, const bench_environment& env, const std::vector<bench_row>& rows) {
-  std::ofstream file(path);
-  if (!file) throw error(errc::io_error, "--csv", "cannot write '" + path + "'");
-  file << environment_csv_comment("bench", env) << ", read_bytes_per_s " << fmt::format("{:.6e}", env.read_bytes_per_s)
-       << " (" << env.read_method << "), timing " << env.timing << "\n";
-  file << "type,samples,distribution,bins,strategy,used,check,runs,median_ms,min_ms,noise_percent,samples_per_s,"
-          "bytes_per_s,read_fraction,operation,variant,note,bins_kind,lower,upper\n";
-  for (const bench_row& r : rows) {
-    file << fmt::format("{},{},{},{},{},{},\"{}\",{},{:.6f},{:.6f},{:.2f},{:.6e},{:.6e},{:.4g},{},\"{}\",\"{}\",{},{},{}\n",
-                        r.sample_type, r.num_samples, r.distribution, r.num_bins, r.strategy, r.used, r.verdict, r.runs,
-                        r.median_ms, r.min_ms, r.noise_percent, r.samples_per_s, r.bytes_per_s, r.read_fraction,
-                        r.operation, r.variant, r.note, r.bins_kind, r.lower, r.upper);
-  }
+std::string bench_csv_comment(const bench_environment& env) {
+  return environment_csv_comment("bench", env) + fmt::format(", read_bytes_per_s {:.6e} ({}), timing {}",
+                                                             env.read_bytes_per_s, env.read_method, env.timing);
 }
 
-nlohmann::json bench_json(std::string_view command, const bench_environment& env, const std::vector<bench_row>& rows) {
-  nlohmann::json doc;
-  add_environment_json(doc, command, env);
+nlohmann::json bench_document(std::string_view command, const bench_environment& env) {
+  nlohmann::json doc = result_document(command, env);
   doc["read_bytes_per_s"] = env.read_bytes_per_s;
   doc["read_method"] = env.read_method;
   doc["warmup_runs"] = env.warmup_runs;
   doc["timing"] = env.timing;
-  nlohmann::json& out_rows = doc["rows"];
-  out_rows = nlohmann::json::array();
-  for (const bench_row& r : rows) {
-    out_rows.push_back({{"type", r.sample_type},
-                        {"samples", r.num_samples},
-                        {"distribution", r.distribution},
-                        {"bins", r.num_bins},
-                        {"bins_kind", r.bins_kind},
-                        {"lower", r.lower},
-                        {"upper", r.upper},
-                        {"strategy", r.strategy},
-                        {"used", r.used},
-                        {"reason", r.reason},
-                        {"check", r.verdict},
-                        {"timed", r.timed},
-                        {"runs", r.runs},
-                        {"median_ms", r.median_ms},
-                        {"min_ms", r.min_ms},
-                        {"noise_percent", r.noise_percent},
-                        {"samples_per_s", r.samples_per_s},
-                        {"bytes_per_s", r.bytes_per_s},
-                        {"read_fraction", r.read_fraction},
-                        {"operation", r.operation},
-                        {"variant", r.variant},
-                        {"note", r.note}});
-  }
   return doc;
 }
 
-void write_json(const std::string& path, const bench_environment& env, const std::vector<bench_row>& rows) {
-  const nlohmann::json doc = bench_json("bench", env, rows);
-  std::ofstream file(path);
-  if (!file) throw error(errc::io_error, "--json", "cannot write '" + path + "'");
-  file << doc.dump(2) << "\n";
+row_fields bench_fields(const bench_row& r) {
+  row_fields f;
+  f["type"] = r.sample_type;
+  f["samples"] = r.num_samples;
+  f["distribution"] = r.distribution;
+  f["bins"] = r.num_bins;
+  f["strategy"] = r.strategy;
+  f["used"] = r.used;
+  f["check"] = r.verdict;
+  f["runs"] = r.runs;
+  f["median_ms"] = r.median_ms;
+  f["min_ms"] = r.min_ms;
+  f["noise_percent"] = r.noise_percent;
+  f["samples_per_s"] = r.samples_per_s;
+  f["bytes_per_s"] = r.bytes_per_s;
+  f["read_fraction"] = r.read_fraction;
+  f["operation"] = r.operation;
+  f["variant"] = r.variant;
+  f["note"] = r.note;
+  f["bins_kind"] = r.bins_kind;
+  f["lower"] = r.lower;
+  f["upper"] = r.upper;
+  f["reason"] = r.reason;
+  f["timed"] = r.timed;
+  return f;
 }
 
 }  // namespace tally::cli

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "result_files.hpp"
 #include "run_environment.hpp"
 
 namespace tally::cli {
@@ -77,12 +78,14 @@ void print_reduce_table(std::FILE* out, const std::vector<bench_row>& rows);
  * side; last, the row and mismatch counts.
  */
 void print_summary(std::FILE* out, const bench_environment& env, const std::vector<bench_row>& rows);
-void write_csv(const std::string& path, const bench_environment& env, const std::vector<bench_row>& rows);
+/** @brief The CSV's first line: the environment, the read bandwidth and the timing. */
+std::string bench_csv_comment(const bench_environment& env);
 /**
- * @brief The JSON document of a run: the environment (with `command`, what `tally plot` draws
- * by), the read bandwidth and one object per row.
+ * @brief The JSON document of a run, its rows still to add: the environment (with `command`, what
+ * `tally plot` draws by) and the read bandwidth.
  */
-nlohmann::json bench_json(std::string_view command, const bench_environment& env, const std::vector<bench_row>& rows);
-void write_json(const std::string& path, const bench_environment& env, const std::vector<bench_row>& rows);
+nlohmann::json bench_document(std::string_view command, const bench_environment& env);
+/** @brief A row's fields: the CSV's columns, the JSON row's keys. */
+row_fields bench_fields(const bench_row& r);
 
 }  // namespace tally::cli

@@ -21,7 +21,7 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "host_timing.hpp"
-#include "plot.hpp"
+#include "result_files.hpp"
 #include "run_environment.hpp"
 #include "tally/cpu/parallel.hpp"
 #include "tally/error.hpp"
@@ -33,7 +33,7 @@ namespace {
 
 constexpr const char* command_name = "tally contention";
 
-struct contention_config {
+struct contention_config : result_files {
   std::string backend_name = "auto";
   std::vector<std::string> addresses{"1", "4", "16", "64", "256", "1024", "4096", "16384", "65536"};
   std::vector<std::string> ops{"add", "cas", "max", "exch"};
@@ -47,17 +47,12 @@ struct contention_config {
   double max_cas_contenders = 256;  ///< GPU only: cas rows with more contenders per word are skipped
   int runs = 5;
   int warmup = 1;
-  std::string csv;
-  std::string json;
-  std::string plot;  ///< --plot: a .png or .svg drawn from the JSON after the run
-  bool quiet = false;
   std::vector<std::string> cpu_only_given;  ///< the CPU-only options named on the command line
   std::vector<std::string> gpu_only_given;  ///< the GPU-only options named on the command line
 };
 
 /// A row of the report: the lab's row and the figures drawn from it.
-struct report_row {
-  lab::contention_row row;
+struct report_row : lab::contention_row {
   double contenders = 0.0;
   time_summary time;       ///< timed rows only
   double ops_per_s = 0.0;  ///< T K / the median time
@@ -136,19 +131,20 @@ std::vector<lab::contention_case> cases_of(const contention_config& cfg, backend
 
 report_row measure(const lab::contention_case& c, const contention_config& cfg) {
   report_row r;
+  lab::contention_row& row = r;
   r.contenders = lab::contenders_per_address(c);
   if (lab::backend_of(c) == backend::gpu && c.op == lab::atomic_op::cas && r.contenders > cfg.max_cas_contenders) {
     // Every contender of a CAS add must write, and each success fails the others' swaps: about
     // `contenders` retries per update, so the run would take minutes to measure that one number.
-    r.row = lab::skipped_contention(
+    row = lab::skipped_contention(
         c, fmt::format("a CAS loop with {:.0f} threads per word retries ~{:.0f}x per update (over "
                        "--max-cas-contenders {:.0f}; aggregate, use more addresses or fewer threads)",
                        r.contenders, r.contenders, cfg.max_cas_contenders));
     return r;
   }
-  r.row = lab::run_contention(c, cfg.runs, cfg.warmup);
-  if (!r.row.timed) return r;
-  r.time = summarize_ms(r.row.times_ms);
+  row = lab::run_contention(c, cfg.runs, cfg.warmup);
+  if (!r.timed) return r;
+  r.time = summarize_ms(r.times_ms);
   const double seconds = r.time.median_ms * 1e-3;
   r.ops_per_s = seconds > 0 ? static_cast<double>(c.threads) * static_cast<double>(c.ops_per_thread) / seconds : 0.0;
   return r;
@@ -158,16 +154,16 @@ void print_rows(std::FILE* out, const std::vector<report_row>& rows) {
   fmt::print(out, "{:<5} {:<28} {:>9} {:>8} {:>5} {:>10} {:>9}  {:<8} {:>10} {:>6} {:>10}\n", "op", "method",
              "addresses", "threads", "team", "ops/thread", "contended", "check", "median ms", "noise", "Mops/s");
   for (const report_row& r : rows) {
-    const lab::contention_case& c = r.row.what;
+    const lab::contention_case& c = r.what;
     const std::string start = fmt::format("{:<5} {:<28} {:>9} {:>8} {:>5} {:>10} {:>9.0f}  ", lab::to_string(c.op),
                                           lab::method_name(c.method), c.addresses, c.threads,
-                                          r.row.team > 0 ? std::to_string(r.row.team) : "-", c.ops_per_thread,
+                                          r.team > 0 ? std::to_string(r.team) : "-", c.ops_per_thread,
                                           r.contenders);
-    if (!r.row.timed) {
-      fmt::print(out, "{}{}\n", start, r.row.check);
+    if (!r.timed) {
+      fmt::print(out, "{}{}\n", start, r.check);
       continue;
     }
-    const bool guaranteed = r.row.check == "exact";
+    const bool guaranteed = r.check == "exact";
     fmt::print(out, "{}{:<8} {:>10.3f} {:>5.1f}% {:>10.2f}{}\n", start, guaranteed ? "exact" : "exact*",
                r.time.median_ms, r.time.noise_percent, r.ops_per_s * 1e-6,
                guaranteed ? "" : "  (* block scope across blocks: not guaranteed)");
@@ -181,9 +177,9 @@ void print_summary(std::FILE* out, const std::vector<report_row>& rows) {
   std::vector<std::string> order;
   std::vector<std::int64_t> addresses;
   for (const report_row& r : rows) {
-    const lab::contention_case& c = r.row.what;
+    const lab::contention_case& c = r.what;
     if (std::find(addresses.begin(), addresses.end(), c.addresses) == addresses.end()) addresses.push_back(c.addresses);
-    if (!r.row.timed) continue;
+    if (!r.timed) continue;
     const std::string key = fmt::format("{:<5} {:<28}", lab::to_string(c.op), lab::method_name(c.method));
     if (!cells.contains(key)) order.push_back(key);
     cells[key][c.addresses] = r.ops_per_s;
@@ -199,18 +195,18 @@ void print_summary(std::FILE* out, const std::vector<report_row>& rows) {
     }
     fmt::print(out, "\n");
   }
-  const auto mismatches = std::count_if(rows.begin(), rows.end(), [](const report_row& r) { return r.row.mismatch; });
+  const auto mismatches = std::count_if(rows.begin(), rows.end(), [](const report_row& r) { return r.mismatch; });
   const auto narrow_wrong =
-      std::count_if(rows.begin(), rows.end(), [](const report_row& r) { return r.row.check.starts_with("WRONG"); });
+      std::count_if(rows.begin(), rows.end(), [](const report_row& r) { return r.check.starts_with("WRONG"); });
   fmt::print(out, "{} rows, {} verification mismatches{}\n", rows.size(), mismatches,
              narrow_wrong > 0 ? fmt::format(", {} wrong results with block scope across blocks", narrow_wrong) : "");
 }
 
 /// A row's fields in the order of the CSV columns (JSON keeps them by name); GPU rows add their
 /// memory, scope, aggregation and grid.
-nlohmann::ordered_json fields_of(const report_row& r) {
-  const lab::contention_case& c = r.row.what;
-  nlohmann::ordered_json f;
+row_fields fields_of(const report_row& r) {
+  const lab::contention_case& c = r.what;
+  row_fields f;
   f["op"] = lab::to_string(c.op);
   f["method"] = lab::method_name(c.method);
   if (const auto* gpu = std::get_if<lab::gpu_method>(&c.method)) {
@@ -222,11 +218,11 @@ nlohmann::ordered_json fields_of(const report_row& r) {
   }
   f["addresses"] = c.addresses;
   f["threads"] = c.threads;
-  f["team"] = r.row.team;
+  f["team"] = r.team;
   f["ops_per_thread"] = c.ops_per_thread;
   f["contenders"] = r.contenders;
-  f["check"] = r.row.check;
-  f["timed"] = r.row.timed;
+  f["check"] = r.check;
+  f["timed"] = r.timed;
   f["runs"] = r.time.runs;
   f["median_ms"] = r.time.median_ms;
   f["min_ms"] = r.time.min_ms;
@@ -235,43 +231,8 @@ nlohmann::ordered_json fields_of(const report_row& r) {
   return f;
 }
 
-void write_csv(const std::string& path, const run_environment& env, backend where,
-               const std::vector<report_row>& rows) {
-  std::ofstream file(path);
-  if (!file) throw error(errc::io_error, "--csv", "cannot write '" + path + "'");
-  file << environment_csv_comment("contention", env) << ", layout: " << lab::layout_text(where) << "\n";
-  for (std::size_t i = 0; i < rows.size(); ++i) {
-    const nlohmann::ordered_json fields = fields_of(rows[i]);
-    std::string header;
-    std::string line;
-    for (const auto& [name, value] : fields.items()) {
-      const char* comma = header.empty() ? "" : ",";
-      header += comma + name;
-      line += comma;
-      line += value.is_string()    ? "\"" + value.get<std::string>() + "\""
-              : value.is_boolean() ? std::string(value.get<bool>() ? "1" : "0")
-                                   : value.dump();
-    }
-    if (i == 0) file << header << "\n";
-    file << line << "\n";
-  }
-}
-
-void write_json(const std::string& path, const run_environment& env, backend where,
-                const std::vector<report_row>& rows) {
-  nlohmann::json doc;
-  add_environment_json(doc, "contention", env);
-  doc["layout"] = lab::layout_text(where);
-  nlohmann::json& out_rows = doc["rows"];
-  out_rows = nlohmann::json::array();
-  for (const report_row& r : rows) out_rows.push_back(nlohmann::json(fields_of(r)));
-  std::ofstream file(path);
-  if (!file) throw error(errc::io_error, "--json", "cannot write '" + path + "'");
-  file << doc.dump(2) << "\n";
-}
-
 int run_contention(const contention_config& cfg) {
-  if (!cfg.plot.empty()) check_plot_path(cfg.plot, command_name, "--plot");
+  cfg.check(command_name);
   const backend where = resolve_backend(cfg.backend_name, command_name);
   const bool on_gpu = where == backend::gpu;
   const std::vector<std::string>& other_backends_options = on_gpu ? cfg.cpu_only_given : cfg.gpu_only_given;
@@ -308,14 +269,10 @@ int run_contention(const contention_config& cfg) {
   }
   print_rows(stdout, rows);
   print_summary(stdout, rows);
-  if (!cfg.csv.empty()) write_csv(cfg.csv, env, where, rows);
-  if (!cfg.json.empty()) write_json(cfg.json, env, where, rows);
-  if (!cfg.plot.empty()) {
-    plot_result(cfg.plot, cfg.json, command_name,
-                [&](const std::string& path) { write_json(path, env, where, rows); });
-  }
-  const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const report_row& r) { return r.row.mismatch; });
-  return any_mismatch ? exit_mismatch : exit_success;
+  nlohmann::json doc = result_document("contention", env);
+  doc["layout"] = lab::layout_text(where);
+  return cfg.finish(command_name, environment_csv_comment("contention", env) + ", layout: " + lab::layout_text(where),
+                    std::move(doc), rows, fields_of);
 }
 
 }  // namespace
@@ -324,9 +281,7 @@ void add_contention_command(CLI::App& app, int& exit_code) {
   auto cfg = std::make_shared<contention_config>();
   CLI::App* sub = app.add_subcommand(
       "contention", "Atomic throughput as the number of distinct addresses grows (GPU or CPU), every run verified");
-  sub->add_option("--backend", cfg->backend_name, "auto (the GPU when there is one), gpu or cpu")
-      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
-      ->capture_default_str();
+  add_backend_option(*sub, cfg->backend_name);
   sub->add_option("--addresses", cfg->addresses, "Numbers of distinct addresses, e.g. 1,4,16,...,65536")
       ->delimiter(',')
       ->capture_default_str();
@@ -367,12 +322,7 @@ void add_contention_command(CLI::App& app, int& exit_code) {
                   "Updates K per thread, e.g. 65536 or 2^16 (default: 2^16 on the CPU, 32 on the GPU)");
   sub->add_option("--runs", cfg->runs, "Timed runs per case; the median is reported")->capture_default_str();
   sub->add_option("--warmup", cfg->warmup, "Checked but untimed runs before them")->capture_default_str();
-  sub->add_option("--csv", cfg->csv, "Also write the rows as CSV to this file");
-  sub->add_option("--json", cfg->json, "Also write the rows as JSON to this file");
-  sub->add_option("--plot", cfg->plot,
-                  "Also draw the results to this .png or .svg file: operations per second against addresses, "
-                  "log-log (needs python3 with matplotlib)");
-  sub->add_flag("--quiet", cfg->quiet, "No progress on stderr");
+  cfg->add_to(*sub, "rows", "operations per second against addresses, log-log");
   sub->callback([cfg, &exit_code, methods, memory, scopes, aggregation, block_threads, max_cas] {
     if (methods->count() > 0) cfg->cpu_only_given.push_back("--methods");
     for (const CLI::Option* gpu_only : {memory, scopes, aggregation, block_threads, max_cas}) {

@@ -23,7 +23,7 @@
 #include "commands.hpp"
 #include "distributions.hpp"
 #include "host_timing.hpp"
-#include "plot.hpp"
+#include "result_files.hpp"
 #include "run_environment.hpp"
 #include "tally/cpu.hpp"
 #include "tally/error.hpp"
@@ -44,15 +44,11 @@ constexpr const char* lesson_privatization = "privatization";  // private copies
 constexpr const char* lesson_reductions = "reductions";        // reduce first, then one atomic (or none)
 constexpr const char* lesson_openmp = "OpenMP";                // critical, atomic, reduction on the CPU
 
-struct lab_config {
+struct lab_config : result_files {
   std::string backend_name = "auto";
   std::string samples;  ///< empty: 2^24 on the GPU, 2^22 on the CPU
   int runs = 5;
   std::uint64_t seed = 20261123;
-  std::string csv;
-  std::string json;
-  std::string plot;
-  bool quiet = false;
 };
 
 struct claim_row {
@@ -156,13 +152,6 @@ claim_row contention_claim(std::string lesson, std::string claim, const lab::con
 
 // ---- the GPU experiments ---------------------------------------------------------------------
 
-lab::contention_case gpu_case(lab::memory_space memory, lab::atomic_scope scope, lab::aggregation aggregate,
-                              lab::atomic_op op, std::int64_t addresses, int multiprocessors) {
-  constexpr int block_threads = 256;
-  return {op, lab::gpu_method{memory, scope, aggregate, block_threads}, addresses,
-          std::int64_t{multiprocessors} * 4 * block_threads, 32};
-}
-
 /// A GPU bincount of `samples` with strategy `s`: checked against `reference`, then timed.
 /// Returns the median ms, or -1 when the counts were wrong.
 double gpu_bincount_ms(const gpu::device_buffer<std::int32_t>& samples, std::span<const std::uint64_t> reference,
@@ -212,12 +201,20 @@ claim_row timed_claim(std::string lesson, std::string claim, double fast_ms, dou
   return row;
 }
 
+/// A contention claim of the GPU's: `faster` should beat `slower` by `holds_at`.
+struct contention_comparison {
+  const char* progress;
+  const char* lesson;
+  const char* claim;
+  lab::contention_case faster;
+  lab::contention_case slower;
+  const char* faster_name;
+  const char* slower_name;
+  double holds_at;
+};
+
 std::vector<claim_row> gpu_claims(const lab_config& cfg, std::int64_t n,
                                   const std::function<void(const std::string&)>& progress) {
-  using lab::aggregation;
-  using lab::atomic_op;
-  using lab::atomic_scope;
-  using lab::memory_space;
   std::vector<claim_row> rows;
   const int sms = gpu::describe_device().multiprocessors;
 
@@ -229,44 +226,45 @@ std::vector<claim_row> gpu_claims(const lab_config& cfg, std::int64_t n,
                               atomic.actual, 0, 0.5));
   }
 
-  progress("contention: 1 vs 256 addresses, global add");
-  rows.push_back(contention_claim(
-      lesson_contention, "atomics are slow when many threads compete for one location (1 vs 256 locations)",
-      gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 256, sms),
-      gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 1, sms), "256 addresses",
-      "1 address", 2.0, cfg.runs));
-
-  progress("contention: shared vs global memory, 256 addresses");
-  rows.push_back(contention_claim(
-      lesson_contention, "shared-memory atomics are ~10x faster than global",
-      gpu_case(memory_space::shared, atomic_scope::block, aggregation::none, atomic_op::add, 256, sms),
-      gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 256, sms),
-      "shared, block scope", "global, device scope", 5.0, cfg.runs));
-
-  progress("contention: warp aggregation, 1 address");
-  rows.push_back(contention_claim(
-      lesson_contention, "batch updates: one atomic per warp instead of per thread",
-      gpu_case(memory_space::global, atomic_scope::device, aggregation::warp, atomic_op::add, 1, sms),
-      gpu_case(memory_space::global, atomic_scope::device, aggregation::none, atomic_op::add, 1, sms),
-      "warp-aggregated", "one atomic per thread", 2.0, cfg.runs));
-
-  progress("contention: native add vs CAS-loop add, 256 addresses, shared memory");
-  rows.push_back(contention_claim(
-      lesson_cas, "CAS is the building block of every atomic; a native atomic beats the CAS loop",
-      gpu_case(memory_space::shared, atomic_scope::block, aggregation::none, atomic_op::add, 256, sms),
-      gpu_case(memory_space::shared, atomic_scope::block, aggregation::none, atomic_op::cas, 256, sms), "native add",
-      "CAS-loop add", 1.5, cfg.runs));
-
-  // Scope: a per-block histogram in global memory, where each block updates its own slice, so
-  // block scope is enough and legal. (In shared memory the scope changes nothing: only
-  // the block can see the word.)
-  progress("contention: block vs device scope, a global slice per block, 256 addresses");
-  rows.push_back(contention_claim(
-      lesson_privatization,
-      "reduce the scope of the atomic with cuda::atomic_ref (block scope where a block is enough)",
-      gpu_case(memory_space::global_private, atomic_scope::block, aggregation::none, atomic_op::add, 256, sms),
-      gpu_case(memory_space::global_private, atomic_scope::device, aggregation::none, atomic_op::add, 256, sms),
-      "block scope (global, a slice per block)", "device scope", 1.1, cfg.runs));
+  {
+    using enum lab::memory_space;
+    using enum lab::atomic_scope;
+    using enum lab::aggregation;
+    using enum lab::atomic_op;
+    // Every case: 4 blocks of 256 threads per multiprocessor, 32 updates each.
+    const auto at = [sms](lab::memory_space memory, lab::atomic_scope scope, lab::aggregation aggregate,
+                          lab::atomic_op op, std::int64_t addresses) -> lab::contention_case {
+      constexpr int block_threads = 256;
+      return {op, lab::gpu_method{memory, scope, aggregate, block_threads}, addresses,
+              std::int64_t{sms} * 4 * block_threads, 32};
+    };
+    const contention_comparison comparisons[] = {
+        {"contention: 1 vs 256 addresses, global add", lesson_contention,
+         "atomics are slow when many threads compete for one location (1 vs 256 locations)",
+         at(global, device, none, add, 256), at(global, device, none, add, 1), "256 addresses", "1 address", 2.0},
+        {"contention: shared vs global memory, 256 addresses", lesson_contention,
+         "shared-memory atomics are ~10x faster than global", at(shared, block, none, add, 256),
+         at(global, device, none, add, 256), "shared, block scope", "global, device scope", 5.0},
+        {"contention: warp aggregation, 1 address", lesson_contention,
+         "batch updates: one atomic per warp instead of per thread", at(global, device, warp, add, 1),
+         at(global, device, none, add, 1), "warp-aggregated", "one atomic per thread", 2.0},
+        {"contention: native add vs CAS-loop add, 256 addresses, shared memory", lesson_cas,
+         "CAS is the building block of every atomic; a native atomic beats the CAS loop",
+         at(shared, block, none, add, 256), at(shared, block, none, cas, 256), "native add", "CAS-loop add", 1.5},
+        // Scope: a per-block histogram in global memory, where each block updates its own slice, so
+        // block scope is enough and legal. (In shared memory the scope changes nothing: only the
+        // block can see the word.)
+        {"contention: block vs device scope, a global slice per block, 256 addresses", lesson_privatization,
+         "reduce the scope of the atomic with cuda::atomic_ref (block scope where a block is enough)",
+         at(global_private, block, none, add, 256), at(global_private, device, none, add, 256),
+         "block scope (global, a slice per block)", "device scope", 1.1},
+    };
+    for (const contention_comparison& c : comparisons) {
+      progress(c.progress);
+      rows.push_back(contention_claim(c.lesson, c.claim, c.faster, c.slower, c.faster_name, c.slower_name,
+                                      c.holds_at, cfg.runs));
+    }
+  }
 
   progress(fmt::format("histograms: {} uniform samples, 256 bins", n));
   std::vector<std::int32_t> data(static_cast<std::size_t>(n));
@@ -413,45 +411,22 @@ void print_claims(std::FILE* out, const std::vector<claim_row>& rows) {
              count("holds"), count("partly"), count("does not hold"), count("MISMATCH"));
 }
 
-void write_csv(const std::string& path, const run_environment& env, const std::vector<claim_row>& rows) {
-  std::ofstream file(path);
-  if (!file) throw error(errc::io_error, "--csv", "cannot write '" + path + "'");
-  file << environment_csv_comment("lab", env) << "\n";
-  file << "backend,lesson,claim,measured,figure,unit,verdict\n";
-  const auto quoted = [](std::string text) {
-    std::string out = "\"";
-    for (const char ch : text) out += ch == '"' ? std::string("\"\"") : std::string(1, ch);
-    return out + "\"";
-  };
-  for (const claim_row& r : rows) {
-    file << fmt::format("{},{},{},{},{:.6g},{},{}\n", r.backend, quoted(r.lesson), quoted(r.claim), quoted(r.measured),
-                        r.figure, r.unit, quoted(r.verdict));
-  }
-}
-
-void write_json(const std::string& path, const run_environment& env, const std::vector<claim_row>& rows) {
-  nlohmann::json doc;
-  add_environment_json(doc, "lab", env);
-  nlohmann::json& out_rows = doc["rows"];
-  out_rows = nlohmann::json::array();
-  for (const claim_row& r : rows) {
-    out_rows.push_back({{"backend", r.backend},
-                        {"lesson", r.lesson},
-                        {"claim", r.claim},
-                        {"measured", r.measured},
-                        {"figure", r.figure},
-                        {"unit", r.unit},
-                        {"verdict", r.verdict}});
-  }
-  std::ofstream file(path);
-  if (!file) throw error(errc::io_error, "--json", "cannot write '" + path + "'");
-  file << doc.dump(2) << "\n";
+row_fields fields_of(const claim_row& r) {
+  row_fields f;
+  f["backend"] = r.backend;
+  f["lesson"] = r.lesson;
+  f["claim"] = r.claim;
+  f["measured"] = r.measured;
+  f["figure"] = r.figure;
+  f["unit"] = r.unit;
+  f["verdict"] = r.verdict;
+  return f;
 }
 
 int run_lab(const lab_config& cfg) {
   const backend where = resolve_backend(cfg.backend_name, command_name);
   const bool on_gpu = where == backend::gpu;
-  if (!cfg.plot.empty()) check_plot_path(cfg.plot, command_name, "--plot");
+  cfg.check(command_name);
   const std::int64_t n =
       parse_count(cfg.samples.empty() ? (on_gpu ? "2^24" : "2^22") : cfg.samples, command_name, "--samples");
   if (n < 1024 || n > (std::int64_t{1} << 30)) {
@@ -483,13 +458,7 @@ int run_lab(const lab_config& cfg) {
     for (claim_row& r : rows) r.backend = "cpu";
   }
   print_claims(stdout, rows);
-  if (!cfg.csv.empty()) write_csv(cfg.csv, env, rows);
-  if (!cfg.json.empty()) write_json(cfg.json, env, rows);
-  if (!cfg.plot.empty()) {
-    plot_result(cfg.plot, cfg.json, command_name, [&](const std::string& path) { write_json(path, env, rows); });
-  }
-  const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const claim_row& r) { return r.mismatch; });
-  return any_mismatch ? exit_mismatch : exit_success;
+  return cfg.finish(command_name, environment_csv_comment("lab", env), result_document("lab", env), rows, fields_of);
 }
 
 }  // namespace
@@ -498,19 +467,12 @@ void add_lab_command(CLI::App& app, int& exit_code) {
   auto cfg = std::make_shared<lab_config>();
   CLI::App* sub = app.add_subcommand(
       "lab", "Every experiment of the lab in one go: each claim beside the figure measured here, and a verdict");
-  sub->add_option("--backend", cfg->backend_name, "auto (the GPU when there is one), gpu or cpu")
-      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
-      ->capture_default_str();
+  add_backend_option(*sub, cfg->backend_name);
   sub->add_option("--samples", cfg->samples,
                   "Samples of the histogram and sum experiments (default 2^24 on the GPU, 2^22 on the CPU)");
   sub->add_option("--runs", cfg->runs, "Timed runs per variant; the median is reported")->capture_default_str();
   sub->add_option("--seed", cfg->seed, "Seed of the samples")->capture_default_str();
-  sub->add_option("--csv", cfg->csv, "Also write the claims as CSV to this file");
-  sub->add_option("--json", cfg->json, "Also write the claims as JSON to this file");
-  sub->add_option("--plot", cfg->plot,
-                  "Also draw the claims to this .png or .svg file: the figure measured for each claim, coloured by "
-                  "verdict (needs python3 with matplotlib)");
-  sub->add_flag("--quiet", cfg->quiet, "No progress on stderr");
+  cfg->add_to(*sub, "claims", "the figure measured for each claim, coloured by verdict");
   sub->callback([cfg, &exit_code] { exit_code = run_lab(*cfg); });
 }
 

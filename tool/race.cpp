@@ -20,7 +20,7 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "distributions.hpp"
-#include "plot.hpp"
+#include "result_files.hpp"
 #include "run_environment.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu.hpp"
@@ -32,7 +32,7 @@ namespace {
 constexpr const char* command_name = "tally race";
 constexpr std::int64_t max_gpu_block_bins = 12288;  // tally::lab::block_histogram: 48 KiB of shared memory
 
-struct race_config {
+struct race_config : result_files {
   std::string backend_name = "auto";
   std::vector<std::string> experiments{"counter", "histogram", "block_histogram"};
   std::vector<std::string> threads{"100", "1000", "10000", "100000", "1000000"};
@@ -40,10 +40,6 @@ struct race_config {
   std::int64_t bins = 256;
   int runs = 3;
   std::uint64_t seed = 20261122;
-  std::string csv;
-  std::string json;
-  std::string plot;
-  bool quiet = false;
 };
 
 struct race_row {
@@ -125,46 +121,27 @@ void print_rows(std::FILE* out, const std::vector<race_row>& rows) {
              rows.size(), mismatches, racy_wrong, racy);
 }
 
-void write_csv(const std::string& path, const run_environment& env, const std::vector<race_row>& rows) {
-  std::ofstream file(path);
-  if (!file) throw error(errc::io_error, "--csv", "cannot write '" + path + "'");
-  file << environment_csv_comment("race", env) << "\n";
-  file << "experiment,variant,correct,run,threads,team,bins,expected,actual,lost,wrong_bins,check\n";
-  for (const race_row& r : rows) {
-    file << fmt::format("{},\"{}\",{},{},{},{},{},{},{},{},{},\"{}\"\n", r.experiment, r.variant, r.correct ? 1 : 0,
-                        r.run, r.threads, r.outcome.team, r.bins, r.outcome.expected, r.outcome.actual, lost(r),
-                        r.outcome.wrong_bins, r.verdict);
-  }
-}
-
-void write_json(const std::string& path, const run_environment& env, const std::vector<race_row>& rows) {
-  nlohmann::json doc;
-  add_environment_json(doc, "race", env);
-  nlohmann::json& out_rows = doc["rows"];
-  out_rows = nlohmann::json::array();
-  for (const race_row& r : rows) {
-    out_rows.push_back({{"experiment", r.experiment},
-                        {"variant", r.variant},
-                        {"correct", r.correct},
-                        {"run", r.run},
-                        {"threads", r.threads},
-                        {"team", r.outcome.team},
-                        {"bins", r.bins},
-                        {"expected", r.outcome.expected},
-                        {"actual", r.outcome.actual},
-                        {"lost", lost(r)},
-                        {"wrong_bins", r.outcome.wrong_bins},
-                        {"check", r.verdict}});
-  }
-  std::ofstream file(path);
-  if (!file) throw error(errc::io_error, "--json", "cannot write '" + path + "'");
-  file << doc.dump(2) << "\n";
+row_fields fields_of(const race_row& r) {
+  row_fields f;
+  f["experiment"] = r.experiment;
+  f["variant"] = r.variant;
+  f["correct"] = r.correct;
+  f["run"] = r.run;
+  f["threads"] = r.threads;
+  f["team"] = r.outcome.team;
+  f["bins"] = r.bins;
+  f["expected"] = r.outcome.expected;
+  f["actual"] = r.outcome.actual;
+  f["lost"] = lost(r);
+  f["wrong_bins"] = r.outcome.wrong_bins;
+  f["check"] = r.verdict;
+  return f;
 }
 
 int run_race(const race_config& cfg) {
   const backend where = resolve_backend(cfg.backend_name, command_name);
   const bool on_gpu = where == backend::gpu;
-  if (!cfg.plot.empty()) check_plot_path(cfg.plot, command_name, "--plot");
+  cfg.check(command_name);
   static const std::vector<std::string> known{"counter", "histogram", "block_histogram"};
   for (const std::string& e : cfg.experiments) {
     if (std::find(known.begin(), known.end(), e) == known.end()) {
@@ -261,13 +238,8 @@ int run_race(const race_config& cfg) {
     }
   }
   print_rows(stdout, rows);
-  if (!cfg.csv.empty()) write_csv(cfg.csv, env, rows);
-  if (!cfg.json.empty()) write_json(cfg.json, env, rows);
-  if (!cfg.plot.empty()) {
-    plot_result(cfg.plot, cfg.json, command_name, [&](const std::string& path) { write_json(path, env, rows); });
-  }
-  const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const race_row& r) { return r.mismatch; });
-  return any_mismatch ? exit_mismatch : exit_success;
+  return cfg.finish(command_name, environment_csv_comment("race", env), result_document("race", env), rows,
+                    fields_of);
 }
 
 }  // namespace
@@ -276,9 +248,7 @@ void add_race_command(CLI::App& app, int& exit_code) {
   auto cfg = std::make_shared<race_config>();
   CLI::App* sub = app.add_subcommand(
       "race", "Data races (GPU or CPU): racy variants beside correct ones, expected, actual and lost");
-  sub->add_option("--backend", cfg->backend_name, "auto (the GPU when there is one), gpu or cpu")
-      ->check(CLI::IsMember({"auto", "gpu", "cpu"}))
-      ->capture_default_str();
+  add_backend_option(*sub, cfg->backend_name);
   sub->add_option("--experiments", cfg->experiments, "counter, histogram, block_histogram")
       ->delimiter(',')
       ->capture_default_str();
@@ -289,12 +259,7 @@ void add_race_command(CLI::App& app, int& exit_code) {
   sub->add_option("--bins", cfg->bins, "histograms: bins (GPU block histogram: at most 12288)")->capture_default_str();
   sub->add_option("--runs", cfg->runs, "Runs of each case, each its own row (racy results vary)")->capture_default_str();
   sub->add_option("--seed", cfg->seed, "Seed of the samples")->capture_default_str();
-  sub->add_option("--csv", cfg->csv, "Also write the rows as CSV to this file");
-  sub->add_option("--json", cfg->json, "Also write the rows as JSON to this file");
-  sub->add_option("--plot", cfg->plot,
-                  "Also draw the results to this .png or .svg file: updates lost per variant and thread count "
-                  "(needs python3 with matplotlib)");
-  sub->add_flag("--quiet", cfg->quiet, "No progress on stderr");
+  cfg->add_to(*sub, "rows", "updates lost per variant and thread count");
   sub->callback([cfg, &exit_code] { exit_code = run_race(*cfg); });
 }
 
