@@ -25,25 +25,6 @@ enum class aggregation {
   warp,  ///< equal neighbours in a lane add as one, and a warp whose samples share a bin adds once
 };
 
-/// Grid-stride walk over the samples: `count(bin)` for each counted sample; returns how many this
-/// thread left out.
-template <class Sample, class Mapper, class Count>
-__device__ __forceinline__ std::uint64_t for_each_bin(const Sample* samples, std::int64_t num_samples,
-                                                      const Mapper& map, Count count) {
-  std::uint64_t left_out = 0;
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < num_samples;
-       i += stride) {
-    const std::int64_t bin = map(samples[i]);
-    if (bin < 0) {
-      ++left_out;
-    } else {
-      count(bin);
-    }
-  }
-  return left_out;
-}
-
 /// Whether a mapper reads tables of its own (grid_range_bin_mapper), which a block may copy into
 /// its shared memory first.
 template <class Mapper>

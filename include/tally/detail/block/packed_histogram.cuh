@@ -155,35 +155,29 @@ __device__ __forceinline__ std::uint64_t count_packed(const Sample* samples, std
       add(bin, 1);
     }
   };
+  // One vector: mapped, added at once where the whole warp shares a bin, else `note`d (the first
+  // period's hints) and added a sample at a time with `add_with`.
+  const auto count_vector = [&](const sample_vector<Sample>& v, bool valid, const auto& add_with, auto note) {
+    int bins[items];
+    left_out += map_vector(map, v, valid, bins);
+    if (warp_adds_once(bins, add_with)) return;
+    note(bins);
+#pragma unroll
+    for (int j = 0; j < items; ++j) {
+      if (bins[j] >= 0) add_with(bins[j], 1);
+    }
+  };
+  const auto no_note = [](const int (&)[items]) {};
   const auto visit_sampling = [&](const sample_vector<Sample>& v, bool valid) {
-    int bins[items];
-    left_out += map_vector(map, v, valid, bins);
-    if (warp_adds_once(bins, add)) return;
-    const int neighbour = __shfl_xor_sync(0xffffffffu, bins[0], 1);
-    hinted += __any_sync(0xffffffffu, bins[0] == neighbour && bins[0] >= 0) ? 1u : 0u;
-    ++seen;
-#pragma unroll
-    for (int j = 0; j < items; ++j) {
-      if (bins[j] >= 0) add(bins[j], 1);
-    }
+    count_vector(v, valid, add, [&](const int (&bins)[items]) {
+      const int neighbour = __shfl_xor_sync(0xffffffffu, bins[0], 1);
+      hinted += __any_sync(0xffffffffu, bins[0] == neighbour && bins[0] >= 0) ? 1u : 0u;
+      ++seen;
+    });
   };
-  const auto visit_return = [&](const sample_vector<Sample>& v, bool valid) {
-    int bins[items];
-    left_out += map_vector(map, v, valid, bins);
-    if (warp_adds_once(bins, add)) return;
-#pragma unroll
-    for (int j = 0; j < items; ++j) {
-      if (bins[j] >= 0) add(bins[j], 1);
-    }
-  };
+  const auto visit_return = [&](const sample_vector<Sample>& v, bool valid) { count_vector(v, valid, add, no_note); };
   const auto visit_scan = [&](const sample_vector<Sample>& v, bool valid) {
-    int bins[items];
-    left_out += map_vector(map, v, valid, bins);
-    if (warp_adds_once(bins, add_unchecked)) return;
-#pragma unroll
-    for (int j = 0; j < items; ++j) {
-      if (bins[j] >= 0) add_unchecked(bins[j], 1);
-    }
+    count_vector(v, valid, add_unchecked, no_note);
   };
   // walk_vectorized's walk, with the block in step: tiles of Threads x Unroll vectors, the first
   // period's tiles, then one loop per mode. Tile bases are the same for every thread of a block, so

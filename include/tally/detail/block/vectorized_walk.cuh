@@ -1,5 +1,6 @@
-// How the grid walks the samples: 16-byte loads, coalesced across each warp and several in flight
-// per thread, with the unaligned head and the short tail done one sample at a time. Each loaded
+// How the grid walks the samples: one sample a thread a step (for_each_bin), or 16-byte loads,
+// coalesced across each warp and several in flight per thread, with the unaligned head and the
+// short tail done one sample at a time. Each loaded
 // vector is handed to `visit(vector, valid)`, as a sample_vector of items or, to a visitor that
 // takes `const uint4&`, as the four words loaded; every lane of a warp takes part in every call,
 // so visitors may use warp votes.
@@ -10,6 +11,26 @@
 #include <type_traits>
 
 namespace tally::detail {
+
+/// Grid-stride walk over the samples, one a thread at a time: `count(bin, i)` for each sample i
+/// the mapper counts; returns how many this thread left out. Consecutive threads read consecutive
+/// samples, so loads coalesce.
+template <class Sample, class Mapper, class Count>
+__device__ __forceinline__ std::uint64_t for_each_bin(const Sample* samples, std::int64_t num_samples,
+                                                      const Mapper& map, Count count) {
+  std::uint64_t left_out = 0;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < num_samples;
+       i += stride) {
+    const std::int64_t bin = map(samples[i]);
+    if (bin < 0) {
+      ++left_out;
+    } else {
+      count(bin, i);
+    }
+  }
+  return left_out;
+}
 
 template <class Sample>
 struct sample_vector {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "tally/detail/block/vectorized_walk.cuh"
 #include "tally/detail/fixed_point_weight.hpp"
 
 namespace tally::detail {
@@ -46,23 +47,13 @@ __device__ __forceinline__ void add_fixed_weight(const fixed_point_bins& bins, s
   if (f.high != 0) atomic_add_word(bins.high + bin, f.high);
 }
 
-/// Grid-stride walk: `add(bin, weight)` for each counted sample; returns how many this thread left
-/// out. Consecutive threads read consecutive samples and weights, so loads coalesce.
+/// Grid-stride walk (for_each_bin): `add(bin, weight)` for each counted sample; returns how many
+/// this thread left out.
 template <class Sample, class Weight, class Mapper, class Add>
 __device__ __forceinline__ std::uint64_t for_each_weighted(const Sample* samples, const Weight* weights,
                                                            std::int64_t num_samples, const Mapper& map, Add add) {
-  std::uint64_t left_out = 0;
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
-  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < num_samples;
-       i += stride) {
-    const std::int64_t bin = map(samples[i]);
-    if (bin < 0) {
-      ++left_out;
-    } else {
-      add(bin, static_cast<double>(weights[i]));
-    }
-  }
-  return left_out;
+  return for_each_bin(samples, num_samples, map,
+                      [&](std::int64_t bin, std::int64_t i) { add(bin, static_cast<double>(weights[i])); });
 }
 
 /// Adds a block's shared copy of double sums to the global sums: one atomic per non-zero bin

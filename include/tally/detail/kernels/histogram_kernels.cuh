@@ -19,7 +19,7 @@ namespace tally::detail {
 template <class Sample, class Counter, class Mapper>
 __global__ void atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, Counter* counts,
                                                Mapper map, std::uint64_t* left_out) {
-  const std::uint64_t mine = for_each_bin(samples, num_samples, map, [counts](std::int64_t bin) {
+  const std::uint64_t mine = for_each_bin(samples, num_samples, map, [counts](std::int64_t bin, std::int64_t) {
     cuda::atomic_ref<Counter, cuda::thread_scope_device>(counts[bin]).fetch_add(1, cuda::memory_order_relaxed);
   });
   warp_add_to(mine, left_out);
