@@ -158,25 +158,29 @@ inline void check_cub_bins(std::string_view function, std::int64_t num_bins) {
   }
 }
 
-/// Runs a histogram over the range bins `edges` through the grid mapper (grid_range_bin_mapper):
-/// the edges go to the start of the workspace storage, where CUB's HistogramRange reads them, and
-/// the grid's tables, built here, after them.
-template <class Sample, class Counter, class MakeCubHistogram>
+/// Runs a histogram through the range-bin grid (grid_range_bin_mapper): the host plans the grid
+/// from `host_edge_at` (edge i as a double), and the device fills its tables, after
+/// `edges_to_copy` (range bins' edges; empty for even bins) at the start of the workspace storage,
+/// where CUB's HistogramRange reads them, from the edges `device_edge_at(storage)` gives.
+template <class Sample, class Counter, class HostEdgeAt, class DeviceEdgeAt, class MakeCubHistogram>
 choice run_grid_histogram(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
-                          std::span<const double> edges, workspace& ws, const histogram_options& options,
+                          std::int64_t num_edges, HostEdgeAt host_edge_at, std::span<const double> edges_to_copy,
+                          DeviceEdgeAt device_edge_at, workspace& ws, const histogram_options& options,
                           stream_t stream, MakeCubHistogram make_cub_histogram) {
   using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
-  const auto num_edges = static_cast<std::int64_t>(edges.size());
-  const std::size_t edges_bytes = (edges.size_bytes() + 15) / 16 * 16;
+  const std::size_t edges_bytes = (edges_to_copy.size_bytes() + 15) / 16 * 16;
   const std::size_t tables_bytes = grid_mapper::table_bytes(num_edges);
   auto prepare = [&](char* storage) {
     if (storage == nullptr) return grid_mapper::for_sizing(num_edges);
-    std::vector<std::byte> tables(tables_bytes);
-    const grid_mapper map(edges, options.last_edge, tables, reinterpret_cast<const std::byte*>(storage + edges_bytes));
-    check_cuda(cudaMemcpyAsync(storage, edges.data(), edges.size_bytes(), cudaMemcpyHostToDevice, stream),
-               "copying the edges to the device");
-    check_cuda(cudaMemcpyAsync(storage + edges_bytes, tables.data(), tables_bytes, cudaMemcpyHostToDevice, stream),
-               "copying the edge tables to the device");
+    auto* tables = reinterpret_cast<std::byte*>(storage + edges_bytes);
+    const grid_mapper map = grid_mapper::plan(host_edge_at, num_edges, options.last_edge).reading_tables_at(tables);
+    if (!edges_to_copy.empty()) {
+      check_cuda(cudaMemcpyAsync(storage, edges_to_copy.data(), edges_to_copy.size_bytes(), cudaMemcpyHostToDevice,
+                                 stream),
+                 "copying the edges to the device");
+    }
+    check_cuda(tally::detail::dispatch_grid_tables(map, device_edge_at(storage), tables, stream),
+               "filling the edge tables on the device");
     return map;
   };
   return run_histogram(function, samples, counts, num_edges - 1, ws, options, stream, edges_bytes + tables_bytes,
@@ -211,8 +215,11 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
     }
   }
   if (tally::detail::even_bins_take_grid(map)) {
-    const std::vector<double> edges = tally::detail::even_edges(map);
-    return run_grid_histogram(function, samples, counts, std::span<const double>(edges), ws, options, stream, make_cub_histogram);
+    // numpy's edges, computed where they are needed: a few on the host to plan, all on the device.
+    return run_grid_histogram(
+        function, samples, counts, bins.num_bins + 1, [&map](std::int64_t i) { return static_cast<double>(map.edge(i)); },
+        std::span<const double>{}, [&map](char*) { return tally::detail::computed_even_edges<Sample>{map}; }, ws,
+        options, stream, make_cub_histogram);
   }
   return tally::detail::with_fastest_mapper(map, run_with);
 }
@@ -231,7 +238,10 @@ choice histogram_range_async(std::span<const Sample> samples, std::span<Counter>
     return tally::detail::cub_range_histogram<Sample, cub_counter_t<Counter>>{
         samples.data(), as_cub_counters(counts), static_cast<int>(num_edges), static_cast<std::int64_t>(samples.size())};
   };
-  return run_grid_histogram(function, samples, counts, edges, ws, options, stream, make_cub_histogram);
+  return run_grid_histogram(
+      function, samples, counts, num_edges, [edges](std::int64_t i) { return edges[static_cast<std::size_t>(i)]; },
+      edges, [](char* storage) { return tally::detail::edges_in_memory{reinterpret_cast<const double*>(storage)}; },
+      ws, options, stream, make_cub_histogram);
 }
 
 template <class Sample, class Counter>

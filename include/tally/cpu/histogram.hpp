@@ -344,10 +344,12 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<Count
   tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
   const even_bin_mapper<Sample> even(bins, options.last_edge);
   if (tally::detail::even_bins_take_grid(even)) {  // as the GPU backend does
-    const std::vector<double> edges = tally::detail::even_edges(even);
     using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
-    std::vector<std::byte> tables(grid_mapper::table_bytes(static_cast<std::int64_t>(edges.size())));
-    const grid_mapper map(edges, options.last_edge, tables, tables.data());
+    const auto edge_at = [&even](std::int64_t i) { return static_cast<double>(even.edge(i)); };
+    std::vector<std::byte> tables(grid_mapper::table_bytes(bins.num_bins + 1));
+    const grid_mapper map =
+        grid_mapper::plan(edge_at, bins.num_bins + 1, options.last_edge).reading_tables_at(tables.data());
+    map.fill_tables(edge_at, tables);
     return detail::run_histogram(samples, counts, map, options.algorithm);
   }
   return tally::detail::with_fastest_mapper(even, [&](const auto& map) {

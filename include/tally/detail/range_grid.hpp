@@ -71,35 +71,78 @@ class grid_range_bin_mapper {
    */
   grid_range_bin_mapper(std::span<const double> edges, upper_edge last_edge, std::span<std::byte> tables,
                         const std::byte* device_tables) {
-    const auto num_edges = static_cast<std::int64_t>(edges.size());
-    num_bins_ = static_cast<int>(num_edges - 1);
-    cells_ = static_cast<int>(cells_for(num_bins_));
-    auto* keys = reinterpret_cast<key_type*>(tables.data());
-    auto* first = reinterpret_cast<std::uint32_t*>(tables.data() + keys_bytes(num_edges));
-    for (std::int64_t i = 0; i < num_edges; ++i) keys[i] = key_of_edge(edges[static_cast<std::size_t>(i)]);
-    first_key_ = keys[0];
-    last_key_ = keys[num_bins_];
-    // A sample equals the last edge only if the edge is exactly a key (a float, for float samples).
-    inclusive_ = last_edge == upper_edge::inclusive && static_cast<double>(last_key_) == edges.back();
+    const auto edge_at = [edges](std::int64_t i) { return edges[static_cast<std::size_t>(i)]; };
+    *this = plan(edge_at, static_cast<std::int64_t>(edges.size()), last_edge).reading_tables_at(device_tables);
+    fill_tables(edge_at, tables);
+  }
 
-    // Both grids are tried; the one whose cells hold fewer edges (sum of squares: the search a
-    // sample placed like the edges would do) is kept.
-    choose_value_grid(keys);
-    std::vector<std::uint32_t> value_first(static_cast<std::size_t>(cells_) + 1);
-    const std::uint64_t value_cost = fill_first(keys, value_first);
-    std::memcpy(first, value_first.data(), value_first.size() * sizeof(std::uint32_t));
+  /**
+   * The grid for the sorted, finite edges `edge_at(0)` to `edge_at(num_edges - 1)` (a callable
+   * giving edge i as a double), without its tables: the keys at the ends, which grid and its
+   * arithmetic. Both grids are tried on at most plan_sample_edges of the interior edges, spread
+   * over them, and the one whose cells hold fewer of them (sum of squares: the search a sample
+   * placed like the edges would do) is kept; every grid counts exactly, the choice is speed. Host
+   * work independent of the edges' number, so a GPU call can fill the tables on the device
+   * (fill_entry) rather than build them here.
+   */
+  template <class EdgeAt>
+  static grid_range_bin_mapper plan(EdgeAt edge_at, std::int64_t num_edges, upper_edge last_edge) {
+    grid_range_bin_mapper map = for_sizing(num_edges);
+    const int n = map.num_bins_;
+    map.first_key_ = key_of_edge(edge_at(0));
+    map.last_key_ = key_of_edge(edge_at(n));
+    // A sample equals the last edge only if the edge is exactly a key (a float, for float samples).
+    map.inclusive_ = last_edge == upper_edge::inclusive && static_cast<double>(map.last_key_) == edge_at(n);
+    const key_type low = n >= 3 ? key_of_edge(edge_at(1)) : map.first_key_;
+    const key_type high = n >= 3 ? key_of_edge(edge_at(n - 1)) : map.last_key_;
+    map.choose_value_grid(low, high);
     if constexpr (std::is_same_v<key_type, float>) {
-      const grid_range_bin_mapper value = *this;
-      choose_bits_grid(keys);
-      std::vector<std::uint32_t> bits_first(value_first.size());
-      if (fill_first(keys, bits_first) < value_cost) {
-        std::memcpy(first, bits_first.data(), bits_first.size() * sizeof(std::uint32_t));
-      } else {
-        *this = value;
-      }
+      const grid_range_bin_mapper value = map;
+      map.choose_bits_grid(low, high);
+      if (map.sampled_cost(edge_at) >= value.sampled_cost(edge_at)) map = value;
     }
-    keys_ = reinterpret_cast<const key_type*>(device_tables);
-    first_ = reinterpret_cast<const std::uint32_t*>(device_tables + keys_bytes(num_edges));
+    return map;
+  }
+
+  /// Fills the tables (table_bytes of this mapper's edges, 16-byte aligned) on the host: the keys,
+  /// then first[c] for every cell, in one pass, since an interior key's cell never falls as the
+  /// keys rise.
+  template <class EdgeAt>
+  void fill_tables(EdgeAt edge_at, std::span<std::byte> tables) const {
+    auto* keys = reinterpret_cast<key_type*>(tables.data());
+    auto* first = reinterpret_cast<std::uint32_t*>(tables.data() + keys_bytes(num_bins_ + 1));
+    for (int i = 0; i <= num_bins_; ++i) keys[i] = key_of_edge(edge_at(i));
+    int below = 0;  // interior keys (1 to n - 1) whose cell is below c
+    for (int c = 0; c <= cells_; ++c) {
+      while (below < num_bins_ - 1 && cell(keys[below + 1]) < c) ++below;
+      first[c] = static_cast<std::uint32_t>(below);
+    }
+  }
+
+  /// Entry i of the tables, as fill_tables writes it, for a kernel that fills them a thread an
+  /// entry: key i (i <= num_bins) and first[i] (i <= cells), the latter by a binary search over
+  /// the interior keys' cells.
+  template <class EdgeAt>
+  TALLY_HOST_DEVICE void fill_entry(EdgeAt edge_at, std::int64_t i, std::byte* tables) const {
+    if (i <= num_bins_) reinterpret_cast<key_type*>(tables)[i] = key_of_edge(edge_at(i));
+    if (i <= cells_) {
+      int lo = 1;  // the first interior key whose cell is at or above i, or num_bins if none is
+      int hi = num_bins_;
+      while (lo < hi) {
+        const int mid = lo + (hi - lo) / 2;
+        if (cell(key_of_edge(edge_at(mid))) < i) {
+          lo = mid + 1;
+        } else {
+          hi = mid;
+        }
+      }
+      reinterpret_cast<std::uint32_t*>(tables + keys_bytes(num_bins_ + 1))[i] = static_cast<std::uint32_t>(lo - 1);
+    }
+  }
+
+  /// Entries fill_entry takes: the larger of the keys and the cells' first bins.
+  TALLY_HOST_DEVICE std::int64_t table_entries() const {
+    return num_bins_ + 1 > cells_ + 1 ? num_bins_ + 1 : cells_ + 1;
   }
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
@@ -147,12 +190,17 @@ class grid_range_bin_mapper {
     return (static_cast<std::size_t>(cells + 1) * sizeof(std::uint32_t) + 15) / 16 * 16;
   }
 
-  /// The key of an edge: itself, or for float samples the least float at or above it.
-  static key_type key_of_edge(double edge) {
+  /// The key of an edge: itself, or for float samples the least float at or above it (the double
+  /// rounded up: the same float on both sides).
+  TALLY_HOST_DEVICE static key_type key_of_edge(double edge) {
     if constexpr (std::is_same_v<key_type, float>) {
+#if defined(__CUDA_ARCH__)
+      return canonical(__double2float_ru(edge));
+#else
       float up = static_cast<float>(edge);
       if (static_cast<double>(up) < edge) up = std::nextafter(up, std::numeric_limits<float>::infinity());
       return canonical(up);
+#endif
     } else {
       return edge;
     }
@@ -201,18 +249,13 @@ class grid_range_bin_mapper {
 #endif
   }
 
-  /// The keys the grid spans: the interior edges (1 and n - 1) when there are any, since every
-  /// sample below the first or above the last of them has one candidate bin whatever its cell.
-  /// Spanning the outer edges gives cells to ranges no edge divides: for log-spaced edges from 0,
-  /// the bits grid spent cells on every float octave between 0 and the first interior edge (over a
-  /// hundred), leaving fewer for the octaves where the edges are.
-  std::pair<key_type, key_type> spanned_keys(const key_type* keys) const {
-    return num_bins_ >= 3 ? std::pair{keys[1], keys[num_bins_ - 1]} : std::pair{keys[0], keys[num_bins_]};
-  }
-
-  void choose_value_grid(const key_type* keys) {
+  // The grid spans the interior keys (1 and n - 1) when there are any, since every sample below
+  // the first or above the last of them has one candidate bin whatever its cell. Spanning the
+  // outer edges gives cells to ranges no edge divides: for log-spaced edges from 0, the bits grid
+  // spent cells on every float octave between 0 and the first interior edge (over a hundred),
+  // leaving fewer for the octaves where the edges are.
+  void choose_value_grid(key_type low, key_type high) {
     kind_ = grid_kind::value;
-    const auto [low, high] = spanned_keys(keys);
     const double width = static_cast<double>(high) - static_cast<double>(low);
     // Edges all equal, or a width whose scale overflows: every sample lands in one cell.
     const double scale = width > 0.0 ? static_cast<double>(cells_) / width : 0.0;
@@ -221,10 +264,9 @@ class grid_range_bin_mapper {
     if (!std::isfinite(offset_)) scale_ = offset_ = 0;
   }
 
-  void choose_bits_grid(const key_type* keys) {
+  void choose_bits_grid(key_type low, key_type high) {
     if constexpr (std::is_same_v<key_type, float>) {
       kind_ = grid_kind::float_bits;
-      const auto [low, high] = spanned_keys(keys);
       bits_origin_ = ordered_bits(low);
       const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(ordered_bits(high)) - bits_origin_);
       bits_shift_ = 0;
@@ -232,20 +274,30 @@ class grid_range_bin_mapper {
     }
   }
 
-  /// first[c] for every cell; returns the sum over cells of their edges squared.
-  std::uint64_t fill_first(const key_type* keys, std::vector<std::uint32_t>& first) const {
-    std::vector<std::uint32_t> per_cell(static_cast<std::size_t>(cells_), 0);
-    for (int j = 1; j < num_bins_; ++j) ++per_cell[static_cast<std::size_t>(cell(keys[j]))];
+  /// The sum over cells of the interior keys they hold, squared, over at most plan_sample_edges of
+  /// those keys spread evenly: cells rise with the keys, so a cell's keys are one run.
+  template <class EdgeAt>
+  std::uint64_t sampled_cost(EdgeAt edge_at) const {
+    const std::int64_t interior = num_bins_ - 1;
+    const std::int64_t step = std::max<std::int64_t>(1, interior / plan_sample_edges);
     std::uint64_t cost = 0;
-    std::uint32_t below = 0;
-    for (int c = 0; c < cells_; ++c) {
-      first[static_cast<std::size_t>(c)] = below;
-      below += per_cell[static_cast<std::size_t>(c)];
-      cost += static_cast<std::uint64_t>(per_cell[static_cast<std::size_t>(c)]) * per_cell[static_cast<std::size_t>(c)];
+    std::uint64_t run = 0;
+    int run_cell = -1;
+    for (std::int64_t j = 1; j <= interior; j += step) {
+      const int c = cell(key_of_edge(edge_at(j)));
+      if (c != run_cell) {
+        cost += run * run;
+        run = 0;
+        run_cell = c;
+      }
+      ++run;
     }
-    first[static_cast<std::size_t>(cells_)] = below;
-    return cost;
+    return cost + run * run;
   }
+
+  /// Interior edges plan() looks at to choose a grid: enough to tell the layouts apart, few
+  /// enough that the host's work does not grow with the edges.
+  static constexpr std::int64_t plan_sample_edges = 4096;
 
   const key_type* keys_ = nullptr;
   const std::uint32_t* first_ = nullptr;
@@ -262,7 +314,7 @@ class grid_range_bin_mapper {
 };
 
 /// The most even bins that go through the grid when the estimate cannot take them: beyond, the
-/// host's work to build the tables per call would show.
+/// tables' memory and the CPU backend's work to build them per call would show.
 inline constexpr std::int64_t max_even_bins_on_grid = std::int64_t{1} << 22;
 
 /// Whether even bins go through the grid over their edges (numpy's, in the precision samples
@@ -276,14 +328,6 @@ template <class Sample>
 bool even_bins_take_grid(const even_bin_mapper<Sample>& map) {
   return map.shortcut() == even_shortcut::none && map.num_bins() <= max_even_bins_on_grid &&
          std::isfinite(static_cast<double>(map.edge(0))) && std::isfinite(static_cast<double>(map.edge(map.num_bins())));
-}
-
-/// The edges of even bins as `map` compares samples with them, as doubles for the grid.
-template <class Sample>
-std::vector<double> even_edges(const even_bin_mapper<Sample>& map) {
-  std::vector<double> edges(static_cast<std::size_t>(map.num_bins()) + 1);
-  for (std::int64_t i = 0; i <= map.num_bins(); ++i) edges[static_cast<std::size_t>(i)] = static_cast<double>(map.edge(i));
-  return edges;
 }
 
 }  // namespace tally::detail

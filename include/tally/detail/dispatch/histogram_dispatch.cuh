@@ -312,6 +312,30 @@ cudaError_t make_histogram_policy(strategy requested, const Mapper& map, std::in
                         props, 1 << 30, blocks, policy.block_threads);
 }
 
+/// Where the edges of a grid's tables come from on the device: range bins' edges, copied there.
+struct edges_in_memory {
+  const double* edges;
+  __device__ double operator()(std::int64_t i) const { return edges[i]; }
+};
+
+/// Even bins' edges, computed on the device as numpy computes them (even_bin_mapper::edge).
+template <class Sample>
+struct computed_even_edges {
+  even_bin_mapper<Sample> map;
+  __device__ double operator()(std::int64_t i) const { return static_cast<double>(map.edge(i)); }
+};
+
+/// Fills `map`'s tables at `tables` (its table_bytes) on `stream`, from the edges `edge_at` gives
+/// on the device (edges_in_memory, computed_even_edges).
+template <class Sample, class EdgeAt>
+cudaError_t dispatch_grid_tables(const grid_range_bin_mapper<Sample>& map, EdgeAt edge_at, std::byte* tables,
+                                 cudaStream_t stream) {
+  constexpr int threads = 256;
+  const std::int64_t blocks = std::min<std::int64_t>((map.table_entries() + threads - 1) / threads, 4096);
+  fill_grid_tables_kernel<<<static_cast<int>(blocks), threads, 0, stream>>>(map, edge_at, tables);
+  return cudaGetLastError();
+}
+
 inline cudaError_t launch_merge(const std::uint32_t* copies, int num_copies, std::int64_t num_bins, void* counts,
                                 bool wide_counters, const device_properties& props, cudaStream_t stream) {
   const std::int64_t needed = (num_bins + tuning::merge_block_threads - 1) / tuning::merge_block_threads;

@@ -2,6 +2,7 @@
 // pieces. Every kernel adds the samples it leaves out to `left_out` (one atomic per warp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <type_traits>
 
@@ -182,6 +183,18 @@ packed16_histogram_kernel(const Sample* samples, std::int64_t num_samples, Count
   warp_add_to(mine, left_out);
   __syncthreads();  // every count and spill is in before the copy is read
   add_packed_copy(packed_copy, num_bins, counts, swizzle ? 31u : 0u);
+}
+
+/// Fills a range-bin grid's tables (grid_range_bin_mapper::fill_entry), one entry a thread: the
+/// host plans the grid, the device builds its keys and cells, which at 65536 bins took the host
+/// longer than the histogram takes the GPU.
+template <class Sample, class EdgeAt>
+__global__ void fill_grid_tables_kernel(grid_range_bin_mapper<Sample> map, EdgeAt edge_at, std::byte* tables) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < map.table_entries();
+       i += stride) {
+    map.fill_entry(edge_at, i, tables);
+  }
 }
 
 /// counts[bin] = the sum of bin over `num_copies` slices; one thread per bin, in a fixed order,
