@@ -372,7 +372,7 @@ int advise_typed(const advise_arguments& args, backend where, std::vector<T> sam
 
   const auto write = [&](const std::string& out) {
     nlohmann::json doc = bench_document("advise", env);
-    for (const bench_row& r : rows) doc["rows"].push_back(nlohmann::json(bench_fields(r)));
+    for (const bench_row& r : rows) doc["rows"].push_back(nlohmann::json(fields_of(r, bench_fields)));
     doc["input"] = {{"description", input_text},
                     {"bins", bins.num_bins},
                     {"lower", bins.lower},

@@ -725,49 +725,48 @@ int run_bench(const bench_config& cfg) {
 }  // namespace
 
 void add_bench_command(CLI::App& app, int& exit_code) {
-  auto cfg = std::make_shared<bench_config>();
-  CLI::App* sub = app.add_subcommand(
-      "bench", "Time every histogram strategy against the read bandwidth, each result verified first");
-  add_backend_option(*sub, cfg->backend_name);
-  sub->add_option("--ops", cfg->ops,
-                  "Operations: histogram (default), histogram_range, weighted_histogram, reduce, count_if, "
-                  "find_first_if; histogram_range counts into range bins (sorted edges, see --edges) on the "
-                  "histogram cases, CUB's HistogramRange the peer; weighted_histogram sums float weights over the histogram cases, every weighted strategy, in "
-                  "double and deterministic; reductions run on the types of --types that reduce takes (not uint8), "
-                  "every strategy, on uniform data")
-      ->delimiter(',')
-      ->capture_default_str();
-  sub->add_option("--strategies", cfg->strategies,
-                  "Histogram strategies to run (default: automatic and every named one; weighted histograms and "
-                  "reductions run all theirs)")
-      ->delimiter(',');
-  sub->add_option("--dists", cfg->distributions,
-                  "Distributions (default: all): " + distribution_names() + "; bank32 is strided32's old name")
-      ->delimiter(',');
-  sub->add_option("--range-kind", cfg->range_kinds,
-                  "Ranges of even bins (histogram, weighted_histogram): exact, [0, bins) over samples generated in "
-                  "[0, bins); general, the data's own range as numpy.histogram(a, bins) takes it, [min, max] "
-                  "(min - 0.5 and max + 0.5 when equal), but counted half-open, [min, max): samples equal to max "
-                  "are left out (upper_edge::exclusive, so that CUB runs the same case). Rows record the kind and "
-                  "the lower and upper edges")
-      ->delimiter(',')
-      ->capture_default_str();
-  sub->add_option("--edges", cfg->edge_layouts,
-                  "Edges of histogram_range's B bins over [0, B]: log, e_k = (B + 1)^(k / B) - 1; random, "
-                  "B - 1 interior edges drawn uniformly from (0, B) from the seed")
-      ->delimiter(',')
-      ->capture_default_str();
-  sub->add_option("--types", cfg->types, "Sample types: uint8, int32, uint32, int64, float32, float64")
-      ->delimiter(',')
-      ->capture_default_str();
-  sub->add_option("--bins", cfg->bins, "Bin counts, e.g. 256,4096")->delimiter(',')->capture_default_str();
-  sub->add_option("--sizes", cfg->sizes, "Sample counts, e.g. 2^28 or 1e6 (default: 2^28 on a GPU, 2^22 on CPUs)")
-      ->delimiter(',');
-  cfg->given.add_to(*sub, "Timed runs per case; the median is reported (default: 15 GPU, 5 CPU)",
-                    "Untimed runs before timing (default: 3 GPU, 1 CPU)");
-  sub->add_option("--seed", cfg->seed, "Seed of the generated inputs")->capture_default_str();
-  cfg->add_to(*sub, "rows", "bars per strategy and distribution as a fraction of the read bandwidth");
-  sub->callback([cfg, &exit_code] { exit_code = run_bench(*cfg); });
+  const measuring_command about{
+      "bench", "Time every histogram strategy against the read bandwidth, each result verified first", "rows",
+      "bars per strategy and distribution as a fraction of the read bandwidth"};
+  add_measuring_command(app, exit_code, about, run_bench, [](CLI::App& sub, bench_config& cfg) {
+    sub.add_option("--ops", cfg.ops,
+                   "Operations: histogram (default), histogram_range, weighted_histogram, reduce, count_if, "
+                   "find_first_if; histogram_range counts into range bins (sorted edges, see --edges) on the "
+                   "histogram cases, CUB's HistogramRange the peer; weighted_histogram sums float weights over the histogram cases, every weighted strategy, in "
+                   "double and deterministic; reductions run on the types of --types that reduce takes (not uint8), "
+                   "every strategy, on uniform data")
+        ->delimiter(',')
+        ->capture_default_str();
+    sub.add_option("--strategies", cfg.strategies,
+                   "Histogram strategies to run (default: automatic and every named one; weighted histograms and "
+                   "reductions run all theirs)")
+        ->delimiter(',');
+    sub.add_option("--dists", cfg.distributions,
+                   "Distributions (default: all): " + distribution_names() + "; bank32 is strided32's old name")
+        ->delimiter(',');
+    sub.add_option("--range-kind", cfg.range_kinds,
+                   "Ranges of even bins (histogram, weighted_histogram): exact, [0, bins) over samples generated in "
+                   "[0, bins); general, the data's own range as numpy.histogram(a, bins) takes it, [min, max] "
+                   "(min - 0.5 and max + 0.5 when equal), but counted half-open, [min, max): samples equal to max "
+                   "are left out (upper_edge::exclusive, so that CUB runs the same case). Rows record the kind and "
+                   "the lower and upper edges")
+        ->delimiter(',')
+        ->capture_default_str();
+    sub.add_option("--edges", cfg.edge_layouts,
+                   "Edges of histogram_range's B bins over [0, B]: log, e_k = (B + 1)^(k / B) - 1; random, "
+                   "B - 1 interior edges drawn uniformly from (0, B) from the seed")
+        ->delimiter(',')
+        ->capture_default_str();
+    sub.add_option("--types", cfg.types, "Sample types: uint8, int32, uint32, int64, float32, float64")
+        ->delimiter(',')
+        ->capture_default_str();
+    sub.add_option("--bins", cfg.bins, "Bin counts, e.g. 256,4096")->delimiter(',')->capture_default_str();
+    sub.add_option("--sizes", cfg.sizes, "Sample counts, e.g. 2^28 or 1e6 (default: 2^28 on a GPU, 2^22 on CPUs)")
+        ->delimiter(',');
+    cfg.given.add_to(sub, "Timed runs per case; the median is reported (default: 15 GPU, 5 CPU)",
+                     "Untimed runs before timing (default: 3 GPU, 1 CPU)");
+    sub.add_option("--seed", cfg.seed, "Seed of the generated inputs")->capture_default_str();
+  });
 }
 
 }  // namespace tally::cli

@@ -234,31 +234,28 @@ nlohmann::json bench_document(std::string_view command, const bench_environment&
   return doc;
 }
 
-row_fields bench_fields(const bench_row& r) {
-  row_fields f;
-  f["type"] = r.sample_type;
-  f["samples"] = r.num_samples;
-  f["distribution"] = r.distribution;
-  f["bins"] = r.num_bins;
-  f["strategy"] = r.strategy;
-  f["used"] = r.used;
-  f["check"] = r.verdict;
-  f["runs"] = r.runs;
-  f["median_ms"] = r.median_ms;
-  f["min_ms"] = r.min_ms;
-  f["noise_percent"] = r.noise_percent;
-  f["samples_per_s"] = r.samples_per_s;
-  f["bytes_per_s"] = r.bytes_per_s;
-  f["read_fraction"] = r.read_fraction;
-  f["operation"] = r.operation;
-  f["variant"] = r.variant;
-  f["note"] = r.note;
-  f["bins_kind"] = r.bins_kind;
-  f["lower"] = r.lower;
-  f["upper"] = r.upper;
-  f["reason"] = r.reason;
-  f["timed"] = r.timed;
-  return f;
-}
+const std::vector<row_field<bench_row>> bench_fields{
+    {"type", &bench_row::sample_type},
+    {"samples", &bench_row::num_samples},
+    {"distribution", &bench_row::distribution},
+    {"bins", &bench_row::num_bins},
+    {"strategy", &bench_row::strategy},
+    {"used", &bench_row::used},
+    {"check", &bench_row::verdict},
+    {"runs", &bench_row::runs},
+    {"median_ms", &bench_row::median_ms},
+    {"min_ms", &bench_row::min_ms},
+    {"noise_percent", &bench_row::noise_percent},
+    {"samples_per_s", &bench_row::samples_per_s},
+    {"bytes_per_s", &bench_row::bytes_per_s},
+    {"read_fraction", &bench_row::read_fraction},
+    {"operation", &bench_row::operation},
+    {"variant", &bench_row::variant},
+    {"note", &bench_row::note},
+    {"bins_kind", &bench_row::bins_kind},
+    {"lower", &bench_row::lower},
+    {"upper", &bench_row::upper},
+    {"reason", &bench_row::reason},
+    {"timed", &bench_row::timed}};
 
 }  // namespace tally::cli

@@ -86,6 +86,6 @@ std::string bench_csv_comment(const bench_environment& env);
  */
 nlohmann::json bench_document(std::string_view command, const bench_environment& env);
 /** @brief A row's fields: the CSV's columns, the JSON row's keys. */
-row_fields bench_fields(const bench_row& r);
+extern const std::vector<row_field<bench_row>> bench_fields;
 
 }  // namespace tally::cli

@@ -47,8 +47,8 @@ struct contention_config : result_files {
   double max_cas_contenders = 256;  ///< GPU only: cas rows with more contenders per word are skipped
   int runs = 5;
   int warmup = 1;
-  std::vector<std::string> cpu_only_given;  ///< the CPU-only options named on the command line
-  std::vector<std::string> gpu_only_given;  ///< the GPU-only options named on the command line
+  std::vector<const CLI::Option*> cpu_only_options;  ///< set as the options are added
+  std::vector<const CLI::Option*> gpu_only_options;
 };
 
 /// A row of the report: the lab's row and the figures drawn from it.
@@ -202,42 +202,42 @@ void print_summary(std::FILE* out, const std::vector<report_row>& rows) {
              narrow_wrong > 0 ? fmt::format(", {} wrong results with block scope across blocks", narrow_wrong) : "");
 }
 
-/// A row's fields in the order of the CSV columns (JSON keeps them by name); GPU rows add their
-/// memory, scope, aggregation and grid.
-row_fields fields_of(const report_row& r) {
-  const lab::contention_case& c = r.what;
-  row_fields f;
-  f["op"] = lab::to_string(c.op);
-  f["method"] = lab::method_name(c.method);
-  if (const auto* gpu = std::get_if<lab::gpu_method>(&c.method)) {
-    f["memory"] = lab::to_string(gpu->memory);
-    f["scope"] = lab::to_string(gpu->scope);
-    f["aggregation"] = lab::to_string(gpu->aggregate);
-    f["blocks"] = lab::blocks_of(c);
-    f["block_threads"] = gpu->block_threads;
+/// The columns of a backend's rows; GPU rows add their memory, scope, aggregation and grid.
+std::vector<row_field<report_row>> contention_fields(bool on_gpu) {
+  using field = row_field<report_row>;
+  const auto gpu_method = [](const report_row& r) { return std::get<lab::gpu_method>(r.what.method); };
+  std::vector<field> fields{{"op", [](const report_row& r) { return lab::to_string(r.what.op); }},
+                            {"method", [](const report_row& r) { return lab::method_name(r.what.method); }}};
+  if (on_gpu) {
+    fields.insert(fields.end(),
+                  {field{"memory", [=](const report_row& r) { return lab::to_string(gpu_method(r).memory); }},
+                   field{"scope", [=](const report_row& r) { return lab::to_string(gpu_method(r).scope); }},
+                   field{"aggregation", [=](const report_row& r) { return lab::to_string(gpu_method(r).aggregate); }},
+                   field{"blocks", [](const report_row& r) { return lab::blocks_of(r.what); }},
+                   field{"block_threads", [=](const report_row& r) { return gpu_method(r).block_threads; }}});
   }
-  f["addresses"] = c.addresses;
-  f["threads"] = c.threads;
-  f["team"] = r.team;
-  f["ops_per_thread"] = c.ops_per_thread;
-  f["contenders"] = r.contenders;
-  f["check"] = r.check;
-  f["timed"] = r.timed;
-  f["runs"] = r.time.runs;
-  f["median_ms"] = r.time.median_ms;
-  f["min_ms"] = r.time.min_ms;
-  f["noise_percent"] = r.time.noise_percent;
-  f["ops_per_s"] = r.ops_per_s;
-  return f;
+  fields.insert(fields.end(),
+                {field{"addresses", [](const report_row& r) { return r.what.addresses; }},
+                 field{"threads", [](const report_row& r) { return r.what.threads; }}, field{"team", &report_row::team},
+                 field{"ops_per_thread", [](const report_row& r) { return r.what.ops_per_thread; }},
+                 field{"contenders", &report_row::contenders}, field{"check", &report_row::check},
+                 field{"timed", &report_row::timed}, field{"runs", [](const report_row& r) { return r.time.runs; }},
+                 field{"median_ms", [](const report_row& r) { return r.time.median_ms; }},
+                 field{"min_ms", [](const report_row& r) { return r.time.min_ms; }},
+                 field{"noise_percent", [](const report_row& r) { return r.time.noise_percent; }},
+                 field{"ops_per_s", &report_row::ops_per_s}});
+  return fields;
 }
 
 int run_contention(const contention_config& cfg) {
   cfg.check(command_name);
   const backend where = resolve_backend(cfg.backend_name, command_name);
   const bool on_gpu = where == backend::gpu;
-  const std::vector<std::string>& other_backends_options = on_gpu ? cfg.cpu_only_given : cfg.gpu_only_given;
-  if (!other_backends_options.empty()) {
-    throw_invalid_argument(command_name, other_backends_options.front(),
+  const std::vector<const CLI::Option*>& other_backends_options = on_gpu ? cfg.cpu_only_options : cfg.gpu_only_options;
+  const auto given = std::find_if(other_backends_options.begin(), other_backends_options.end(),
+                                  [](const CLI::Option* option) { return option->count() > 0; });
+  if (given != other_backends_options.end()) {
+    throw_invalid_argument(command_name, (*given)->get_name(),
                            on_gpu ? "is for the CPU backend; the GPU sweep takes --memory, --scopes and --aggregation"
                                   : "is for the GPU backend; the CPU sweep takes --methods");
   }
@@ -272,63 +272,53 @@ int run_contention(const contention_config& cfg) {
   nlohmann::json doc = result_document("contention", env);
   doc["layout"] = lab::layout_text(where);
   return cfg.finish(command_name, environment_csv_comment("contention", env) + ", layout: " + lab::layout_text(where),
-                    std::move(doc), rows, fields_of);
+                    std::move(doc), rows, contention_fields(on_gpu));
 }
 
 }  // namespace
 
 void add_contention_command(CLI::App& app, int& exit_code) {
-  auto cfg = std::make_shared<contention_config>();
-  CLI::App* sub = app.add_subcommand(
-      "contention", "Atomic throughput as the number of distinct addresses grows (GPU or CPU), every run verified");
-  add_backend_option(*sub, cfg->backend_name);
-  sub->add_option("--addresses", cfg->addresses, "Numbers of distinct addresses, e.g. 1,4,16,...,65536")
-      ->delimiter(',')
-      ->capture_default_str();
-  sub->add_option("--ops", cfg->ops, "Operations: add, cas (a CAS-loop add), max (a CAS-loop max), exch")
-      ->delimiter(',')
-      ->capture_default_str();
-  CLI::Option* methods =
-      sub->add_option("--methods", cfg->methods,
-                      "CPU: atomic (std::atomic_ref), critical (one omp critical section), privatized (per-thread "
-                      "copies merged at the end)")
-          ->delimiter(',')
-          ->capture_default_str();
-  CLI::Option* memory = sub->add_option("--memory", cfg->memory,
-                                        "GPU: global, shared (a copy per block), global_private (a global slice per "
-                                        "block)")
-                            ->delimiter(',')
-                            ->capture_default_str();
-  CLI::Option* scopes =
-      sub->add_option("--scopes", cfg->scopes, "GPU: cuda::thread_scope of the atomics: block, device, system")
-          ->delimiter(',')
-          ->capture_default_str();
-  CLI::Option* aggregation =
-      sub->add_option("--aggregation", cfg->aggregation,
-                      "GPU: none, warp (lanes on one word combine: __match_any_sync + __reduce_*_sync)")
-          ->delimiter(',')
-          ->capture_default_str();
-  CLI::Option* block_threads =
-      sub->add_option("--block-threads", cfg->block_threads, "GPU: threads per block (a multiple of 32)")
-          ->capture_default_str();
-  CLI::Option* max_cas = sub->add_option("--max-cas-contenders", cfg->max_cas_contenders,
-                                         "GPU: skip cas rows with more threads competing for one word (each "
-                                         "costs that many retries per update)")
-                             ->capture_default_str();
-  sub->add_option("--threads", cfg->threads,
-                  "Threads T. CPU: logical threads (default: the OpenMP thread count; more than the machine has run "
-                  "in turns). GPU: all threads of the grid, a multiple of --block-threads (default: 1024 per SM)");
-  sub->add_option("--ops-per-thread", cfg->ops_per_thread,
-                  "Updates K per thread, e.g. 65536 or 2^16 (default: 2^16 on the CPU, 32 on the GPU)");
-  sub->add_option("--runs", cfg->runs, "Timed runs per case; the median is reported")->capture_default_str();
-  sub->add_option("--warmup", cfg->warmup, "Checked but untimed runs before them")->capture_default_str();
-  cfg->add_to(*sub, "rows", "operations per second against addresses, log-log");
-  sub->callback([cfg, &exit_code, methods, memory, scopes, aggregation, block_threads, max_cas] {
-    if (methods->count() > 0) cfg->cpu_only_given.push_back("--methods");
-    for (const CLI::Option* gpu_only : {memory, scopes, aggregation, block_threads, max_cas}) {
-      if (gpu_only->count() > 0) cfg->gpu_only_given.push_back(gpu_only->get_name());
-    }
-    exit_code = run_contention(*cfg);
+  const measuring_command about{
+      "contention", "Atomic throughput as the number of distinct addresses grows (GPU or CPU), every run verified",
+      "rows", "operations per second against addresses, log-log"};
+  add_measuring_command(app, exit_code, about, run_contention, [](CLI::App& sub, contention_config& cfg) {
+    sub.add_option("--addresses", cfg.addresses, "Numbers of distinct addresses, e.g. 1,4,16,...,65536")
+        ->delimiter(',')
+        ->capture_default_str();
+    sub.add_option("--ops", cfg.ops, "Operations: add, cas (a CAS-loop add), max (a CAS-loop max), exch")
+        ->delimiter(',')
+        ->capture_default_str();
+    cfg.cpu_only_options.push_back(
+        sub.add_option("--methods", cfg.methods,
+                       "CPU: atomic (std::atomic_ref), critical (one omp critical section), privatized (per-thread "
+                       "copies merged at the end)")
+            ->delimiter(',')
+            ->capture_default_str());
+    cfg.gpu_only_options = {
+        sub.add_option("--memory", cfg.memory,
+                       "GPU: global, shared (a copy per block), global_private (a global slice per block)")
+            ->delimiter(',')
+            ->capture_default_str(),
+        sub.add_option("--scopes", cfg.scopes, "GPU: cuda::thread_scope of the atomics: block, device, system")
+            ->delimiter(',')
+            ->capture_default_str(),
+        sub.add_option("--aggregation", cfg.aggregation,
+                       "GPU: none, warp (lanes on one word combine: __match_any_sync + __reduce_*_sync)")
+            ->delimiter(',')
+            ->capture_default_str(),
+        sub.add_option("--block-threads", cfg.block_threads, "GPU: threads per block (a multiple of 32)")
+            ->capture_default_str(),
+        sub.add_option("--max-cas-contenders", cfg.max_cas_contenders,
+                       "GPU: skip cas rows with more threads competing for one word (each costs that many retries "
+                       "per update)")
+            ->capture_default_str()};
+    sub.add_option("--threads", cfg.threads,
+                   "Threads T. CPU: logical threads (default: the OpenMP thread count; more than the machine has run "
+                   "in turns). GPU: all threads of the grid, a multiple of --block-threads (default: 1024 per SM)");
+    sub.add_option("--ops-per-thread", cfg.ops_per_thread,
+                   "Updates K per thread, e.g. 65536 or 2^16 (default: 2^16 on the CPU, 32 on the GPU)");
+    sub.add_option("--runs", cfg.runs, "Timed runs per case; the median is reported")->capture_default_str();
+    sub.add_option("--warmup", cfg.warmup, "Checked but untimed runs before them")->capture_default_str();
   });
 }
 

@@ -411,17 +411,10 @@ void print_claims(std::FILE* out, const std::vector<claim_row>& rows) {
              count("holds"), count("partly"), count("does not hold"), count("MISMATCH"));
 }
 
-row_fields fields_of(const claim_row& r) {
-  row_fields f;
-  f["backend"] = r.backend;
-  f["lesson"] = r.lesson;
-  f["claim"] = r.claim;
-  f["measured"] = r.measured;
-  f["figure"] = r.figure;
-  f["unit"] = r.unit;
-  f["verdict"] = r.verdict;
-  return f;
-}
+const row_field<claim_row> claim_fields[] = {
+    {"backend", &claim_row::backend},   {"lesson", &claim_row::lesson}, {"claim", &claim_row::claim},
+    {"measured", &claim_row::measured}, {"figure", &claim_row::figure}, {"unit", &claim_row::unit},
+    {"verdict", &claim_row::verdict}};
 
 int run_lab(const lab_config& cfg) {
   const backend where = resolve_backend(cfg.backend_name, command_name);
@@ -458,22 +451,21 @@ int run_lab(const lab_config& cfg) {
     for (claim_row& r : rows) r.backend = "cpu";
   }
   print_claims(stdout, rows);
-  return cfg.finish(command_name, environment_csv_comment("lab", env), result_document("lab", env), rows, fields_of);
+  return cfg.finish(command_name, environment_csv_comment("lab", env), result_document("lab", env), rows, claim_fields);
 }
 
 }  // namespace
 
 void add_lab_command(CLI::App& app, int& exit_code) {
-  auto cfg = std::make_shared<lab_config>();
-  CLI::App* sub = app.add_subcommand(
-      "lab", "Every experiment of the lab in one go: each claim beside the figure measured here, and a verdict");
-  add_backend_option(*sub, cfg->backend_name);
-  sub->add_option("--samples", cfg->samples,
-                  "Samples of the histogram and sum experiments (default 2^24 on the GPU, 2^22 on the CPU)");
-  sub->add_option("--runs", cfg->runs, "Timed runs per variant; the median is reported")->capture_default_str();
-  sub->add_option("--seed", cfg->seed, "Seed of the samples")->capture_default_str();
-  cfg->add_to(*sub, "claims", "the figure measured for each claim, coloured by verdict");
-  sub->callback([cfg, &exit_code] { exit_code = run_lab(*cfg); });
+  const measuring_command about{
+      "lab", "Every experiment of the lab in one go: each claim beside the figure measured here, and a verdict",
+      "claims", "the figure measured for each claim, coloured by verdict"};
+  add_measuring_command(app, exit_code, about, run_lab, [](CLI::App& sub, lab_config& cfg) {
+    sub.add_option("--samples", cfg.samples,
+                   "Samples of the histogram and sum experiments (default 2^24 on the GPU, 2^22 on the CPU)");
+    sub.add_option("--runs", cfg.runs, "Timed runs per variant; the median is reported")->capture_default_str();
+    sub.add_option("--seed", cfg.seed, "Seed of the samples")->capture_default_str();
+  });
 }
 
 }  // namespace tally::cli

@@ -121,22 +121,13 @@ void print_rows(std::FILE* out, const std::vector<race_row>& rows) {
              rows.size(), mismatches, racy_wrong, racy);
 }
 
-row_fields fields_of(const race_row& r) {
-  row_fields f;
-  f["experiment"] = r.experiment;
-  f["variant"] = r.variant;
-  f["correct"] = r.correct;
-  f["run"] = r.run;
-  f["threads"] = r.threads;
-  f["team"] = r.outcome.team;
-  f["bins"] = r.bins;
-  f["expected"] = r.outcome.expected;
-  f["actual"] = r.outcome.actual;
-  f["lost"] = lost(r);
-  f["wrong_bins"] = r.outcome.wrong_bins;
-  f["check"] = r.verdict;
-  return f;
-}
+const row_field<race_row> race_fields[] = {
+    {"experiment", &race_row::experiment}, {"variant", &race_row::variant}, {"correct", &race_row::correct},
+    {"run", &race_row::run}, {"threads", &race_row::threads},
+    {"team", [](const race_row& r) { return r.outcome.team; }}, {"bins", &race_row::bins},
+    {"expected", [](const race_row& r) { return r.outcome.expected; }},
+    {"actual", [](const race_row& r) { return r.outcome.actual; }}, {"lost", lost},
+    {"wrong_bins", [](const race_row& r) { return r.outcome.wrong_bins; }}, {"check", &race_row::verdict}};
 
 int run_race(const race_config& cfg) {
   const backend where = resolve_backend(cfg.backend_name, command_name);
@@ -239,28 +230,29 @@ int run_race(const race_config& cfg) {
   }
   print_rows(stdout, rows);
   return cfg.finish(command_name, environment_csv_comment("race", env), result_document("race", env), rows,
-                    fields_of);
+                    race_fields);
 }
 
 }  // namespace
 
 void add_race_command(CLI::App& app, int& exit_code) {
-  auto cfg = std::make_shared<race_config>();
-  CLI::App* sub = app.add_subcommand(
-      "race", "Data races (GPU or CPU): racy variants beside correct ones, expected, actual and lost");
-  add_backend_option(*sub, cfg->backend_name);
-  sub->add_option("--experiments", cfg->experiments, "counter, histogram, block_histogram")
-      ->delimiter(',')
-      ->capture_default_str();
-  sub->add_option("--threads", cfg->threads, "counter: threads (GPU threads, or CPU logical threads), each adding 1 once")
-      ->delimiter(',')
-      ->capture_default_str();
-  sub->add_option("--samples", cfg->samples, "histograms: uniform int32 samples, e.g. 2^22")->capture_default_str();
-  sub->add_option("--bins", cfg->bins, "histograms: bins (GPU block histogram: at most 12288)")->capture_default_str();
-  sub->add_option("--runs", cfg->runs, "Runs of each case, each its own row (racy results vary)")->capture_default_str();
-  sub->add_option("--seed", cfg->seed, "Seed of the samples")->capture_default_str();
-  cfg->add_to(*sub, "rows", "updates lost per variant and thread count");
-  sub->callback([cfg, &exit_code] { exit_code = run_race(*cfg); });
+  const measuring_command about{
+      "race", "Data races (GPU or CPU): racy variants beside correct ones, expected, actual and lost", "rows",
+      "updates lost per variant and thread count"};
+  add_measuring_command(app, exit_code, about, run_race, [](CLI::App& sub, race_config& cfg) {
+    sub.add_option("--experiments", cfg.experiments, "counter, histogram, block_histogram")
+        ->delimiter(',')
+        ->capture_default_str();
+    sub.add_option("--threads", cfg.threads,
+                   "counter: threads (GPU threads, or CPU logical threads), each adding 1 once")
+        ->delimiter(',')
+        ->capture_default_str();
+    sub.add_option("--samples", cfg.samples, "histograms: uniform int32 samples, e.g. 2^22")->capture_default_str();
+    sub.add_option("--bins", cfg.bins, "histograms: bins (GPU block histogram: at most 12288)")->capture_default_str();
+    sub.add_option("--runs", cfg.runs, "Runs of each case, each its own row (racy results vary)")
+        ->capture_default_str();
+    sub.add_option("--seed", cfg.seed, "Seed of the samples")->capture_default_str();
+  });
 }
 
 }  // namespace tally::cli
