@@ -30,11 +30,14 @@ enum class grid_kind : std::uint8_t {
 /**
  * Maps a sample to its range bin as range_bin_mapper does (the same bins, edges compared as numpy
  * compares them), in a few instructions per sample:
- * - keys: the edges in the precision samples compare in. Float samples take each double edge
- *   rounded up to a float (x >= e exactly when x >= that float), so they compare in float.
- * - cells: cell(x) is monotone in x, and first[c] counts the edges 1..n-1 whose cell is below c.
- *   For x in cell c, every such edge is below x and no edge above cell c is at or below x, so x's
- *   bin lies in [first[c], first[c + 1]]: a binary search over that short span of keys.
+ * - keys: the edges 0..n in the precision samples compare in, and one more after them that no
+ *   search reads but a load may. Float samples take each double edge rounded up to a float
+ *   (x >= e exactly when x >= that float), so they compare in float.
+ * - cells: cell(x) is monotone in x, and first[c] counts the keys whose cell is below c. For x in
+ *   cell c, every such key is below x and no key above cell c is at or below x, so the number of
+ *   keys at or below x lies in [first[c], first[c + 1]]: a binary search over that short span.
+ *   That number less one is x's bin, -1 below the first edge and n at or above the last, so one
+ *   unsigned compare leaves samples out (NaN takes cell 0 and no key: -1).
  * Trivially copyable for kernels; the tables must stay alive and be readable where it runs.
  */
 template <class Sample>
@@ -52,7 +55,7 @@ class grid_range_bin_mapper {
   }
   /// Bytes of the tables for `num_edges` edges: the keys, then the cells' first bins, 16-byte aligned.
   static std::size_t table_bytes(std::int64_t num_edges) {
-    return keys_bytes(num_edges) + first_bytes(cells_for(num_edges - 1));
+    return keys_bytes(num_edges + 1) + first_bytes(cells_for(num_edges - 1));
   }
   grid_range_bin_mapper() = default;
 
@@ -89,11 +92,11 @@ class grid_range_bin_mapper {
   static grid_range_bin_mapper plan(EdgeAt edge_at, std::int64_t num_edges, upper_edge last_edge) {
     grid_range_bin_mapper map = for_sizing(num_edges);
     const int n = map.num_bins_;
-    map.first_key_ = key_of_edge(edge_at(0));
+    const key_type first_key = key_of_edge(edge_at(0));
     map.last_key_ = key_of_edge(edge_at(n));
     // A sample equals the last edge only if the edge is exactly a key (a float, for float samples).
     map.inclusive_ = last_edge == upper_edge::inclusive && static_cast<double>(map.last_key_) == edge_at(n);
-    const key_type low = n >= 3 ? key_of_edge(edge_at(1)) : map.first_key_;
+    const key_type low = n >= 3 ? key_of_edge(edge_at(1)) : first_key;
     const key_type high = n >= 3 ? key_of_edge(edge_at(n - 1)) : map.last_key_;
     map.choose_value_grid(low, high);
     if constexpr (std::is_same_v<key_type, float>) {
@@ -105,29 +108,28 @@ class grid_range_bin_mapper {
   }
 
   /// Fills the tables (table_bytes of this mapper's edges, 16-byte aligned) on the host: the keys,
-  /// then first[c] for every cell, in one pass, since an interior key's cell never falls as the
-  /// keys rise.
+  /// then first[c] for every cell, in one pass, since a key's cell never falls as the keys rise.
   template <class EdgeAt>
   void fill_tables(EdgeAt edge_at, std::span<std::byte> tables) const {
     auto* keys = reinterpret_cast<key_type*>(tables.data());
-    auto* first = reinterpret_cast<std::uint32_t*>(tables.data() + keys_bytes(num_bins_ + 1));
-    for (int i = 0; i <= num_bins_; ++i) keys[i] = key_of_edge(edge_at(i));
-    int below = 0;  // interior keys (1 to n - 1) whose cell is below c
+    auto* first = reinterpret_cast<std::uint32_t*>(tables.data() + keys_bytes(num_bins_ + 2));
+    for (int i = 0; i <= num_bins_ + 1; ++i) keys[i] = key_at(edge_at, i);
+    int below = 0;  // keys whose cell is below c
     for (int c = 0; c <= cells_; ++c) {
-      while (below < num_bins_ - 1 && cell(keys[below + 1]) < c) ++below;
+      while (below <= num_bins_ && cell(keys[below]) < c) ++below;
       first[c] = static_cast<std::uint32_t>(below);
     }
   }
 
   /// Entry i of the tables, as fill_tables writes it, for a kernel that fills them a thread an
-  /// entry: key i (i <= num_bins) and first[i] (i <= cells), the latter by a binary search over
-  /// the interior keys' cells.
+  /// entry: key i (i <= num_bins + 1) and first[i] (i <= cells), the latter by a binary search over
+  /// the keys' cells.
   template <class EdgeAt>
   TALLY_HOST_DEVICE void fill_entry(EdgeAt edge_at, std::int64_t i, std::byte* tables) const {
-    if (i <= num_bins_) reinterpret_cast<key_type*>(tables)[i] = key_of_edge(edge_at(i));
+    if (i <= num_bins_ + 1) reinterpret_cast<key_type*>(tables)[i] = key_at(edge_at, static_cast<int>(i));
     if (i <= cells_) {
-      int lo = 1;  // the first interior key whose cell is at or above i, or num_bins if none is
-      int hi = num_bins_;
+      int lo = 0;  // the first key whose cell is at or above i, or num_bins + 1 if none is
+      int hi = num_bins_ + 1;
       while (lo < hi) {
         const int mid = lo + (hi - lo) / 2;
         if (cell(key_of_edge(edge_at(mid))) < i) {
@@ -136,13 +138,13 @@ class grid_range_bin_mapper {
           hi = mid;
         }
       }
-      reinterpret_cast<std::uint32_t*>(tables + keys_bytes(num_bins_ + 1))[i] = static_cast<std::uint32_t>(lo - 1);
+      reinterpret_cast<std::uint32_t*>(tables + keys_bytes(num_bins_ + 2))[i] = static_cast<std::uint32_t>(lo);
     }
   }
 
   /// Entries fill_entry takes: the larger of the keys and the cells' first bins.
   TALLY_HOST_DEVICE std::int64_t table_entries() const {
-    return num_bins_ + 1 > cells_ + 1 ? num_bins_ + 1 : cells_ + 1;
+    return num_bins_ + 2 > cells_ + 1 ? num_bins_ + 2 : cells_ + 1;
   }
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
@@ -150,33 +152,33 @@ class grid_range_bin_mapper {
 
   TALLY_HOST_DEVICE std::int64_t operator()(Sample sample) const {
     const auto x = canonical(static_cast<key_type>(sample));
-    // Every sample, in range or not, takes the cell (clamped to the grid) and the compare, and a
-    // select settles the rest: no branch in the common path, so the compiler interleaves the
-    // samples of a vector, each waiting on two dependent table reads. Only cells with more than
-    // one candidate edge loop.
+    // Every sample, in range or not, takes the cell (clamped to the grid), the compare and the
+    // selects: no branch in the common path, so the compiler interleaves the samples of a vector,
+    // each waiting on two dependent table reads. Only cells with more than one candidate key loop.
     const int c = cell(x);
-    int lo = static_cast<int>(first_[c]);
+    int lo = static_cast<int>(first_[c]);  // the keys at or below x number lo to hi
     int hi = static_cast<int>(first_[c + 1]);
-    while (hi - lo > 1) {  // x's bin is in [lo, hi]; narrow it to two candidates
-      const int mid = (lo + hi + 1) >> 1;
+    while (hi - lo > 1) {  // narrow it to two candidates
+      const int mid = (lo + hi) >> 1;
       if (x >= keys_[mid]) {
-        lo = mid;
+        lo = mid + 1;
       } else {
-        hi = mid - 1;
+        hi = mid;
       }
     }
-    const int bin = x >= keys_[hi] ? hi : lo;  // keys_[lo] <= x, so hi == lo gives lo
+    const bool above = x >= keys_[lo];  // read whatever the span: lo <= num_bins + 1
+    const int bin = (hi > lo && above ? hi : lo) - 1;
     const int outside = (inclusive_ && x == last_key_) ? num_bins_ - 1 : static_cast<int>(left_out_bin);
-    return (x >= first_key_ && x < last_key_) ? bin : outside;
+    return static_cast<unsigned>(bin) < static_cast<unsigned>(num_bins_) ? bin : outside;
   }
 
   /// Bytes of the tables (table_bytes of this mapper's edges).
-  TALLY_HOST_DEVICE std::size_t tables_bytes() const { return keys_bytes(num_bins_ + 1) + first_bytes(cells_); }
+  TALLY_HOST_DEVICE std::size_t tables_bytes() const { return keys_bytes(num_bins_ + 2) + first_bytes(cells_); }
   /// The same mapper reading its tables at `tables` (a copy of them, in shared memory say).
   TALLY_HOST_DEVICE grid_range_bin_mapper reading_tables_at(const std::byte* tables) const {
     grid_range_bin_mapper moved = *this;
     moved.keys_ = reinterpret_cast<const key_type*>(tables);
-    moved.first_ = reinterpret_cast<const std::uint32_t*>(tables + keys_bytes(num_bins_ + 1));
+    moved.first_ = reinterpret_cast<const std::uint32_t*>(tables + keys_bytes(num_bins_ + 2));
     return moved;
   }
   TALLY_HOST_DEVICE const std::byte* tables() const { return reinterpret_cast<const std::byte*>(keys_); }
@@ -206,6 +208,13 @@ class grid_range_bin_mapper {
     }
   }
 
+  /// Key i of the tables: key_of_edge of edge i, and after the last edge one that no search
+  /// reads (the last key again).
+  template <class EdgeAt>
+  TALLY_HOST_DEVICE key_type key_at(EdgeAt edge_at, int i) const {
+    return key_of_edge(edge_at(i <= num_bins_ ? i : num_bins_));
+  }
+
   /// -0 as +0: they compare equal, and the bits grid must give them one cell.
   TALLY_HOST_DEVICE static key_type canonical(key_type x) {
     if constexpr (std::is_same_v<key_type, float>) {
@@ -226,9 +235,12 @@ class grid_range_bin_mapper {
   TALLY_HOST_DEVICE int cell(key_type x) const {
     if constexpr (std::is_same_v<key_type, float>) {
       if (kind_ == grid_kind::float_bits) {
-        // In 64 bits: a difference of two float's ordered bits may pass 2^31.
-        const std::int64_t steps = (static_cast<std::int64_t>(ordered_bits(x)) - bits_origin_) >> bits_shift_;
-        return static_cast<int>(steps < 0 ? 0 : steps < cells_ ? steps : cells_ - 1);
+        // Clamped to the span first: NaN takes its first cell (fmaxf returns the other argument),
+        // and the distance from the span's start fits 32 unsigned bits.
+        const float clamped = fminf(fmaxf(x, span_low_), span_high_);
+        const std::uint32_t steps =
+            static_cast<std::uint32_t>(ordered_bits(clamped)) - static_cast<std::uint32_t>(bits_origin_);
+        return static_cast<int>(steps >> bits_shift_);
       }
     }
     // floor(x * scale + offset), clamped to the cells: one multiply-add rounded to nearest, the
@@ -267,6 +279,8 @@ class grid_range_bin_mapper {
   void choose_bits_grid(key_type low, key_type high) {
     if constexpr (std::is_same_v<key_type, float>) {
       kind_ = grid_kind::float_bits;
+      span_low_ = low;
+      span_high_ = high;
       bits_origin_ = ordered_bits(low);
       const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(ordered_bits(high)) - bits_origin_);
       bits_shift_ = 0;
@@ -301,10 +315,11 @@ class grid_range_bin_mapper {
 
   const key_type* keys_ = nullptr;
   const std::uint32_t* first_ = nullptr;
-  key_type first_key_{};
   key_type last_key_{};
   key_type scale_{};
   key_type offset_{};
+  key_type span_low_{};   // the float-bits grid's span: its first and last interior keys
+  key_type span_high_{};
   std::int32_t bits_origin_ = 0;
   int bits_shift_ = 0;
   int cells_ = 2;
