@@ -5,6 +5,7 @@
 // past 2^53 where the conversion to double rounds.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cfenv>
@@ -563,6 +564,70 @@ TEST(RangeBinMapper, GridFollowsTheEdgesSpacing) {
   std::vector<std::byte> tables(grid_mapper::table_bytes(1025));
   EXPECT_EQ(grid_mapper(log_edges, upper_edge::exclusive, tables, tables.data()).kind(), tally::detail::grid_kind::float_bits);
   EXPECT_EQ(grid_mapper(even_edges, upper_edge::exclusive, tables, tables.data()).kind(), tally::detail::grid_kind::value);
+}
+
+/// GPU calls plan the grid on the host and fill its tables a thread an entry (fill_entry); the CPU
+/// backend fills them in one pass (fill_tables). Both must write the same bytes, and the grid must
+/// bin as the oracle does, also where plan() chooses its grid on a sample of the edges (more than
+/// plan_sample_edges interior edges).
+template <class Sample>
+void expect_device_fill_matches_host_fill(const std::vector<double>& edges, upper_edge mode) {
+  using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
+  const auto num_edges = static_cast<std::int64_t>(edges.size());
+  std::vector<std::byte> host(grid_mapper::table_bytes(num_edges), std::byte{0xab});
+  const grid_mapper grid(edges, mode, host, host.data());
+  const auto edge_at = [&edges](std::int64_t i) { return edges[static_cast<std::size_t>(i)]; };
+  std::vector<std::byte> by_entry(host.size(), std::byte{0xab});
+  const grid_mapper planned = grid_mapper::plan(edge_at, num_edges, mode);
+  for (std::int64_t i = 0; i < planned.table_entries(); ++i) planned.fill_entry(edge_at, i, by_entry.data());
+  ASSERT_EQ(planned.kind(), grid.kind());
+  EXPECT_TRUE(by_entry == host) << "fill_entry and fill_tables wrote different tables";
+
+  const tally_test::reference_range<Sample> oracle(edges, mode);
+  std::vector<Sample> samples;
+  std::mt19937_64 rng(num_edges);
+  const double span = edges.back() - edges.front();
+  std::uniform_real_distribution<double> spread(edges.front() - 0.1 * span - 1.0, edges.back() + 0.1 * span + 1.0);
+  for (int k = 0; k < 20000; ++k) samples.push_back(static_cast<Sample>(spread(rng)));
+  for (std::size_t i = 0; i < edges.size(); i += 7) samples.push_back(static_cast<Sample>(edges[i]));
+  if constexpr (std::is_floating_point_v<Sample>) {
+    samples.push_back(std::numeric_limits<Sample>::quiet_NaN());
+    samples.push_back(std::numeric_limits<Sample>::infinity());
+    samples.push_back(-std::numeric_limits<Sample>::infinity());
+  }
+  int failures = 0;
+  for (const Sample x : samples) {
+    if (grid(x) != oracle.bin(x) && ++failures <= 5) {
+      ADD_FAILURE() << "sample " << show(x) << ": grid bin " << grid(x) << ", oracle bin " << oracle.bin(x);
+    }
+  }
+  EXPECT_EQ(failures, 0);
+}
+
+TEST(RangeBinMapper, TablesFilledAnEntryAtATimeMatchTheHostFillAndTheOracle) {
+  std::mt19937_64 rng(20261124);
+  std::vector<std::vector<double>> lists;
+  for (const int n : {1, 2, 3, 64, 20000}) {
+    std::vector<double> log_edges, random_edges, clustered;
+    for (int k = 0; k <= n; ++k) {
+      log_edges.push_back(std::pow(1e6, static_cast<double>(k) / n) - 1.0);
+      random_edges.push_back(std::uniform_real_distribution<double>(-500.0, 1000.0)(rng));
+      clustered.push_back(1000.0 + 1e-4 * k / n);  // many edges on one float
+    }
+    std::sort(random_edges.begin(), random_edges.end());
+    lists.push_back(log_edges);
+    lists.push_back(random_edges);
+    lists.push_back(clustered);
+  }
+  lists.push_back({0.0, 1.0, 1.0, 1.0, 2.0});  // repeated edges
+  for (const auto& edges : lists) {
+    for (const upper_edge mode : both_modes) {
+      SCOPED_TRACE(::testing::Message() << edges.size() << " edges from " << edges.front() << ", " << mode_name(mode));
+      expect_device_fill_matches_host_fill<float>(edges, mode);
+      expect_device_fill_matches_host_fill<double>(edges, mode);
+      expect_device_fill_matches_host_fill<std::int32_t>(edges, mode);
+    }
+  }
 }
 
 TEST(EvenBinMapper, EstimatesRangesThatAreNotExactInBinary) {

@@ -1,7 +1,8 @@
 // Range bins (sorted edges of the caller's) found without a search over all the edges: a grid of
 // cells over the edges says, for each cell, which bins its samples can fall in, usually one or
-// two, and a short search among those settles it. Host-safe; the tables are built on the host
-// and read by kernels from shared memory (localize_tables) or, when they do not fit, global memory.
+// two, and a short search among those settles it. Host-safe: the host plans a grid; its tables are
+// filled on the device (GPU calls) or the host (the CPU backend), and kernels read them from shared
+// memory (tables_in_block) or, when they do not fit, global memory.
 #pragma once
 
 #include <algorithm>
@@ -13,8 +14,6 @@
 #include <limits>
 #include <span>
 #include <type_traits>
-#include <utility>
-#include <vector>
 
 #include "tally/bins.hpp"
 #include "tally/config.hpp"
@@ -68,9 +67,10 @@ class grid_range_bin_mapper {
   }
 
   /**
-   * Builds the tables for sorted, finite `edges` (check_range_edges) into `tables`
+   * Builds the tables on the host for sorted, finite `edges` (check_range_edges) into `tables`
    * (table_bytes(edges.size()) bytes, 16-byte aligned), and sets the mapper to read them at
-   * `device_tables` (where the caller will copy them; the host bytes for host use).
+   * `device_tables` (the host bytes themselves, for the CPU backend; GPU calls plan() and have
+   * the device fill the tables).
    */
   grid_range_bin_mapper(std::span<const double> edges, upper_edge last_edge, std::span<std::byte> tables,
                         const std::byte* device_tables) {
@@ -293,7 +293,7 @@ class grid_range_bin_mapper {
   template <class EdgeAt>
   std::uint64_t sampled_cost(EdgeAt edge_at) const {
     const std::int64_t interior = num_bins_ - 1;
-    const std::int64_t step = std::max<std::int64_t>(1, interior / plan_sample_edges);
+    const std::int64_t step = std::max<std::int64_t>(1, (interior + plan_sample_edges - 1) / plan_sample_edges);
     std::uint64_t cost = 0;
     std::uint64_t run = 0;
     int run_cell = -1;

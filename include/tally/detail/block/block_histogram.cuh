@@ -199,10 +199,12 @@ __device__ __forceinline__ bool block_bytes_pile_up(int first_byte) {
 }
 
 /// What one thread's walk saw: the samples it visited and the ones it left out. A kernel that
-/// reads its whole copy afterwards takes the left-out count as visited minus what the copy hands
-/// on (handed_count) and never reads `left_out`, so the compiler drops its per-sample count: two
-/// instructions a sample, which show where mapping a sample takes arithmetic.
-/// (The estimate over float32, 4096 bins: 0.873 -> 0.899; docs/performance.md, "A lean kernel for mappers that compute")
+/// reads its whole copy afterwards takes the left-out count as visited minus what it hands on
+/// (add_block_copy's return, left_out_by_difference) and never reads `left_out`, so the compiler
+/// drops its per-sample count: two instructions a sample, which show where mapping a sample takes
+/// arithmetic.
+/// (The estimate, float32, 4096 bins: 0.873 -> 0.899; docs/performance.md, "A lean kernel for
+/// mappers that compute")
 struct walk_tally {
   std::uint32_t visited = 0;   // a thread sees far fewer than 2^32 samples
   std::uint32_t left_out = 0;
@@ -227,7 +229,8 @@ __device__ __forceinline__ bool block_crowds_banks(const Sample* samples, std::i
   constexpr int items = sample_vector<Sample>::items;
   const vector_split<Sample> split(samples, num_samples);
   const int lane = static_cast<int>(threadIdx.x % 32);
-  const std::int64_t first = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32 * 32 * unroll + lane;
+  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const std::int64_t first = warp * 32 * unroll + lane;  // the vector walk_vectorized hands this lane first
   int word = -1 - lane;  // a lane with no sample, or a left-out one, shares no word and no bank
   if (first < split.vectors) {
     const int bin = static_cast<int>(map(samples[split.head + first * items]));
