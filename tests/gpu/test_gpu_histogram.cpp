@@ -8,11 +8,13 @@
 #include <cstdint>
 #include <limits>
 #include <random>
+#include <type_traits>
 #include <vector>
 
 #include <gtest/gtest.h>
 
 #include "gpu/gpu_test_support.hpp"
+#include "tally/detail/tuning/histogram_tuning.cuh"
 
 namespace tally::test {
 namespace {
@@ -583,19 +585,23 @@ std::vector<T> alternating_crowded_runs(std::size_t n, std::size_t run, const ev
 
 /// Kernels whose mapper computes (here the estimate over a range not exact in binary) choose per
 /// block whether to swizzle their copy, from the block's first samples, and take the left-out
-/// count as what they visited less what they hand on. Runs of 4096 samples (a block's first
-/// chunk) alternate between crowded and spread samples, so neighbouring blocks of one call choose
-/// differently; every count and the left-out count must match the CPU.
+/// count as what they visited less what they hand on. Runs of one block's first chunk of samples
+/// (its threads x loads x 4 samples, from the tuning) alternate between crowded and spread
+/// samples, so neighbouring blocks of one call choose differently; every count and the left-out
+/// count must match the CPU.
 TEST(GpuHistogramStrategies, SharedCopiesCountExactlyWhetherOrNotEachBlockSwizzles) {
+  using tuning = tally::detail::tuning::histogram_tuning<float>::privatized;
+  static_assert(std::is_same_v<tuning, tally::detail::tuning::histogram_tuning<std::int32_t>::privatized>);
+  const std::size_t block_chunk = std::size_t{tuning::block_threads} * tuning::loads_per_thread * 4;
   const even_bins bins{4096, -0.25, 3.0 * 4096 - 0.75};
   const std::size_t n = (std::size_t{1} << (quick_mode() ? 20 : 22)) + 3;
   for (const strategy s : {strategy::automatic, strategy::shared_atomic, strategy::warp_aggregated,
                            strategy::replicated, strategy::two_phase}) {
     SCOPED_TRACE(std::string(to_string(s)));
-    expect_even_matches<float, std::uint32_t>(alternating_crowded_runs<float>(n, 4096, bins, seed + 61), bins, s,
-                                              upper_edge::exclusive);
-    expect_even_matches<std::int32_t, std::uint64_t>(alternating_crowded_runs<std::int32_t>(n, 4096, bins, seed + 62),
-                                                     bins, s, upper_edge::inclusive);
+    expect_even_matches<float, std::uint32_t>(alternating_crowded_runs<float>(n, block_chunk, bins, seed + 61), bins,
+                                              s, upper_edge::exclusive);
+    expect_even_matches<std::int32_t, std::uint64_t>(
+        alternating_crowded_runs<std::int32_t>(n, block_chunk, bins, seed + 62), bins, s, upper_edge::inclusive);
   }
 }
 
