@@ -1,6 +1,6 @@
 // tally's public device-side atomic helpers, for use in your own kernels (header-only; needs
 // nvcc): a compare-and-swap loop for any 4- or 8-byte type, float and double
-// max/min (CAS form and one-instruction integer form), double add through CAS (the pre-Pascal
+// max/min (one-instruction integer form and CAS form), double add through CAS (the pre-Pascal
 // fallback) next to the native one, a saturating add and a warp-aggregated increment.
 //
 // Every helper takes the scope first, as a template parameter (cuda::thread_scope_block, _device
@@ -27,6 +27,12 @@
 #include <cuda/std/type_traits>
 
 namespace tally {
+
+/// How atomic_max and atomic_min do their work. Both store the same bits, so either checks the other.
+enum class extremum_form {
+  integer,   ///< one native integer max or min on the float's bits (the default, and the fast one)
+  cas_loop,  ///< atomic_update: reads first and writes only where the argument passes the old value
+};
 
 namespace detail::atomics {
 
@@ -85,13 +91,13 @@ __device__ __forceinline__ unsigned lanes_below_mine() {
 
 }  // namespace detail::atomics
 
-/** @brief The NaN atomic_max and atomic_max_cas store for a NaN argument: +NaN, every payload bit set. */
+/** @brief The NaN atomic_max stores for a NaN argument: +NaN, every payload bit set. */
 template <class T>
 __host__ __device__ constexpr T max_nan() {
   return cuda::std::bit_cast<T>(static_cast<detail::atomics::bits_t<T>>(~detail::atomics::sign_bit<T>));
 }
 
-/** @brief The NaN atomic_min and atomic_min_cas store for a NaN argument: -NaN, every bit set. */
+/** @brief The NaN atomic_min stores for a NaN argument: -NaN, every bit set. */
 template <class T>
 __host__ __device__ constexpr T min_nan() {
   return cuda::std::bit_cast<T>(static_cast<detail::atomics::bits_t<T>>(~detail::atomics::bits_t<T>{0}));
@@ -148,11 +154,11 @@ __device__ T extremum_by_bits(T* address, T value) {
   return cuda::std::bit_cast<T>(old);
 }
 
-/// atomic_max_cas (Max) or atomic_min_cas: atomic_update, writing only where the argument passes
-/// the old value in the total order.
+/// extremum_form::cas_loop: atomic_update, writing only where the argument passes the old value in
+/// the total order.
 template <bool Max, cuda::thread_scope Scope, class T>
 __device__ T extremum_by_update(T* address, T value) {
-  static_assert(is_float_or_double_v<T>, "atomic_max_cas and atomic_min_cas work on float and double");
+  static_assert(is_float_or_double_v<T>, "atomic_max and atomic_min work on float and double");
   const bits_t<T> argument = Max ? max_argument_bits(value) : min_argument_bits(value);
   return atomic_update<Scope>(address, [argument](T old) {
     const auto key = total_order_key<T>(argument);
@@ -161,12 +167,19 @@ __device__ T extremum_by_update(T* address, T value) {
   });
 }
 
+/// atomic_max (Max) or atomic_min in the form asked for.
+template <bool Max, cuda::thread_scope Scope, extremum_form Form, class T>
+__device__ T extremum(T* address, T value) {
+  if constexpr (Form == extremum_form::integer) return extremum_by_bits<Max, Scope>(address, value);
+  else return extremum_by_update<Max, Scope>(address, value);
+}
+
 }  // namespace detail::atomics
 
 /**
- * @brief Atomic max of a float or double in one native integer atomic; returns the old value.
- * Orders values by IEEE 754 totalOrder (-0.0 < +0.0; a NaN argument stores max_nan<T>()): see the
- * contract at the top of this file.
+ * @brief Atomic max of a float or double; returns the old value. Orders values by IEEE 754
+ * totalOrder (-0.0 < +0.0; a NaN argument stores max_nan<T>()): see the contract at the top of
+ * this file. `Form` picks how (extremum_form); both forms store the same bits.
  *
  * Why one integer atomic is enough: the bits of a non-negative float compare as signed integers
  * compare the floats, and every non-negative float's bits are above every negative one's (whose
@@ -174,35 +187,19 @@ __device__ T extremum_by_update(T* address, T value) {
  * negative floats grow with the magnitude, so as unsigned integers the greatest negative float
  * has the smallest bits, and every non-negative one has smaller bits still: an unsigned min.
  */
-template <cuda::thread_scope Scope = cuda::thread_scope_device, class T>
+template <cuda::thread_scope Scope = cuda::thread_scope_device, extremum_form Form = extremum_form::integer, class T>
 __device__ T atomic_max(T* address, cuda::std::type_identity_t<T> value) {
-  return detail::atomics::extremum_by_bits<true, Scope>(address, value);
+  return detail::atomics::extremum<true, Scope, Form>(address, value);
 }
 
 /**
- * @brief Atomic min of a float or double in one native integer atomic; returns the old value.
- * The mirror of atomic_max: a signed min on the bits for non-negative arguments, an unsigned max
- * for negative ones; same order, and a NaN argument stores min_nan<T>().
+ * @brief Atomic min of a float or double; returns the old value. The mirror of atomic_max: a signed
+ * min on the bits for non-negative arguments, an unsigned max for negative ones; same order, and a
+ * NaN argument stores min_nan<T>().
  */
-template <cuda::thread_scope Scope = cuda::thread_scope_device, class T>
+template <cuda::thread_scope Scope = cuda::thread_scope_device, extremum_form Form = extremum_form::integer, class T>
 __device__ T atomic_min(T* address, cuda::std::type_identity_t<T> value) {
-  return detail::atomics::extremum_by_bits<false, Scope>(address, value);
-}
-
-/**
- * @brief atomic_max through atomic_update: same order, same NaN rule, same final bits; returns the
- * old value. Reads first and writes only when the value grows, so arguments below the current
- * maximum cost one load.
- */
-template <cuda::thread_scope Scope = cuda::thread_scope_device, class T>
-__device__ T atomic_max_cas(T* address, cuda::std::type_identity_t<T> value) {
-  return detail::atomics::extremum_by_update<true, Scope>(address, value);
-}
-
-/** @brief atomic_min through atomic_update: the mirror of atomic_max_cas. */
-template <cuda::thread_scope Scope = cuda::thread_scope_device, class T>
-__device__ T atomic_min_cas(T* address, cuda::std::type_identity_t<T> value) {
-  return detail::atomics::extremum_by_update<false, Scope>(address, value);
+  return detail::atomics::extremum<false, Scope, Form>(address, value);
 }
 
 /**

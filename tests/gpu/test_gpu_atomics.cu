@@ -306,18 +306,13 @@ TEST(AtomicUpdate, AStoredNanWithAPayloadEndsTheLoopAndIsComparedByItsBits) {
 
 // ---- atomic_max / atomic_min, both forms --------------------------------------------------------
 
-enum class form { integer, cas };
+using form = tally::extremum_form;
 enum class extreme { max, min };
 
 template <form Form, extreme Which, cuda::thread_scope Scope = cuda::thread_scope_device, class T>
 __device__ T apply_extreme(T* target, T value) {
-  if constexpr (Which == extreme::max) {
-    if constexpr (Form == form::integer) return tally::atomic_max<Scope>(target, value);
-    else return tally::atomic_max_cas<Scope>(target, value);
-  } else {
-    if constexpr (Form == form::integer) return tally::atomic_min<Scope>(target, value);
-    else return tally::atomic_min_cas<Scope>(target, value);
-  }
+  if constexpr (Which == extreme::max) return tally::atomic_max<Scope, Form>(target, value);
+  else return tally::atomic_min<Scope, Form>(target, value);
 }
 
 /// Thread i folds values[i] into targets[(i % num_targets) * 32] and keeps the old value.
@@ -442,9 +437,9 @@ TYPED_TEST(AtomicExtreme, CasFormMatchesTheCpuBitForBitWithAMillionThreadsOnOneA
   using T = TypeParam;
   const auto n = static_cast<std::size_t>(scaled(1 << 20));
   SCOPED_TRACE("seed 13");
-  check_both_extremes<T, form::cas>(mixed_values<T>(n, 13, false, false), 1);
+  check_both_extremes<T, form::cas_loop>(mixed_values<T>(n, 13, false, false), 1);
   SCOPED_TRACE("seed 14, with infinities, eight addresses");
-  check_both_extremes<T, form::cas>(mixed_values<T>(n, 14, true, false), 8);
+  check_both_extremes<T, form::cas_loop>(mixed_values<T>(n, 14, true, false), 8);
 }
 
 TYPED_TEST(AtomicExtreme, MinusZeroIsBelowPlusZeroInBothForms) {
@@ -453,13 +448,13 @@ TYPED_TEST(AtomicExtreme, MinusZeroIsBelowPlusZeroInBothForms) {
   std::vector<T> zeros(n);
   for (std::size_t i = 0; i < n; ++i) zeros[i] = i % 2 ? T(0.0) : T(-0.0);
   check_both_extremes<T, form::integer>(zeros, 1);
-  check_both_extremes<T, form::cas>(zeros, 1);
+  check_both_extremes<T, form::cas_loop>(zeros, 1);
   // Only -0.0 arguments: max leaves a stored +0.0, min replaces it.
   const std::vector<T> minus_zeros(n, T(-0.0));
   check_extreme<T, form::integer, extreme::max>(minus_zeros, T(0.0), 1);
-  check_extreme<T, form::cas, extreme::max>(minus_zeros, T(0.0), 1);
+  check_extreme<T, form::cas_loop, extreme::max>(minus_zeros, T(0.0), 1);
   check_extreme<T, form::integer, extreme::min>(minus_zeros, T(0.0), 1);
-  check_extreme<T, form::cas, extreme::min>(minus_zeros, T(0.0), 1);
+  check_extreme<T, form::cas_loop, extreme::min>(minus_zeros, T(0.0), 1);
 }
 
 TYPED_TEST(AtomicExtreme, ANanArgumentOfEitherSignStoresTheDocumentedNanInBothForms) {
@@ -470,13 +465,13 @@ TYPED_TEST(AtomicExtreme, ANanArgumentOfEitherSignStoresTheDocumentedNanInBothFo
   ASSERT_TRUE(std::any_of(values.begin(), values.end(), [](T v) { return std::isnan(v) && std::signbit(v); }));
   ASSERT_TRUE(std::any_of(values.begin(), values.end(), [](T v) { return std::isnan(v) && !std::signbit(v); }));
   check_both_extremes<T, form::integer>(values, 1);
-  check_both_extremes<T, form::cas>(values, 1);
+  check_both_extremes<T, form::cas_loop>(values, 1);
   // One lone NaN, of each sign, among ordinary values.
   for (const T nan : {std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::quiet_NaN()}) {
     auto one_nan = mixed_values<T>(n, 16, false, false);
     one_nan[n / 3] = nan;
     check_both_extremes<T, form::integer>(one_nan, 1);
-    check_both_extremes<T, form::cas>(one_nan, 1);
+    check_both_extremes<T, form::cas_loop>(one_nan, 1);
   }
 }
 
@@ -491,13 +486,13 @@ TYPED_TEST(AtomicExtreme, ANanStoredBeforehandKeepsItsTotalOrderPlaceInBothForms
   ASSERT_TRUE(std::signbit(minus_nan));
   // +NaN is above everything: max keeps it, min replaces it; -NaN the other way round.
   check_extreme<T, form::integer, extreme::max>(values, plus_nan, 1);
-  check_extreme<T, form::cas, extreme::max>(values, plus_nan, 1);
+  check_extreme<T, form::cas_loop, extreme::max>(values, plus_nan, 1);
   check_extreme<T, form::integer, extreme::min>(values, plus_nan, 1);
-  check_extreme<T, form::cas, extreme::min>(values, plus_nan, 1);
+  check_extreme<T, form::cas_loop, extreme::min>(values, plus_nan, 1);
   check_extreme<T, form::integer, extreme::max>(values, minus_nan, 1);
-  check_extreme<T, form::cas, extreme::max>(values, minus_nan, 1);
+  check_extreme<T, form::cas_loop, extreme::max>(values, minus_nan, 1);
   check_extreme<T, form::integer, extreme::min>(values, minus_nan, 1);
-  check_extreme<T, form::cas, extreme::min>(values, minus_nan, 1);
+  check_extreme<T, form::cas_loop, extreme::min>(values, minus_nan, 1);
 }
 
 /// Per block: both forms of max and min into four shared slots at block scope.
@@ -514,8 +509,8 @@ struct extremes_in_shared {
     constexpr auto block = cuda::thread_scope_block;
     apply_extreme<form::integer, extreme::max, block>(&slots[0], values[i]);
     apply_extreme<form::integer, extreme::min, block>(&slots[1], values[i]);
-    apply_extreme<form::cas, extreme::max, block>(&slots[2], values[i]);
-    apply_extreme<form::cas, extreme::min, block>(&slots[3], values[i]);
+    apply_extreme<form::cas_loop, extreme::max, block>(&slots[2], values[i]);
+    apply_extreme<form::cas_loop, extreme::min, block>(&slots[3], values[i]);
   }
   __device__ void finish(int block, int slot, T value) const { results[block * num_slots + slot] = value; }
 };
