@@ -17,10 +17,8 @@
   template choice histogram_range_async<Sample, std::uint64_t>(                                              \
       std::span<const Sample>, std::span<std::uint64_t>, std::span<const double>, workspace&,                \
       const histogram_options&, stream_t);                                                                   \
-  template choice count_if_async<Sample>(std::span<const Sample>, compare_to<Sample>, workspace&,           \
-                                         const reduce_options&, stream_t);                                   \
-  template choice find_first_if_async<Sample>(std::span<const Sample>, compare_to<Sample>, workspace&,      \
-                                              const reduce_options&, stream_t);
+  template choice predicate_async<Sample>(operation, std::span<const Sample>, compare_to<Sample>, workspace&, \
+                                          const reduce_options&, stream_t);
 
 #define TALLY_INSTANTIATE_BINCOUNT(Sample)                                                                  \
   template choice bincount_async<Sample, std::uint32_t>(std::span<const Sample>, std::span<std::uint32_t>, \

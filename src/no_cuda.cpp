@@ -71,11 +71,8 @@ choice reduce_async(std::span<const T>, reduce_op, workspace&, const reduce_opti
   no_cuda();
 }
 template <class T>
-choice count_if_async(std::span<const T>, compare_to<T>, workspace&, const reduce_options&, stream_t) {
-  no_cuda();
-}
-template <class T>
-choice find_first_if_async(std::span<const T>, compare_to<T>, workspace&, const reduce_options&, stream_t) {
+  requires is_histogram_sample_v<T>
+choice predicate_async(operation, std::span<const T>, compare_to<T>, workspace&, const reduce_options&, stream_t) {
   no_cuda();
 }
 

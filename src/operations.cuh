@@ -416,10 +416,16 @@ choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, con
 }
 
 template <class T>
-choice count_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
-                      const reduce_options& options, stream_t stream) {
-  constexpr std::string_view function = "tally::gpu::count_if";
-  check_reduce_arguments(function, operation::count_if, samples, options);
+  requires is_histogram_sample_v<T>
+choice predicate_async(operation op, std::span<const T> samples, compare_to<T> predicate, workspace& ws,
+                       const reduce_options& options, stream_t stream) {
+  const std::string_view function = op == operation::count_if ? "tally::gpu::count_if" : "tally::gpu::find_first_if";
+  check_reduce_arguments(function, op, samples, options);
+  if (op == operation::find_first_if) {
+    const choice chose = tally::detail::choose_gpu_find(options.algorithm);
+    find_first(function, chose.used, samples, predicate, ws, options, stream);
+    return chose;
+  }
   const choice chose = tally::detail::choose_gpu_count(options.algorithm);
   const tally::detail::reduce_launch launch{options.max_blocks, options.block_threads};
   const tally::detail::count_fold<T, compare_to<T>> fold{predicate};
@@ -427,16 +433,6 @@ choice count_if_async(std::span<const T> samples, compare_to<T> predicate, works
     return tally::detail::dispatch_fold(temp, bytes, chose.used, samples.data(),
                                         static_cast<std::int64_t>(samples.size()), fold, ws.scalar(), launch, stream);
   });
-  return chose;
-}
-
-template <class T>
-choice find_first_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
-                           const reduce_options& options, stream_t stream) {
-  constexpr std::string_view function = "tally::gpu::find_first_if";
-  check_reduce_arguments(function, operation::find_first_if, samples, options);
-  const choice chose = tally::detail::choose_gpu_find(options.algorithm);
-  find_first(function, chose.used, samples, predicate, ws, options, stream);
   return chose;
 }
 

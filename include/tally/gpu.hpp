@@ -154,12 +154,24 @@ void check_bincount_samples(std::span<const Sample> samples, workspace& ws, stre
 template <class T>
 choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, const reduce_options& options,
                     stream_t stream);
+/// count_if or find_first_if (`op`): the count or the first index lands in `ws.scalar()`.
 template <class T>
-choice count_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
-                      const reduce_options& options, stream_t stream);
-template <class T>
-choice find_first_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
-                           const reduce_options& options, stream_t stream);
+  requires is_histogram_sample_v<T>  // count_if and find_first_if samples: uint8, int32, uint32, int64, float, double
+choice predicate_async(operation op, std::span<const T> samples, compare_to<T> predicate, workspace& ws,
+                       const reduce_options& options, stream_t stream);
+
+/// predicate_async, waiting for its scalar: a count_result or a find_result.
+template <class Result, class T>
+Result predicate_waited(operation op, std::span<const T> samples, compare_to<T> predicate,
+                        const reduce_options& options, stream_t stream) {
+  workspace ws;
+  Result result{};
+  result.chose = predicate_async(op, samples, predicate, ws, options, stream);
+  const std::uint64_t scalar = ws.read_scalar(stream);
+  if constexpr (std::is_same_v<Result, find_result>) result.index = static_cast<std::int64_t>(scalar);
+  else result.count = scalar;
+  return result;
+}
 }  // namespace detail
 
 /**
@@ -296,8 +308,7 @@ reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_o
 template <class T>
 choice count_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
                       const reduce_options& options = {}, stream_t stream = nullptr) {
-  static_assert(is_histogram_sample_v<T>, "count_if samples: uint8, int32, uint32, int64, float, double");
-  return detail::count_if_async(samples, predicate, ws, options, stream);
+  return detail::predicate_async(operation::count_if, samples, predicate, ws, options, stream);
 }
 
 /**
@@ -307,28 +318,21 @@ choice count_if_async(std::span<const T> samples, compare_to<T> predicate, works
 template <class T>
 choice find_first_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
                            const reduce_options& options = {}, stream_t stream = nullptr) {
-  static_assert(is_histogram_sample_v<T>, "find_first_if samples: uint8, int32, uint32, int64, float, double");
-  return detail::find_first_if_async(samples, predicate, ws, options, stream);
+  return detail::predicate_async(operation::find_first_if, samples, predicate, ws, options, stream);
 }
 
 /** @brief How many samples satisfy `predicate` on the GPU; waits. */
 template <class T>
 count_result count_if(std::span<const T> samples, compare_to<T> predicate, const reduce_options& options = {},
                       stream_t stream = nullptr) {
-  static_assert(is_histogram_sample_v<T>, "count_if samples: uint8, int32, uint32, int64, float, double");
-  workspace ws;
-  const choice chose = detail::count_if_async(samples, predicate, ws, options, stream);
-  return {ws.read_scalar(stream), chose};
+  return detail::predicate_waited<count_result>(operation::count_if, samples, predicate, options, stream);
 }
 
 /** @brief The first index whose sample satisfies `predicate` on the GPU (samples.size() if none); waits. */
 template <class T>
 find_result find_first_if(std::span<const T> samples, compare_to<T> predicate, const reduce_options& options = {},
                           stream_t stream = nullptr) {
-  static_assert(is_histogram_sample_v<T>, "find_first_if samples: uint8, int32, uint32, int64, float, double");
-  workspace ws;
-  const choice chose = detail::find_first_if_async(samples, predicate, ws, options, stream);
-  return {static_cast<std::int64_t>(ws.read_scalar(stream)), chose};
+  return detail::predicate_waited<find_result>(operation::find_first_if, samples, predicate, options, stream);
 }
 
 }  // namespace tally::gpu
