@@ -260,11 +260,13 @@ cudaError_t make_histogram_policy(strategy requested, const Mapper& map, std::in
   switch (s) {
     case strategy::cub: policy.temp_bytes = 0; return cudaSuccess;  // CUB sizes its own (dispatch_cub_histogram)
     case strategy::partitioned:
-      return dispatch_partitioned(nullptr, policy.temp_bytes, static_cast<const Sample*>(nullptr), num_samples,
-                                  static_cast<Counter*>(nullptr), map, nullptr, props, nullptr);
-    case strategy::radix_sort:
-      return dispatch_radix_sort(nullptr, policy.temp_bytes, static_cast<const Sample*>(nullptr), num_samples,
-                                 static_cast<Counter*>(nullptr), map, nullptr, props, nullptr);
+    case strategy::radix_sort: {
+      if (num_samples == 0) return cudaSuccess;  // the launch only zeroes the counts
+      const large_bins_call<Sample, Counter, Mapper> sizing{
+          nullptr, num_samples, nullptr, map, num_bins, nullptr, nullptr};
+      return s == strategy::partitioned ? dispatch_partitioned(nullptr, policy.temp_bytes, sizing, props)
+                                        : dispatch_radix_sort(nullptr, policy.temp_bytes, sizing, props);
+    }
     case strategy::atomic:
       return histogram_grid(atomic_histogram_kernel<Sample, Counter, Mapper>, num_samples, 0, props, 1 << 30,
                             blocks, policy.block_threads);
@@ -384,9 +386,14 @@ cudaError_t dispatch_histogram(void* temp, const histogram_policy& policy, const
   std::size_t temp_bytes = policy.temp_bytes;
   switch (s) {
     case strategy::partitioned:
-      return dispatch_partitioned(temp, temp_bytes, samples, num_samples, counts, map, left_out, props, stream);
-    case strategy::radix_sort:
-      return dispatch_radix_sort(temp, temp_bytes, samples, num_samples, counts, map, left_out, props, stream);
+    case strategy::radix_sort: {
+      if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
+      if (num_samples == 0) return cudaSuccess;
+      const large_bins_call<Sample, Counter, Mapper> call{
+          samples, num_samples, counts, map, num_bins, left_out, stream};
+      return s == strategy::partitioned ? dispatch_partitioned(temp, temp_bytes, call, props)
+                                        : dispatch_radix_sort(temp, temp_bytes, call, props);
+    }
     case strategy::global_privatized:
     case strategy::two_phase: {
       auto* copies = static_cast<std::uint32_t*>(temp);

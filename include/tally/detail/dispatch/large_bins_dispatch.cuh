@@ -51,25 +51,26 @@ auto partition_kernel_for(std::int64_t buckets, bool staged) {
   return staged ? partition_kernel<Sample, Mapper, true, atomics> : partition_kernel<Sample, Mapper, false, atomics>;
 }
 
-/// Both strategies with no samples: nothing to partition or sort, only the counts to zero.
-template <class Counter>
-cudaError_t only_zero_counts(void* temp, std::size_t& temp_bytes, Counter* counts, std::int64_t num_bins,
-                             cudaStream_t stream) {
-  if (temp == nullptr) {
-    temp_bytes = 1;  // never zero: a null `temp` is how callers ask for the size
-    return cudaSuccess;
-  }
-  return cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream);
-}
-
-/// partitioned over `samples` into `counts` (zeroed here); left-out samples are added to *left_out.
+/// One large-bin histogram: the samples (at least one), the counts (zeroed by the caller: both
+/// strategies add to them, chunk by chunk), the mapper and its bins, and the word left-out samples
+/// are added to. Null pointers when only sizing the storage.
 template <class Sample, class Counter, class Mapper>
-cudaError_t dispatch_partitioned(void* temp, std::size_t& temp_bytes, const Sample* samples, std::int64_t num_samples,
-                                 Counter* counts, const Mapper& map, std::uint64_t* left_out,
-                                 const device_properties& props, cudaStream_t stream) {
-  const std::int64_t num_bins = map.num_bins();
+struct large_bins_call {
+  const Sample* samples;
+  std::int64_t num_samples;
+  Counter* counts;
+  const Mapper& map;
+  std::int64_t num_bins;
+  std::uint64_t* left_out;
+  cudaStream_t stream;
+};
+
+/// partitioned over `call`'s samples.
+template <class Sample, class Counter, class Mapper>
+cudaError_t dispatch_partitioned(void* temp, std::size_t& temp_bytes,
+                                 const large_bins_call<Sample, Counter, Mapper>& call, const device_properties& props) {
+  const auto& [samples, num_samples, counts, map, num_bins, left_out, stream] = call;
   const partitioned_layout layout(num_samples, num_bins);
-  if (num_samples == 0) return only_zero_counts(temp, temp_bytes, counts, num_bins, stream);
   std::size_t scan_bytes = 0;
   if (cudaError_t e = cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<std::uint32_t*>(nullptr),
                                                     static_cast<int>(layout.max_cells + 1), stream);
@@ -104,7 +105,6 @@ cudaError_t dispatch_partitioned(void* temp, std::size_t& temp_bytes, const Samp
     return e;
   }
 
-  if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
   for (std::int64_t begin = 0; begin < num_samples; begin += tuning::large_bins_chunk) {
     const std::int64_t size = std::min(num_samples - begin, tuning::large_bins_chunk);
     const std::int64_t tiles = (size + tuning::partition_tile - 1) / tuning::partition_tile;
@@ -130,17 +130,15 @@ cudaError_t dispatch_partitioned(void* temp, std::size_t& temp_bytes, const Samp
   return cudaSuccess;
 }
 
-/// radix_sort over `samples` into `counts` (zeroed here); left-out samples are added to *left_out.
-/// Keys are 32-bit bin indices, num_bins < 2^31 (histogram_strategy_unfit).
+/// radix_sort over `call`'s samples. Keys are 32-bit bin indices, num_bins < 2^31
+/// (histogram_strategy_unfit).
 template <class Sample, class Counter, class Mapper>
-cudaError_t dispatch_radix_sort(void* temp, std::size_t& temp_bytes, const Sample* samples, std::int64_t num_samples,
-                                Counter* counts, const Mapper& map, std::uint64_t* left_out,
-                                const device_properties& props, cudaStream_t stream) {
-  const std::int64_t num_bins = map.num_bins();
-  const radix_sort_layout layout(num_samples, num_bins);
-  if (num_samples == 0) return only_zero_counts(temp, temp_bytes, counts, num_bins, stream);
+cudaError_t dispatch_radix_sort(void* temp, std::size_t& temp_bytes,
+                                const large_bins_call<Sample, Counter, Mapper>& call, const device_properties& props) {
+  const auto& [samples, num_samples, counts, map, num_bins, left_out, stream] = call;
   // The left-out key num_bins must fit the sorted bits too.
   const int end_bit = std::bit_width(static_cast<std::uint64_t>(num_bins));
+  const radix_sort_layout layout(num_samples, num_bins);
   const int max_chunk = static_cast<int>(layout.chunk);
   std::size_t sort_bytes = 0;
   std::size_t encode_bytes = 0;
@@ -175,7 +173,6 @@ cudaError_t dispatch_radix_sort(void* temp, std::size_t& temp_bytes, const Sampl
   const int run_blocks = static_cast<int>(std::min<std::int64_t>((layout.max_runs + threads - 1) / threads,
                                                                   std::int64_t{props.multiprocessors} * 8));
 
-  if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
   for (std::int64_t begin = 0; begin < num_samples; begin += tuning::large_bins_chunk) {
     const int size = static_cast<int>(std::min(num_samples - begin, tuning::large_bins_chunk));
     to_keys<<<key_blocks, threads, 0, stream>>>(samples + begin, size, map, keys_a, left_out);
