@@ -236,33 +236,6 @@ class device_array {
   std::size_t count_;
 };
 
-// Elapsed GPU time between two events recorded around the launches on one stream.
-class event_timer {
- public:
-  event_timer() {
-    check(cudaEventCreate(&start_), "cudaEventCreate");
-    check(cudaEventCreate(&stop_), "cudaEventCreate");
-  }
-  ~event_timer() {
-    cudaEventDestroy(start_);
-    cudaEventDestroy(stop_);
-  }
-  event_timer(const event_timer&) = delete;
-  event_timer& operator=(const event_timer&) = delete;
-  void start(cudaStream_t stream) { check(cudaEventRecord(start_, stream), "cudaEventRecord"); }
-  float stop_milliseconds(cudaStream_t stream) {
-    check(cudaEventRecord(stop_, stream), "cudaEventRecord");
-    check(cudaEventSynchronize(stop_), "cudaEventSynchronize");
-    float ms = 0.0f;
-    check(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
-    return ms;
-  }
-
- private:
-  cudaEvent_t start_ = nullptr;
-  cudaEvent_t stop_ = nullptr;
-};
-
 // ---- host: the bodies and the CPU reference ---------------------------------------------------
 
 struct host_bodies {
@@ -357,21 +330,30 @@ struct output_to_poison {
 template <class Launch>
 method_runs run_method(Launch launch, const double* totals, const std::vector<output_to_poison>& outputs, int runs,
                        cudaStream_t stream) {
-  event_timer timer;
+  // A pair of CUDA events around the launch times the GPU's work on the stream.
+  cudaEvent_t started = nullptr, finished = nullptr;
+  check(cudaEventCreate(&started), "cudaEventCreate");
+  check(cudaEventCreate(&finished), "cudaEventCreate");
   method_runs out;
   for (int r = 0; r < warmup_runs + runs; ++r) {
     for (const output_to_poison& o : outputs) {
       check(cudaMemsetAsync(o.data, 0xff, o.count * sizeof(double), stream), "cudaMemsetAsync (poison)");
     }
-    timer.start(stream);
+    check(cudaEventRecord(started, stream), "cudaEventRecord");
     launch();
-    const float ms = timer.stop_milliseconds(stream);
-    if (r < warmup_runs) continue;
+    check(cudaEventRecord(finished, stream), "cudaEventRecord");
     double host_totals[2];
-    check(cudaMemcpy(host_totals, totals, sizeof host_totals, cudaMemcpyDeviceToHost), "cudaMemcpy to host");
+    check(cudaMemcpyAsync(host_totals, totals, sizeof host_totals, cudaMemcpyDeviceToHost, stream),
+          "cudaMemcpyAsync to host");
+    check(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
+    if (r < warmup_runs) continue;
+    float ms = 0.0f;
+    check(cudaEventElapsedTime(&ms, started, finished), "cudaEventElapsedTime");
     out.results.push_back({host_totals[0], host_totals[1]});
     out.milliseconds.push_back(ms);
   }
+  cudaEventDestroy(started);
+  cudaEventDestroy(finished);
   return out;
 }
 
