@@ -38,6 +38,11 @@
 namespace tally::cli {
 namespace {
 
+/// What `tally --help` says of `tally bench`, and what its result files hold.
+const measuring_command bench_command{
+    "bench", "Time every histogram strategy against the read bandwidth, each result verified first", "rows",
+    "bars per strategy and distribution as a fraction of the read bandwidth"};
+
 struct bench_config : result_files {
   std::string backend_name = "auto";
   std::vector<std::string> ops{"histogram"};
@@ -53,6 +58,42 @@ struct bench_config : result_files {
   int warmup = 0;           ///< warm-up runs per case: likewise
   std::uint64_t seed = 20261122;
 };
+
+/// `tally bench`'s own options, between --backend and the result files'.
+void add_bench_options(CLI::App& command, bench_config& cfg) {
+  add_list_option(command, "--ops", cfg.ops,
+                  "Operations: histogram (default), histogram_range, weighted_histogram, reduce, count_if, "
+                  "find_first_if; histogram_range counts into range bins (sorted edges, see --edges) on the "
+                  "histogram cases, CUB's HistogramRange the peer; weighted_histogram sums float weights over the "
+                  "histogram cases, every weighted strategy, in "
+                  "double and deterministic; reductions run on the types of --types that reduce takes (not uint8), "
+                  "every strategy, on uniform data");
+  command
+      .add_option("--strategies", cfg.strategies,
+                  "Histogram strategies to run (default: automatic and every named one; weighted histograms and "
+                  "reductions run all theirs)")
+      ->delimiter(',');
+  command
+      .add_option("--dists", cfg.distributions,
+                  "Distributions (default: all): " + distribution_names() + "; bank32 is strided32's old name")
+      ->delimiter(',');
+  add_list_option(command, "--range-kind", cfg.range_kinds,
+                  "Ranges of even bins (histogram, weighted_histogram): exact, [0, bins) over samples generated in "
+                  "[0, bins); general, the data's own range as numpy.histogram(a, bins) takes it, [min, max] "
+                  "(min - 0.5 and max + 0.5 when equal), but counted half-open, [min, max): samples equal to max "
+                  "are left out (upper_edge::exclusive, so that CUB runs the same case). Rows record the kind and "
+                  "the lower and upper edges");
+  add_list_option(command, "--edges", cfg.edge_layouts,
+                  "Edges of histogram_range's B bins over [0, B]: log, e_k = (B + 1)^(k / B) - 1; random, "
+                  "B - 1 interior edges drawn uniformly from (0, B) from the seed");
+  add_list_option(command, "--types", cfg.types, "Sample types: uint8, int32, uint32, int64, float32, float64");
+  add_list_option(command, "--bins", cfg.bins, "Bin counts, e.g. 256,4096");
+  command.add_option("--sizes", cfg.sizes, "Sample counts, e.g. 2^28 or 1e6 (default: 2^28 on a GPU, 2^22 on CPUs)")
+      ->delimiter(',');
+  cfg.given.add_to(command, "Timed runs per case; the median is reported (default: 15 GPU, 5 CPU)",
+                   "Untimed runs before timing (default: 3 GPU, 1 CPU)");
+  command.add_option("--seed", cfg.seed, "Seed of the generated inputs")->capture_default_str();
+}
 
 struct bench_case {
   const bench_config& config;
@@ -241,13 +282,28 @@ bench_row reduction_row(const bench_row& base, std::string operation, std::strin
   return row;
 }
 
-/// count_if or find_first_if on the case's backend, checked, then timed: the GPU's `_async` form
-/// (`gpu_call(stream)`, returning its choice and leaving its answer in the poisoned ws.scalar()) or
-/// the CPU's (`cpu_call()`, returning its choice and answer). The answer must be `want`.
-template <class GpuCall, class CpuCall>
-void verify_then_time_search(bench_row& row, const bench_case& bc, gpu::workspace& ws, GpuCall gpu_call,
-                             CpuCall cpu_call, std::uint64_t want, std::string_view what, std::int64_t bytes_read) {
+/// count_if or find_first_if (`op`) of `predicate` over `input` with strategy `s` on the case's
+/// backend, checked, then timed: the GPU's `_async` form (its answer left in the poisoned
+/// ws.scalar()) or the CPU's. The answer, a count or an index, must be `want`.
+template <class T>
+void verify_then_time_search(bench_row& row, const bench_case& bc, gpu::workspace& ws, operation op,
+                             std::span<const T> input, compare_to<T> predicate, strategy s, std::uint64_t want,
+                             std::int64_t bytes_read) {
   const bool on_gpu = bc.where == backend::gpu;
+  const bool counts = op == operation::count_if;
+  const reduce_options options{s};
+  const auto gpu_call = [&](gpu::stream_t stream) {
+    return counts ? gpu::count_if_async(input, predicate, ws, options, stream)
+                  : gpu::find_first_if_async(input, predicate, ws, options, stream);
+  };
+  const auto cpu_call = [&]() -> std::pair<choice, std::uint64_t> {
+    if (counts) {
+      const count_result got = cpu::count_if(input, predicate, options);
+      return {got.chose, got.count};
+    }
+    const find_result got = cpu::find_first_if(input, predicate, options);
+    return {got.chose, static_cast<std::uint64_t>(got.index)};
+  };
   const auto check = [&]() -> verification {
     choice chose;
     std::uint64_t got = 0;
@@ -260,7 +316,7 @@ void verify_then_time_search(bench_row& row, const bench_case& bc, gpu::workspac
     }
     row.used = std::string(to_string(chose.used));
     if (got == want) return {"exact", false};
-    return {fmt::format("MISMATCH {}{} != {}", what, got, want), true};
+    return {fmt::format("MISMATCH {}{} != {}", counts ? "" : "index ", got, want), true};
   };
   verify_then_time(row, bc, check, [&](gpu::stream_t stream) {
     if (on_gpu) {
@@ -392,15 +448,7 @@ void run_reduce_type(const bench_case& bc, const std::string& type_name, const s
       const std::uint64_t want = cpu::count_if(host, below_middle, {strategy::privatized}).count;
       for (const strategy s : with_automatic(bc.where, operation::count_if)) {
         bench_row row = reduction_row(base, "count_if", "half match", s);
-        const reduce_options options{s};
-        verify_then_time_search(
-            row, bc, ws,
-            [&](gpu::stream_t stream) { return gpu::count_if_async(input, below_middle, ws, options, stream); },
-            [&] {
-              const count_result got = cpu::count_if(input, below_middle, options);
-              return std::pair{got.chose, got.count};
-            },
-            want, "", bytes);
+        verify_then_time_search(row, bc, ws, operation::count_if, input, below_middle, s, want, bytes);
       }
     }
 
@@ -414,16 +462,10 @@ void run_reduce_type(const bench_case& bc, const std::string& type_name, const s
         if (on_gpu) device.upload(host);
         for (const strategy s : with_automatic(bc.where, operation::find_first_if)) {
           bench_row row = reduction_row(base, "find_first_if", variant, s);
-          const reduce_options options{s};
           // Bytes: those a sequential search reads, up to and including the match.
-          verify_then_time_search(
-              row, bc, ws,
-              [&](gpu::stream_t stream) { return gpu::find_first_if_async(input, at_top, ws, options, stream); },
-              [&] {
-                const find_result got = cpu::find_first_if(input, at_top, options);
-                return std::pair{got.chose, static_cast<std::uint64_t>(got.index)};
-              },
-              static_cast<std::uint64_t>(at), "index ", std::min(at + 1, size) * static_cast<std::int64_t>(sizeof(T)));
+          verify_then_time_search(row, bc, ws, operation::find_first_if, input, at_top, s,
+                                  static_cast<std::uint64_t>(at),
+                                  std::min(at + 1, size) * static_cast<std::int64_t>(sizeof(T)));
           const bench_row& done = bc.rows.back();
           if (done.timed && at == size) full_pass_ms[done.strategy] = done.median_ms;
         }
@@ -725,48 +767,7 @@ int run_bench(const bench_config& cfg) {
 }  // namespace
 
 void add_bench_command(CLI::App& app, int& exit_code) {
-  const measuring_command about{
-      "bench", "Time every histogram strategy against the read bandwidth, each result verified first", "rows",
-      "bars per strategy and distribution as a fraction of the read bandwidth"};
-  add_measuring_command(app, exit_code, about, run_bench, [](CLI::App& sub, bench_config& cfg) {
-    sub.add_option("--ops", cfg.ops,
-                   "Operations: histogram (default), histogram_range, weighted_histogram, reduce, count_if, "
-                   "find_first_if; histogram_range counts into range bins (sorted edges, see --edges) on the "
-                   "histogram cases, CUB's HistogramRange the peer; weighted_histogram sums float weights over the histogram cases, every weighted strategy, in "
-                   "double and deterministic; reductions run on the types of --types that reduce takes (not uint8), "
-                   "every strategy, on uniform data")
-        ->delimiter(',')
-        ->capture_default_str();
-    sub.add_option("--strategies", cfg.strategies,
-                   "Histogram strategies to run (default: automatic and every named one; weighted histograms and "
-                   "reductions run all theirs)")
-        ->delimiter(',');
-    sub.add_option("--dists", cfg.distributions,
-                   "Distributions (default: all): " + distribution_names() + "; bank32 is strided32's old name")
-        ->delimiter(',');
-    sub.add_option("--range-kind", cfg.range_kinds,
-                   "Ranges of even bins (histogram, weighted_histogram): exact, [0, bins) over samples generated in "
-                   "[0, bins); general, the data's own range as numpy.histogram(a, bins) takes it, [min, max] "
-                   "(min - 0.5 and max + 0.5 when equal), but counted half-open, [min, max): samples equal to max "
-                   "are left out (upper_edge::exclusive, so that CUB runs the same case). Rows record the kind and "
-                   "the lower and upper edges")
-        ->delimiter(',')
-        ->capture_default_str();
-    sub.add_option("--edges", cfg.edge_layouts,
-                   "Edges of histogram_range's B bins over [0, B]: log, e_k = (B + 1)^(k / B) - 1; random, "
-                   "B - 1 interior edges drawn uniformly from (0, B) from the seed")
-        ->delimiter(',')
-        ->capture_default_str();
-    sub.add_option("--types", cfg.types, "Sample types: uint8, int32, uint32, int64, float32, float64")
-        ->delimiter(',')
-        ->capture_default_str();
-    sub.add_option("--bins", cfg.bins, "Bin counts, e.g. 256,4096")->delimiter(',')->capture_default_str();
-    sub.add_option("--sizes", cfg.sizes, "Sample counts, e.g. 2^28 or 1e6 (default: 2^28 on a GPU, 2^22 on CPUs)")
-        ->delimiter(',');
-    cfg.given.add_to(sub, "Timed runs per case; the median is reported (default: 15 GPU, 5 CPU)",
-                     "Untimed runs before timing (default: 3 GPU, 1 CPU)");
-    sub.add_option("--seed", cfg.seed, "Seed of the generated inputs")->capture_default_str();
-  });
+  add_measuring_command(app, exit_code, bench_command, run_bench, add_bench_options);
 }
 
 }  // namespace tally::cli

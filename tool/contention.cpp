@@ -32,6 +32,11 @@ namespace tally::cli {
 namespace {
 
 constexpr const char* command_name = "tally contention";
+/// What `tally --help` says of `tally contention`, and what its result files hold.
+const measuring_command contention_command{
+    "contention", "Atomic throughput as the number of distinct addresses grows (GPU or CPU), every run verified",
+    "rows", "operations per second against addresses, log-log"};
+
 
 struct contention_config : result_files {
   std::string backend_name = "auto";
@@ -50,6 +55,36 @@ struct contention_config : result_files {
   std::vector<const CLI::Option*> cpu_only_options;  ///< set as the options are added
   std::vector<const CLI::Option*> gpu_only_options;
 };
+
+/// `tally contention`'s own options, between --backend and the result files'.
+void add_contention_options(CLI::App& command, contention_config& cfg) {
+  add_list_option(command, "--addresses", cfg.addresses, "Numbers of distinct addresses, e.g. 1,4,16,...,65536");
+  add_list_option(command, "--ops", cfg.ops, "Operations: add, cas (a CAS-loop add), max (a CAS-loop max), exch");
+  cfg.cpu_only_options.push_back(
+      add_list_option(command, "--methods", cfg.methods,
+                      "CPU: atomic (std::atomic_ref), critical (one omp critical section), privatized (per-thread "
+                      "copies merged at the end)"));
+  cfg.gpu_only_options = {
+      add_list_option(command, "--memory", cfg.memory,
+                      "GPU: global, shared (a copy per block), global_private (a global slice per block)"),
+      add_list_option(command, "--scopes", cfg.scopes, "GPU: cuda::thread_scope of the atomics: block, device, system"),
+      add_list_option(command, "--aggregation", cfg.aggregation,
+                      "GPU: none, warp (lanes on one word combine: __match_any_sync + __reduce_*_sync)"),
+      command.add_option("--block-threads", cfg.block_threads, "GPU: threads per block (a multiple of 32)")
+          ->capture_default_str(),
+      command
+          .add_option("--max-cas-contenders", cfg.max_cas_contenders,
+                      "GPU: skip cas rows with more threads competing for one word (each costs that many retries "
+                      "per update)")
+          ->capture_default_str()};
+  command.add_option("--threads", cfg.threads,
+                     "Threads T. CPU: logical threads (default: the OpenMP thread count; more than the machine has run "
+                     "in turns). GPU: all threads of the grid, a multiple of --block-threads (default: 1024 per SM)");
+  command.add_option("--ops-per-thread", cfg.ops_per_thread,
+                     "Updates K per thread, e.g. 65536 or 2^16 (default: 2^16 on the CPU, 32 on the GPU)");
+  command.add_option("--runs", cfg.runs, "Timed runs per case; the median is reported")->capture_default_str();
+  command.add_option("--warmup", cfg.warmup, "Checked but untimed runs before them")->capture_default_str();
+}
 
 /// A row of the report: the lab's row and the figures drawn from it.
 struct report_row : lab::contention_row {
@@ -278,48 +313,7 @@ int run_contention(const contention_config& cfg) {
 }  // namespace
 
 void add_contention_command(CLI::App& app, int& exit_code) {
-  const measuring_command about{
-      "contention", "Atomic throughput as the number of distinct addresses grows (GPU or CPU), every run verified",
-      "rows", "operations per second against addresses, log-log"};
-  add_measuring_command(app, exit_code, about, run_contention, [](CLI::App& sub, contention_config& cfg) {
-    sub.add_option("--addresses", cfg.addresses, "Numbers of distinct addresses, e.g. 1,4,16,...,65536")
-        ->delimiter(',')
-        ->capture_default_str();
-    sub.add_option("--ops", cfg.ops, "Operations: add, cas (a CAS-loop add), max (a CAS-loop max), exch")
-        ->delimiter(',')
-        ->capture_default_str();
-    cfg.cpu_only_options.push_back(
-        sub.add_option("--methods", cfg.methods,
-                       "CPU: atomic (std::atomic_ref), critical (one omp critical section), privatized (per-thread "
-                       "copies merged at the end)")
-            ->delimiter(',')
-            ->capture_default_str());
-    cfg.gpu_only_options = {
-        sub.add_option("--memory", cfg.memory,
-                       "GPU: global, shared (a copy per block), global_private (a global slice per block)")
-            ->delimiter(',')
-            ->capture_default_str(),
-        sub.add_option("--scopes", cfg.scopes, "GPU: cuda::thread_scope of the atomics: block, device, system")
-            ->delimiter(',')
-            ->capture_default_str(),
-        sub.add_option("--aggregation", cfg.aggregation,
-                       "GPU: none, warp (lanes on one word combine: __match_any_sync + __reduce_*_sync)")
-            ->delimiter(',')
-            ->capture_default_str(),
-        sub.add_option("--block-threads", cfg.block_threads, "GPU: threads per block (a multiple of 32)")
-            ->capture_default_str(),
-        sub.add_option("--max-cas-contenders", cfg.max_cas_contenders,
-                       "GPU: skip cas rows with more threads competing for one word (each costs that many retries "
-                       "per update)")
-            ->capture_default_str()};
-    sub.add_option("--threads", cfg.threads,
-                   "Threads T. CPU: logical threads (default: the OpenMP thread count; more than the machine has run "
-                   "in turns). GPU: all threads of the grid, a multiple of --block-threads (default: 1024 per SM)");
-    sub.add_option("--ops-per-thread", cfg.ops_per_thread,
-                   "Updates K per thread, e.g. 65536 or 2^16 (default: 2^16 on the CPU, 32 on the GPU)");
-    sub.add_option("--runs", cfg.runs, "Timed runs per case; the median is reported")->capture_default_str();
-    sub.add_option("--warmup", cfg.warmup, "Checked but untimed runs before them")->capture_default_str();
-  });
+  add_measuring_command(app, exit_code, contention_command, run_contention, add_contention_options);
 }
 
 }  // namespace tally::cli

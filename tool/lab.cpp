@@ -35,6 +35,11 @@ namespace tally::cli {
 namespace {
 
 constexpr const char* command_name = "tally lab";
+/// What `tally --help` says of `tally lab`, and what its result files hold.
+const measuring_command lab_command{
+    "lab", "Every experiment of the lab in one go: each claim beside the figure measured here, and a verdict", "claims",
+    "the figure measured for each claim, coloured by verdict"};
+
 
 // The lessons the claims belong to, as docs/lab.md's sections name them.
 constexpr const char* lesson_races = "races";                  // lost updates, the missing barrier
@@ -50,6 +55,14 @@ struct lab_config : result_files {
   int runs = 5;
   std::uint64_t seed = 20261123;
 };
+
+/// `tally lab`'s own options, between --backend and the result files'.
+void add_lab_options(CLI::App& command, lab_config& cfg) {
+  command.add_option("--samples", cfg.samples,
+                     "Samples of the histogram and sum experiments (default 2^24 on the GPU, 2^22 on the CPU)");
+  command.add_option("--runs", cfg.runs, "Timed runs per variant; the median is reported")->capture_default_str();
+  command.add_option("--seed", cfg.seed, "Seed of the samples")->capture_default_str();
+}
 
 struct claim_row {
   std::string backend;  ///< where it was measured: "gpu" or "cpu"
@@ -451,21 +464,13 @@ int run_lab(const lab_config& cfg) {
     for (claim_row& r : rows) r.backend = "cpu";
   }
   print_claims(stdout, rows);
-  return cfg.finish(command_name, environment_csv_comment("lab", env), result_document("lab", env), rows, claim_fields);
+  return cfg.finish("lab", env, rows, claim_fields);
 }
 
 }  // namespace
 
 void add_lab_command(CLI::App& app, int& exit_code) {
-  const measuring_command about{
-      "lab", "Every experiment of the lab in one go: each claim beside the figure measured here, and a verdict",
-      "claims", "the figure measured for each claim, coloured by verdict"};
-  add_measuring_command(app, exit_code, about, run_lab, [](CLI::App& sub, lab_config& cfg) {
-    sub.add_option("--samples", cfg.samples,
-                   "Samples of the histogram and sum experiments (default 2^24 on the GPU, 2^22 on the CPU)");
-    sub.add_option("--runs", cfg.runs, "Timed runs per variant; the median is reported")->capture_default_str();
-    sub.add_option("--seed", cfg.seed, "Seed of the samples")->capture_default_str();
-  });
+  add_measuring_command(app, exit_code, lab_command, run_lab, add_lab_options);
 }
 
 }  // namespace tally::cli

@@ -30,6 +30,11 @@ namespace tally::cli {
 namespace {
 
 constexpr const char* command_name = "tally race";
+/// What `tally --help` says of `tally race`, and what its result files hold.
+const measuring_command race_command{
+    "race", "Data races (GPU or CPU): racy variants beside correct ones, expected, actual and lost", "rows",
+    "updates lost per variant and thread count"};
+
 constexpr std::int64_t max_gpu_block_bins = 12288;  // tally::lab::block_histogram: 48 KiB of shared memory
 
 struct race_config : result_files {
@@ -41,6 +46,19 @@ struct race_config : result_files {
   int runs = 3;
   std::uint64_t seed = 20261122;
 };
+
+/// `tally race`'s own options, between --backend and the result files'.
+void add_race_options(CLI::App& command, race_config& cfg) {
+  add_list_option(command, "--experiments", cfg.experiments, "counter, histogram, block_histogram");
+  add_list_option(command, "--threads", cfg.threads,
+                  "counter: threads (GPU threads, or CPU logical threads), each adding 1 once");
+  command.add_option("--samples", cfg.samples, "histograms: uniform int32 samples, e.g. 2^22")->capture_default_str();
+  command.add_option("--bins", cfg.bins, "histograms: bins (GPU block histogram: at most 12288)")
+      ->capture_default_str();
+  command.add_option("--runs", cfg.runs, "Runs of each case, each its own row (racy results vary)")
+      ->capture_default_str();
+  command.add_option("--seed", cfg.seed, "Seed of the samples")->capture_default_str();
+}
 
 struct race_row {
   std::string experiment;
@@ -229,30 +247,13 @@ int run_race(const race_config& cfg) {
     }
   }
   print_rows(stdout, rows);
-  return cfg.finish(command_name, environment_csv_comment("race", env), result_document("race", env), rows,
-                    race_fields);
+  return cfg.finish("race", env, rows, race_fields);
 }
 
 }  // namespace
 
 void add_race_command(CLI::App& app, int& exit_code) {
-  const measuring_command about{
-      "race", "Data races (GPU or CPU): racy variants beside correct ones, expected, actual and lost", "rows",
-      "updates lost per variant and thread count"};
-  add_measuring_command(app, exit_code, about, run_race, [](CLI::App& sub, race_config& cfg) {
-    sub.add_option("--experiments", cfg.experiments, "counter, histogram, block_histogram")
-        ->delimiter(',')
-        ->capture_default_str();
-    sub.add_option("--threads", cfg.threads,
-                   "counter: threads (GPU threads, or CPU logical threads), each adding 1 once")
-        ->delimiter(',')
-        ->capture_default_str();
-    sub.add_option("--samples", cfg.samples, "histograms: uniform int32 samples, e.g. 2^22")->capture_default_str();
-    sub.add_option("--bins", cfg.bins, "histograms: bins (GPU block histogram: at most 12288)")->capture_default_str();
-    sub.add_option("--runs", cfg.runs, "Runs of each case, each its own row (racy results vary)")
-        ->capture_default_str();
-    sub.add_option("--seed", cfg.seed, "Seed of the samples")->capture_default_str();
-  });
+  add_measuring_command(app, exit_code, race_command, run_race, add_race_options);
 }
 
 }  // namespace tally::cli

@@ -26,6 +26,13 @@ namespace tally::cli {
 /** @brief Adds `--backend auto|gpu|cpu` (auto: the GPU when there is one) to `command`. */
 void add_backend_option(CLI::App& command, std::string& backend_name);
 
+/// A comma-separated list option ("--ops add,cas") whose --help shows its default.
+template <class T>
+CLI::Option* add_list_option(CLI::App& command, const std::string& name, std::vector<T>& values,
+                             const std::string& help) {
+  return command.add_option(name, values, help)->delimiter(',')->capture_default_str();
+}
+
 /** @brief A result row's fields in column order: the CSV's columns and the JSON row's keys. */
 using row_fields = nlohmann::ordered_json;
 
@@ -46,6 +53,12 @@ row_fields fields_of(const Row& row, std::span<const row_field<std::type_identit
   for (const row_field<Row>& field : fields) f[field.name] = field.value(row);
   return f;
 }
+
+/**
+ * @brief A result document: the run's environment as top-level fields (add_environment_json, with
+ * `command` saying what wrote it) and an empty "rows" array.
+ */
+nlohmann::json result_document(std::string_view command, const run_environment& env);
 
 /** @brief --csv, --json, --plot and --quiet of a measuring command. */
 struct result_files {
@@ -70,6 +83,15 @@ struct result_files {
     for (const Row& r : rows) row_values.push_back(fields_of(r, fields));
     const bool any_mismatch = std::any_of(rows.begin(), rows.end(), [](const Row& r) { return r.mismatch; });
     return write(command_name, csv_comment, std::move(doc), row_values, any_mismatch);
+  }
+
+  /// finish for command `command` ("race"): the run's environment is the CSV's comment and the
+  /// JSON's fields.
+  template <class Row>
+  int finish(std::string_view command, const run_environment& env, const std::vector<Row>& rows,
+             std::span<const row_field<std::type_identity_t<Row>>> fields) const {
+    return finish("tally " + std::string(command), environment_csv_comment(command, env), result_document(command, env),
+                  rows, fields);
   }
 
  private:
@@ -103,12 +125,6 @@ void add_measuring_command(CLI::App& app, int& exit_code, const measuring_comman
 
 /** @brief `path` opened for writing; throws errc::io_error naming `option` when it cannot be. */
 std::ofstream open_result_file(const std::string& path, std::string_view option);
-
-/**
- * @brief A result document: the run's environment as top-level fields (add_environment_json, with
- * `command` saying what wrote it) and an empty "rows" array.
- */
-nlohmann::json result_document(std::string_view command, const run_environment& env);
 
 /**
  * @brief Writes `rows` to `path` as CSV: `comment` (the run's environment) as its first line, the
