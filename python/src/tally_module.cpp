@@ -1,0 +1,361 @@
+// The Python extension `tally._tally`: thin nanobind wrappers over the C++ API. Each takes arrays
+// (numpy on the host, any DLPack array on a CUDA device) and runs the CPU or the GPU backend where
+// the samples live; the Python layer (tally/__init__.py) owns numpy's semantics, checks and output
+// allocation, so these functions only type-dispatch, run and report the library's choice.
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <tuple>
+#include <utility>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+
+#include "tally/cpu.hpp"
+#include "tally/error.hpp"
+#include "tally/gpu.hpp"
+
+#if defined(TALLY_WITH_CUDA)
+#include <cuda_runtime.h>
+#endif
+
+namespace nb = nanobind;
+
+namespace {
+
+using array = nb::ndarray<nb::ro, nb::c_contig>;  // what the library reads
+using output = nb::ndarray<nb::c_contig>;         // what it writes
+using choice_tuple = std::tuple<std::string, std::string>;  // (strategy used, why)
+
+choice_tuple to_tuple(const tally::choice& chose) {
+  return {std::string(to_string(chose.used)), std::string(chose.reason)};
+}
+
+bool on_gpu(const array& a) { return a.device_type() == nb::device::cuda::value; }
+
+/// The strategy named `name`, or a ValueError naming `strategy`.
+tally::strategy strategy_named(const std::string& name) {
+  const auto parsed = tally::parse_strategy(name);
+  if (!parsed) throw nb::value_error(("strategy: unknown strategy '" + name + "'").c_str());
+  return *parsed;
+}
+
+/// Calls `f` with a null pointer of the C++ type of `a`'s dtype (uint8, int32, uint32, int64,
+/// float32, float64), or raises TypeError naming `argument`.
+template <class F>
+decltype(auto) with_sample_type(const array& a, const char* argument, F&& f) {
+  const nb::dlpack::dtype t = a.dtype();
+  if (t == nb::dtype<std::uint8_t>()) return f(static_cast<std::uint8_t*>(nullptr));
+  if (t == nb::dtype<std::int32_t>()) return f(static_cast<std::int32_t*>(nullptr));
+  if (t == nb::dtype<std::uint32_t>()) return f(static_cast<std::uint32_t*>(nullptr));
+  if (t == nb::dtype<std::int64_t>()) return f(static_cast<std::int64_t*>(nullptr));
+  if (t == nb::dtype<float>()) return f(static_cast<float*>(nullptr));
+  if (t == nb::dtype<double>()) return f(static_cast<double*>(nullptr));
+  throw nb::type_error((std::string(argument) + ": unsupported dtype (tally takes uint8, int32, uint32, int64, "
+                                                "float32 and float64)")
+                           .c_str());
+}
+
+template <class T>
+std::span<const T> const_span_of(const array& a) {
+  return {static_cast<const T*>(a.data()), a.size()};
+}
+template <class T>
+std::span<T> span_of(const output& a) {
+  return {static_cast<T*>(a.data()), a.size()};
+}
+
+/// Counts are uint32 or uint64 (int64 arrays pass as uint64: counts never reach 2^63).
+template <class F>
+decltype(auto) with_counter_type(const output& counts, F&& f) {
+  if (counts.dtype() == nb::dtype<std::uint32_t>()) return f(static_cast<std::uint32_t*>(nullptr));
+  if (counts.dtype() == nb::dtype<std::uint64_t>() || counts.dtype() == nb::dtype<std::int64_t>()) {
+    return f(static_cast<std::uint64_t*>(nullptr));
+  }
+  throw nb::type_error("dtype: counts are int64, uint64 or uint32");
+}
+
+#if defined(TALLY_WITH_CUDA)
+/// One workspace per (device, stream), kept for the life of the process: a call allocates nothing
+/// once its workspace has grown to the size it needs.
+tally::gpu::workspace& workspace_for(int device, std::uintptr_t stream) {
+  static std::mutex guard;
+  static std::map<std::pair<int, std::uintptr_t>, std::unique_ptr<tally::gpu::workspace>> workspaces;
+  const std::lock_guard lock(guard);
+  auto& slot = workspaces[{device, stream}];
+  if (!slot) slot = std::make_unique<tally::gpu::workspace>();
+  return *slot;
+}
+
+/// Makes `a`'s device current for the call and restores the caller's on return.
+class device_scope {
+ public:
+  explicit device_scope(const array& a) {
+    cudaGetDevice(&previous_);
+    if (a.device_id() != previous_) cudaSetDevice(a.device_id());
+  }
+  ~device_scope() { cudaSetDevice(previous_); }
+  device_scope(const device_scope&) = delete;
+  device_scope& operator=(const device_scope&) = delete;
+
+ private:
+  int previous_ = 0;
+};
+
+/// Copies the 64-bit scalar the last call left in `ws` into `out` (device memory) on `stream`.
+void copy_scalar(tally::gpu::workspace& ws, const output& out, std::uintptr_t stream) {
+  const cudaError_t e = cudaMemcpyAsync(out.data(), ws.scalar(), out.nbytes(), cudaMemcpyDeviceToDevice,
+                                        reinterpret_cast<cudaStream_t>(stream));
+  if (e != cudaSuccess) throw nb::value_error(cudaGetErrorString(e));
+}
+#endif
+
+tally::gpu::stream_t as_stream(std::uintptr_t stream) { return reinterpret_cast<tally::gpu::stream_t>(stream); }
+
+[[noreturn]] void no_gpu_backend() {
+  throw nb::value_error("samples: a CUDA array, but this build of tally has no GPU backend");
+}
+
+/// Runs `gpu(ws, stream)` on the samples' device with the (device, stream) workspace.
+template <class Gpu>
+decltype(auto) on_device(const array& samples, std::uintptr_t stream, Gpu&& gpu) {
+#if defined(TALLY_WITH_CUDA)
+  const device_scope scope(samples);
+  return gpu(workspace_for(samples.device_id(), stream), stream);
+#else
+  (void)samples;
+  no_gpu_backend();
+  static tally::gpu::workspace never_used;  // unreachable: gives this function gpu's return type
+  return gpu(never_used, stream);
+#endif
+}
+
+choice_tuple histogram_even(const array& samples, const output& counts, std::int64_t num_bins, double lower,
+                            double upper, bool inclusive, const std::string& strategy, std::uintptr_t stream) {
+  const tally::even_bins bins{num_bins, lower, upper};
+  tally::histogram_options options;
+  options.algorithm = strategy_named(strategy);
+  options.last_edge = inclusive ? tally::upper_edge::inclusive : tally::upper_edge::exclusive;
+  return with_sample_type(samples, "a", [&](auto* sample_type) {
+    using Sample = std::remove_pointer_t<decltype(sample_type)>;
+    return with_counter_type(counts, [&](auto* counter_type) {
+      using Counter = std::remove_pointer_t<decltype(counter_type)>;
+      if (!on_gpu(samples)) {
+        return to_tuple(tally::cpu::histogram_even(const_span_of<Sample>(samples), span_of<Counter>(counts), bins,
+                                                   options)
+                            .chose);
+      }
+      return on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
+        return to_tuple(tally::gpu::histogram_even_async(const_span_of<Sample>(samples), span_of<Counter>(counts),
+                                                         bins, ws, options, as_stream(s)));
+      });
+    });
+  });
+}
+
+choice_tuple histogram_range(const array& samples, const output& counts, nb::ndarray<const double, nb::ndim<1>,
+                             nb::c_contig, nb::device::cpu> edges, bool inclusive, const std::string& strategy,
+                             std::uintptr_t stream) {
+  tally::histogram_options options;
+  options.algorithm = strategy_named(strategy);
+  options.last_edge = inclusive ? tally::upper_edge::inclusive : tally::upper_edge::exclusive;
+  const std::span<const double> edge_span(edges.data(), edges.size());
+  return with_sample_type(samples, "a", [&](auto* sample_type) {
+    using Sample = std::remove_pointer_t<decltype(sample_type)>;
+    return with_counter_type(counts, [&](auto* counter_type) {
+      using Counter = std::remove_pointer_t<decltype(counter_type)>;
+      if (!on_gpu(samples)) {
+        return to_tuple(tally::cpu::histogram_range(const_span_of<Sample>(samples), span_of<Counter>(counts),
+                                                    edge_span, options)
+                            .chose);
+      }
+      return on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
+        return to_tuple(tally::gpu::histogram_range_async(const_span_of<Sample>(samples), span_of<Counter>(counts),
+                                                          edge_span, ws, options, as_stream(s)));
+      });
+    });
+  });
+}
+
+/// Weighted even bins: float32 or float64 weights, float64 sums.
+choice_tuple histogram_even_weighted(const array& samples, const array& weights, const output& sums,
+                                     std::int64_t num_bins, double lower, double upper, bool inclusive,
+                                     const std::string& strategy, bool deterministic, std::uintptr_t stream) {
+  const tally::even_bins bins{num_bins, lower, upper};
+  tally::histogram_options options;
+  options.algorithm = strategy_named(strategy);
+  options.last_edge = inclusive ? tally::upper_edge::inclusive : tally::upper_edge::exclusive;
+  options.deterministic = deterministic;
+  return with_sample_type(samples, "a", [&](auto* sample_type) {
+    using Sample = std::remove_pointer_t<decltype(sample_type)>;
+    const auto run = [&](auto* weight_type) {
+      using Weight = std::remove_pointer_t<decltype(weight_type)>;
+      if (!on_gpu(samples)) {
+        return to_tuple(tally::cpu::histogram_even(const_span_of<Sample>(samples), const_span_of<Weight>(weights),
+                                                   span_of<double>(sums), bins, options)
+                            .chose);
+      }
+      return on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
+        const tally::choice chose =
+            tally::gpu::histogram_even_async(const_span_of<Sample>(samples), const_span_of<Weight>(weights),
+                                             span_of<double>(sums), bins, ws, options, as_stream(s));
+        if (deterministic) {
+          // A weight beyond the fixed-point range sets the flag word: waiting for it is the price
+          // of the error numpy users expect (the CPU backend raises too).
+          std::uint64_t flags[2] = {0, 0};
+#if defined(TALLY_WITH_CUDA)
+          cudaMemcpyAsync(flags, ws.scalar(), sizeof flags, cudaMemcpyDeviceToHost, reinterpret_cast<cudaStream_t>(s));
+          cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(s));
+#endif
+          if (flags[1] != 0) {
+            throw nb::value_error("weights: deterministic sums take weights with |w| < 2^31");
+          }
+        }
+        return to_tuple(chose);
+      });
+    };
+    if (weights.dtype() == nb::dtype<float>()) return run(static_cast<float*>(nullptr));
+    if (weights.dtype() == nb::dtype<double>()) return run(static_cast<double*>(nullptr));
+    throw nb::type_error("weights: float32 or float64");
+  });
+}
+
+/// bincount over non-negative integers (the Python layer has checked the minimum).
+choice_tuple bincount(const array& samples, const output& counts, const std::string& strategy, std::uintptr_t stream) {
+  tally::histogram_options options;
+  options.algorithm = strategy_named(strategy);
+  return with_sample_type(samples, "x", [&](auto* sample_type) -> choice_tuple {
+    using Sample = std::remove_pointer_t<decltype(sample_type)>;
+    if constexpr (!std::is_integral_v<Sample>) {
+      throw nb::type_error("x: bincount takes integer arrays");
+    } else {
+      return with_counter_type(counts, [&](auto* counter_type) {
+        using Counter = std::remove_pointer_t<decltype(counter_type)>;
+        if (!on_gpu(samples)) {
+          return to_tuple(
+              tally::cpu::bincount(const_span_of<Sample>(samples), span_of<Counter>(counts), options).chose);
+        }
+        return on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
+          return to_tuple(tally::gpu::bincount_async(const_span_of<Sample>(samples), span_of<Counter>(counts), ws,
+                                                     options, as_stream(s)));
+        });
+      });
+    }
+  });
+}
+
+tally::reduce_op reduce_op_named(const std::string& op) {
+  if (op == "sum") return tally::reduce_op::sum;
+  if (op == "min") return tally::reduce_op::min;
+  if (op == "max") return tally::reduce_op::max;
+  throw nb::value_error(("op: unknown reduction '" + op + "'").c_str());
+}
+
+/// sum, min or max into `out` (one element of the accumulator's type: int64 for int32, uint64 for
+/// uint32, else the samples' type), in the samples' memory.
+choice_tuple reduce(const array& samples, const std::string& op, const output& out, bool deterministic,
+                    const std::string& strategy, std::uintptr_t stream) {
+  tally::reduce_options options{strategy_named(strategy)};
+  options.deterministic = deterministic;
+  const tally::reduce_op which = reduce_op_named(op);
+  return with_sample_type(samples, "a", [&](auto* sample_type) -> choice_tuple {
+    using T = std::remove_pointer_t<decltype(sample_type)>;
+    if constexpr (!tally::is_reduce_sample_v<T>) {
+      throw nb::type_error("a: sum, min and max take int32, uint32, int64, float32 and float64");
+    } else {
+      if (!on_gpu(samples)) {
+        const tally::reduce_result<T> r = tally::cpu::reduce(const_span_of<T>(samples), which, options);
+        std::memcpy(out.data(), &r.value, sizeof r.value);
+        return to_tuple(r.chose);
+      }
+      return on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
+        const tally::choice chose = tally::gpu::reduce_async(const_span_of<T>(samples), which, ws, options, as_stream(s));
+#if defined(TALLY_WITH_CUDA)
+        copy_scalar(ws, out, s);
+#endif
+        return to_tuple(chose);
+      });
+    }
+  });
+}
+
+tally::comparison comparison_named(const std::string& op) {
+  static const std::map<std::string, tally::comparison> names{
+      {"<", tally::comparison::less},    {"<=", tally::comparison::less_equal}, {">", tally::comparison::greater},
+      {">=", tally::comparison::greater_equal}, {"==", tally::comparison::equal},   {"!=", tally::comparison::not_equal}};
+  const auto found = names.find(op);
+  if (found == names.end()) throw nb::value_error(("op: one of < <= > >= == !=, not '" + op + "'").c_str());
+  return found->second;
+}
+
+/// count_if (`find` false: the count, uint64) or find_first_if (the first index, int64) into `out`.
+/// The value is `integer_value` for integer samples (exact), `float_value` for float ones.
+choice_tuple predicate(bool find, const array& samples, const std::string& op, double float_value,
+                       std::int64_t integer_value, const output& out, const std::string& strategy,
+                       std::uintptr_t stream) {
+  const tally::reduce_options options{strategy_named(strategy)};
+  const tally::comparison which = comparison_named(op);
+  return with_sample_type(samples, "a", [&](auto* sample_type) {
+    using T = std::remove_pointer_t<decltype(sample_type)>;
+    const T value = std::is_integral_v<T> ? static_cast<T>(integer_value) : static_cast<T>(float_value);
+    const tally::compare_to<T> compare{which, value};
+    if (!on_gpu(samples)) {
+      std::uint64_t result = 0;
+      tally::choice chose;
+      if (find) {
+        const tally::find_result r = tally::cpu::find_first_if(const_span_of<T>(samples), compare, options);
+        result = static_cast<std::uint64_t>(r.index);
+        chose = r.chose;
+      } else {
+        const tally::count_result r = tally::cpu::count_if(const_span_of<T>(samples), compare, options);
+        result = r.count;
+        chose = r.chose;
+      }
+      std::memcpy(out.data(), &result, sizeof result);
+      return to_tuple(chose);
+    }
+    return on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
+      const tally::choice chose =
+          find ? tally::gpu::find_first_if_async(const_span_of<T>(samples), compare, ws, options, as_stream(s))
+               : tally::gpu::count_if_async(const_span_of<T>(samples), compare, ws, options, as_stream(s));
+#if defined(TALLY_WITH_CUDA)
+      copy_scalar(ws, out, s);
+#endif
+      return to_tuple(chose);
+    });
+  });
+}
+
+}  // namespace
+
+NB_MODULE(_tally, m) {
+  m.doc() = "tally's C++ library: histograms, counts and reductions on CPUs and GPUs (use the tally package)";
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const tally::error& e) {
+      // The library's errors name the argument; a bad argument is a ValueError to Python users.
+      if (e.code() == tally::errc::not_supported) {
+        PyErr_SetString(PyExc_NotImplementedError, e.what());
+      } else if (e.code() == tally::errc::cuda_error || e.code() == tally::errc::out_of_memory) {
+        PyErr_SetString(PyExc_RuntimeError, e.what());
+      } else {
+        PyErr_SetString(PyExc_ValueError, e.what());
+      }
+    }
+  });
+  m.def("built_with_cuda", &tally::gpu::built_with_cuda);
+  m.def("device_count", &tally::gpu::device_count);
+  m.def("histogram_even", &histogram_even);
+  m.def("histogram_range", &histogram_range);
+  m.def("histogram_even_weighted", &histogram_even_weighted);
+  m.def("bincount", &bincount);
+  m.def("reduce", &reduce);
+  m.def("predicate", &predicate);
+}

@@ -1,0 +1,352 @@
+"""tally: histograms, bincounts, reductions and counts with numpy's semantics, on the GPU for CuPy
+and PyTorch arrays on a CUDA device (zero-copy, on the array's device and its framework's current
+stream) and on the CPU for numpy arrays. See docs/python.md."""
+
+from __future__ import annotations
+
+import math
+import operator
+import threading
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _tally
+from ._arrays import Kind, dtype_name, numpy_dtype, take
+
+__all__ = [
+    "Choice",
+    "bincount",
+    "built_with_cuda",
+    "count_if",
+    "find_first",
+    "histogram",
+    "histogram_bin_edges",
+    "last_choice",
+    "max",
+    "min",
+    "sum",
+]
+
+_builtin_max = max  # this module defines its own min, max and sum
+
+
+class Choice(NamedTuple):
+    """The strategy the library ran and why (`strategy="automatic"` names the one it picked)."""
+
+    strategy: str
+    reason: str
+
+
+_local = threading.local()
+
+
+def last_choice() -> Choice | None:
+    """The Choice of this thread's last call (None before the first)."""
+    return getattr(_local, "choice", None)
+
+
+def _chose(result, return_choice: bool):
+    """Records the library's choice of the call just made; `result` with it if asked."""
+    chose = Choice(*_local.pending)
+    _local.choice = chose
+    if not return_choice:
+        return result
+    return (*result, chose) if isinstance(result, tuple) else (result, chose)
+
+
+def built_with_cuda() -> bool:
+    """Whether this build holds the GPU backend (CuPy and PyTorch CUDA arrays need it)."""
+    return bool(_tally.built_with_cuda())
+
+
+_COUNT_DTYPES = ("int64", "uint64", "uint32")
+
+
+def _count_dtype(dtype) -> np.dtype:
+    dtype = np.dtype("int64" if dtype is None else dtype)
+    if dtype.name not in _COUNT_DTYPES:
+        raise TypeError(f"dtype: counts are {', '.join(_COUNT_DTYPES)}, not {dtype}")
+    return dtype
+
+
+def _accumulator(dtype: np.dtype) -> np.dtype:
+    return np.dtype({"int32": "int64", "uint32": "uint64"}.get(dtype.name, dtype.name))
+
+
+def _reduce_into(flat, kind: Kind, op: str, deterministic: bool, strategy: str, stream: int):
+    out = kind.empty(1, _accumulator(np.dtype(_dtype_name(flat))))
+    _local.pending = _tally.reduce(flat, op, out, deterministic, strategy, stream)
+    return out
+
+
+def _dtype_name(flat) -> str:
+    return dtype_name(numpy_dtype(flat))
+
+
+def _extremes(flat, kind: Kind, stream: int):
+    """The least and greatest sample, as numpy scalars of the samples' dtype (NaN if any is NaN)."""
+    dtype = np.dtype(_dtype_name(flat))
+    if not kind.on_gpu:
+        return flat.min(), flat.max()
+    if dtype == np.uint8:  # no uint8 reduction: the byte values present, from a 256-bin count
+        counts = kind.empty(256, np.int64)
+        _tally.histogram_even(flat, counts, 256, 0.0, 256.0, False, "automatic", stream)
+        present = np.flatnonzero(kind.to_numpy(counts))
+        return np.uint8(present[0]), np.uint8(present[-1])
+    low = kind.scalar(_reduce_into(flat, kind, "min", False, "automatic", stream))
+    high = kind.scalar(_reduce_into(flat, kind, "max", False, "automatic", stream))
+    return dtype.type(low), dtype.type(high)
+
+
+def _library_even_edges(lower: float, upper: float, num_bins: int, dtype: np.dtype) -> np.ndarray:
+    """The edges the library's even bins use: lower + i * ((upper - lower) / n) in double (two
+    roundings, as numpy's linspace), the last one `upper`, rounded to float32 for float32 samples."""
+    edges = np.arange(num_bins + 1, dtype=np.float64) * ((upper - lower) / num_bins) + lower
+    edges[-1] = upper
+    return edges.astype(np.float32) if dtype == np.float32 else edges
+
+
+_PLANS: dict = {}  # (dtype, bins, range) -> (numpy's edges, even bins or None): numpy's work, once
+_DEVICE_EDGES: dict = {}  # (device, plan key) -> those edges on the device
+_CACHE_LIMIT = 256
+
+
+def _remember(cache: dict, key, value):
+    if len(cache) >= _CACHE_LIMIT:
+        cache.pop(next(iter(cache)))
+    cache[key] = value
+    return value
+
+
+def _plan(dtype: np.dtype, num_bins: int, range, proxy_values=None):
+    """numpy's edges for `num_bins` bins over `range` (or over the data's extremes `proxy_values`),
+    computed by numpy itself, and the even bins (n, lower, upper) whose library rule reproduces
+    them exactly, or None where only the edges do."""
+    if range is not None:
+        lower, upper = range
+        proxy = np.empty(0, dtype)
+    elif proxy_values is None:  # no samples: numpy's (0, 1)
+        lower, upper = 0, 1
+        proxy = np.empty(0, dtype)
+    else:
+        lower, upper = proxy_values
+        proxy = np.array(proxy_values, dtype)
+    edges = np.histogram_bin_edges(proxy, num_bins, range)  # numpy's checks and arithmetic
+    if lower == upper:
+        lower, upper = lower - 0.5, upper + 0.5
+    lower, upper = float(lower), float(upper)
+    even = _library_even_edges(lower, upper, num_bins, dtype)
+    same = even.dtype == edges.dtype and np.array_equal(even, edges)
+    return edges, ((num_bins, lower, upper) if same else None)
+
+
+def _bins_of(flat, kind: Kind, bins, range, stream: int):
+    """numpy's bin edges for `bins` and `range`, the even bins that reproduce them (or None), and a
+    key naming them for the caches (None for edges given as an array)."""
+    dtype = np.dtype(_dtype_name(flat))
+    if isinstance(bins, str):
+        raise NotImplementedError(f"bins: the estimator '{bins}' is not supported; give a number or edges")
+    if np.ndim(bins) == 1:
+        edges = np.asarray(bins.get() if hasattr(bins, "get") else bins.cpu() if hasattr(bins, "cpu") else bins)
+        if edges.size < 2:
+            raise ValueError("bins: at least two edges")
+        if np.any(edges[:-1] > edges[1:]):
+            raise ValueError("bins: `bins` must increase monotonically, when an array")
+        return edges, None, None
+    if np.ndim(bins) != 0:
+        raise ValueError("bins: `bins` must be 1d, when an array")
+    try:
+        num_bins = operator.index(bins)
+    except TypeError as e:
+        raise TypeError("bins: `bins` must be an integer, a string, or an array") from e
+    if num_bins < 1:
+        raise ValueError("bins: `bins` must be positive, when an integer")
+    if range is None and flat.shape[0] > 0:
+        extremes = tuple(_extremes(flat, kind, stream))
+        key = (dtype.name, num_bins, None, extremes)
+    else:
+        extremes = None
+        key = (dtype.name, num_bins, None if range is None else tuple(float(r) for r in range), None)
+    plan = _PLANS.get(key)
+    if plan is None:
+        plan = _remember(_PLANS, key, _plan(dtype, num_bins, range, extremes))
+    return plan[0], plan[1], key
+
+
+def _edges_like(kind: Kind, edges: np.ndarray, key):
+    """`edges` as an array like the samples: a fresh copy of a cached device array where `key`
+    names them, so that repeated calls copy no edges from the host."""
+    if not kind.on_gpu:
+        return edges.copy()
+    if key is None:
+        return kind.from_numpy(edges)
+    cache_key = (kind.device, key)
+    cached = _DEVICE_EDGES.get(cache_key)
+    if cached is None:
+        cached = _remember(_DEVICE_EDGES, cache_key, kind.from_numpy(edges))
+    return kind.copy(cached)
+
+
+_LAST_EDGES = ("inclusive", "exclusive")
+
+
+def histogram_bin_edges(a, bins=10, range=None, weights=None, *, stream=None):
+    """numpy.histogram_bin_edges: the edges histogram() counts with, as an array like `a`."""
+    flat, kind = take(a, "a")
+    edges, _, key = _bins_of(flat, kind, bins, range, kind.stream(stream))
+    return _edges_like(kind, edges, key)
+
+
+def histogram(a, bins=10, range=None, weights=None, density=False, *, last_edge="inclusive", strategy="automatic",
+              deterministic=False, dtype=None, stream=None, return_choice=False):
+    """numpy.histogram(a, bins, range, weights, density) -> (counts, edges), counted exactly as numpy
+    counts (its edges, its comparisons) by tally's library. Arrays like `a` (numpy, or CuPy/PyTorch
+    on a CUDA device). Keyword-only: `last_edge` "inclusive" (numpy's closed last bin) or
+    "exclusive" (every bin half-open); `strategy` (the library's names); `deterministic` (weighted
+    sums with the same bits on every backend and launch); `dtype` of the counts (int64, uint64,
+    uint32); `stream` (CUDA; default: the framework's current stream); `return_choice` adds the
+    library's Choice."""
+    flat, kind = take(a, "a")
+    if last_edge not in _LAST_EDGES:
+        raise ValueError(f"last_edge: 'inclusive' or 'exclusive', not {last_edge!r}")
+    inclusive = last_edge == "inclusive"
+    s = kind.stream(stream)
+    edges, even, key = _bins_of(flat, kind, bins, range, s)
+    num_bins = edges.size - 1
+    if weights is None:
+        counts = kind.empty(num_bins, _count_dtype(dtype))
+        if even is not None:
+            _local.pending = _tally.histogram_even(flat, counts, *even, inclusive, strategy, s)
+        else:
+            _local.pending = _tally.histogram_range(flat, counts, np.ascontiguousarray(edges, np.float64), inclusive,
+                                                    strategy, s)
+    else:
+        w, weight_kind = take(weights, "weights")
+        if weight_kind.name != kind.name or w.shape[0] != flat.shape[0]:
+            raise ValueError("weights: an array like `a`, of the same size and on the same device")
+        if even is None:
+            raise NotImplementedError(
+                "weights: weighted histograms take even bins whose edges the library reproduces; these edges "
+                "(given, or numpy's float32 arithmetic over the data's range) need range bins")
+        sums = kind.empty(num_bins, np.float64)
+        _local.pending = _tally.histogram_even_weighted(flat, w, sums, *even, inclusive, strategy, deterministic, s)
+        # numpy sums in the weights' dtype: float32 weights give float32 sums (here rounded once)
+        counts = sums if np.dtype(_dtype_name(w)) == np.float64 else kind.astype(sums, np.float32)
+    result_edges = _edges_like(kind, edges, key)
+    if density:
+        widths = kind.from_numpy(np.diff(edges).astype(np.float64))
+        total = counts.sum()
+        counts = counts / widths / total
+    return _chose((counts, result_edges), return_choice)
+
+
+def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministic=False, dtype=None, stream=None,
+             return_choice=False):
+    """numpy.bincount(x, weights, minlength): counts of each value 0..max(x) (at least `minlength`
+    of them) of non-negative integers, as an array like `x`; float64 sums with `weights`."""
+    flat, kind = take(x, "x")
+    if not np.issubdtype(np.dtype(_dtype_name(flat)), np.integer):
+        raise TypeError("x: bincount takes integer arrays")
+    minlength = operator.index(minlength)
+    if minlength < 0:
+        raise ValueError("minlength: must be non-negative")
+    s = kind.stream(stream)
+    if flat.shape[0] == 0:
+        length = minlength
+    else:
+        low, high = _extremes(flat, kind, s)
+        if low < 0:
+            raise ValueError(f"x: bincount takes non-negative integers (found {low})")
+        length = _builtin_max(int(high) + 1, minlength)
+    if weights is None:
+        counts = kind.empty(length, _count_dtype(dtype))
+        _local.pending = _tally.bincount(flat, counts, strategy, s) if length > 0 else ("automatic", "no bins")
+        return _chose(counts, return_choice)
+    w, weight_kind = take(weights, "weights")
+    if weight_kind.name != kind.name or w.shape[0] != flat.shape[0]:
+        raise ValueError("weights: an array like `x`, of the same size and on the same device")
+    sums = kind.empty(length, np.float64)
+    if length > 0:
+        _local.pending = _tally.histogram_even_weighted(flat, w, sums, length, 0.0, float(length), False, strategy,
+                                                        deterministic, s)
+    else:
+        _local.pending = ("automatic", "no bins")
+    return _chose(sums, return_choice)
+
+
+def _reduction(a, op: str, deterministic: bool, strategy: str, stream, return_choice: bool):
+    flat, kind = take(a, "a")
+    dtype = np.dtype(_dtype_name(flat))
+    if dtype == np.uint8:
+        raise TypeError("a: sum, min and max take int32, uint32, int64, float32 and float64")
+    if flat.shape[0] == 0 and op != "sum":
+        raise ValueError(f"a: zero-size array to reduction operation {op}imum which has no identity")
+    out = _reduce_into(flat, kind, op, deterministic, strategy, kind.stream(stream))
+    if op != "sum":
+        out = kind.astype(out, dtype)
+    result = out.reshape(()) if kind.on_gpu else out[0]
+    return _chose(result, return_choice)
+
+
+def sum(a, *, deterministic=False, strategy="automatic", stream=None, return_choice=False):  # noqa: A001
+    """The sum of `a` (int32 and uint32 in 64 bits, as numpy); `deterministic` float sums have bits
+    that depend only on the values (not the launch, the strategy or the backend). A numpy scalar for
+    numpy input, else a 0-d array on the device."""
+    return _reduction(a, "sum", deterministic, strategy, stream, return_choice)
+
+
+def min(a, *, strategy="automatic", stream=None, return_choice=False):  # noqa: A001
+    """The least sample of `a` (NaN if any is NaN, as numpy)."""
+    return _reduction(a, "min", False, strategy, stream, return_choice)
+
+
+def max(a, *, strategy="automatic", stream=None, return_choice=False):  # noqa: A001
+    """The greatest sample of `a` (NaN if any is NaN, as numpy)."""
+    return _reduction(a, "max", False, strategy, stream, return_choice)
+
+
+_OPS = ("<", "<=", ">", ">=", "==", "!=")
+
+
+def _integer_predicate(op: str, value, info):
+    """`x op value` for integers x of the dtype `info` describes, as `x op' v` with v an integer of
+    that dtype: the same samples satisfy both, whatever `value` (a fraction, beyond the dtype)."""
+    value = float(value) if not isinstance(value, (int, np.integer)) else int(value)
+    if isinstance(value, float):
+        if np.isnan(value):
+            return (">=", info.min) if op == "!=" else ("<", info.min)  # only != holds for NaN
+        if op in ("==", "!=") and not value.is_integer():
+            return (">=", info.min) if op == "!=" else ("<", info.min)
+        value = math.ceil(value) if op in ("<", ">=") else math.floor(value) if op in ("<=", ">") else int(value)
+    if value < info.min or value > info.max:
+        holds = {"<": value > info.max, "<=": value > info.max, ">": value < info.min, ">=": value < info.min,
+                 "==": False, "!=": True}[op]
+        return (">=", info.min) if holds else ("<", info.min)
+    return op, value
+
+
+def _predicate(find: bool, a, op: str, value, strategy: str, stream, return_choice: bool):
+    flat, kind = take(a, "a")
+    if op not in _OPS:
+        raise ValueError(f"op: one of {' '.join(_OPS)}, not {op!r}")
+    dtype = np.dtype(_dtype_name(flat))
+    integer_value = 0
+    if np.issubdtype(dtype, np.integer):
+        op, integer_value = _integer_predicate(op, value, np.iinfo(dtype))
+        value = float(integer_value)
+    out = kind.empty(1, np.int64)
+    _local.pending = _tally.predicate(find, flat, op, float(value), integer_value, out, strategy, kind.stream(stream))
+    result = out.reshape(()) if kind.on_gpu else out[0]
+    return _chose(result, return_choice)
+
+
+def count_if(a, op, value, *, strategy="automatic", stream=None, return_choice=False):
+    """How many samples x of `a` satisfy `x op value` (op: < <= > >= == !=; NaN compares false
+    except !=)."""
+    return _predicate(False, a, op, value, strategy, stream, return_choice)
+
+
+def find_first(a, op, value, *, strategy="automatic", stream=None, return_choice=False):
+    """The index of the first sample x of `a` with `x op value`, or a.size when none has."""
+    return _predicate(True, a, op, value, strategy, stream, return_choice)

@@ -1,0 +1,172 @@
+"""Arrays tally takes: numpy on the host, CuPy and PyTorch arrays on a CUDA device; new arrays of
+the same kind, on the same device, and the stream their framework runs on now."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# dtypes the library counts, by numpy name
+SAMPLE_DTYPES = ("uint8", "int32", "uint32", "int64", "float32", "float64")
+
+
+def _module_of(a) -> str:
+    return type(a).__module__.split(".")[0]
+
+
+class Kind:
+    """Where an array lives and how to make more like it."""
+
+    def __init__(self, name: str, like=None):
+        self.name = name  # "numpy", "cupy" or "torch"
+        self.like = like
+
+    @property
+    def on_gpu(self) -> bool:
+        return self.name != "numpy"
+
+    def stream(self, stream=None) -> int:
+        """The CUDA stream to run on, as an integer handle: `stream` if given (an integer, or a
+        CuPy or PyTorch stream), else the framework's current stream for the array's device."""
+        if not self.on_gpu:
+            return 0
+        if stream is not None:
+            for attribute in ("ptr", "cuda_stream"):
+                if hasattr(stream, attribute):
+                    return int(getattr(stream, attribute))
+            return int(stream)
+        if self.name == "cupy":
+            import cupy
+
+            with cupy.cuda.Device(self.like.device.id):
+                return int(cupy.cuda.get_current_stream().ptr)
+        import torch
+
+        return int(torch.cuda.current_stream(self.like.device).cuda_stream)
+
+    @property
+    def device(self):
+        """A hashable name of the device the arrays live on."""
+        if self.name == "numpy":
+            return "cpu"
+        return (self.name, self.like.device.id if self.name == "cupy" else self.like.device.index)
+
+    def copy(self, a):
+        """A copy of `a` on its device (enqueued on the current stream)."""
+        return a.clone() if self.name == "torch" else a.copy()
+
+    def empty(self, n: int, dtype):
+        dtype = np.dtype(dtype)
+        if self.name == "numpy":
+            return np.empty(n, dtype)
+        if self.name == "cupy":
+            import cupy
+
+            with cupy.cuda.Device(self.like.device.id):
+                return cupy.empty(n, dtype)
+        import torch
+
+        return torch.empty(n, dtype=_torch_dtype(dtype), device=self.like.device)
+
+    def astype(self, a, dtype):
+        """`a` converted to `dtype` on its device."""
+        if self.name == "torch":
+            return a.to(_torch_dtype(dtype))
+        return a.astype(np.dtype(dtype))
+
+    def from_numpy(self, host: np.ndarray):
+        """`host` copied to this kind's device (itself for numpy)."""
+        if self.name == "numpy":
+            return host
+        if self.name == "cupy":
+            import cupy
+
+            with cupy.cuda.Device(self.like.device.id):
+                return cupy.asarray(host)
+        import torch
+
+        return torch.from_numpy(np.ascontiguousarray(host)).to(self.like.device)
+
+    def to_numpy(self, a) -> np.ndarray:
+        """`a` on the host (waits for the device)."""
+        if self.name == "numpy":
+            return a
+        if self.name == "cupy":
+            return a.get()
+        return a.cpu().numpy()
+
+    def scalar(self, a):
+        """A one-element array of this kind as a numpy scalar (waits for the device)."""
+        return self.to_numpy(a).reshape(-1)[0]
+
+
+def _torch_dtype(dtype: np.dtype):
+    import torch
+
+    return {
+        "uint8": torch.uint8,
+        "int32": torch.int32,
+        "uint32": torch.uint32,
+        "int64": torch.int64,
+        "uint64": torch.uint64,
+        "float32": torch.float32,
+        "float64": torch.float64,
+    }[np.dtype(dtype).name]
+
+
+_TORCH_DTYPES = {}  # torch dtype -> numpy dtype, filled on first use
+_NAMES = {}  # numpy dtype -> its name (numpy's dtype.name costs microseconds a call)
+
+
+def numpy_dtype(a) -> np.dtype:
+    """The numpy dtype of `a` (numpy, CuPy or PyTorch); a torch dtype numpy has not got stays one."""
+    if _module_of(a) == "torch":
+        if not _TORCH_DTYPES:
+            import torch
+
+            for name in ("uint8", "int8", "int16", "int32", "uint16", "uint32", "int64", "uint64", "float16",
+                         "float32", "float64", "bool"):
+                _TORCH_DTYPES[getattr(torch, name)] = np.dtype(name)
+        return _TORCH_DTYPES.get(a.dtype, a.dtype)
+    return a.dtype if isinstance(a.dtype, np.dtype) else np.dtype(a.dtype)
+
+
+def dtype_name(dtype) -> str:
+    """`dtype`'s numpy name ("float32"), "" for a dtype numpy has not got."""
+    name = _NAMES.get(dtype)
+    if name is None:
+        name = _NAMES.setdefault(dtype, dtype.name if isinstance(dtype, np.dtype) else "")
+    return name
+
+
+def take(a, argument: str):
+    """`a` as a flat, contiguous array tally can read, with its Kind. Host data that is not a numpy
+    array (lists, tuples) becomes one, as numpy would make it; device arrays stay on their device
+    (a non-contiguous one is made contiguous there). Raises TypeError naming `argument` for other
+    objects and unsupported dtypes."""
+    module = _module_of(a)
+    if module == "cupy":
+        kind = Kind("cupy", a)
+        flat = a.ravel()
+        if not flat.flags.c_contiguous:
+            import cupy
+
+            flat = cupy.ascontiguousarray(flat)
+    elif module == "torch":
+        if a.device.type != "cuda":
+            a = a.numpy()  # a CPU tensor: the same memory, through numpy
+            return take(a, argument)
+        kind = Kind("torch", a)
+        flat = a.reshape(-1)
+        if not flat.is_contiguous():
+            flat = flat.contiguous()
+    elif module == "numpy" or isinstance(a, (list, tuple, int, float)):
+        kind = Kind("numpy")
+        flat = np.ascontiguousarray(np.asarray(a).ravel())
+    elif hasattr(a, "__dlpack__"):
+        raise TypeError(f"{argument}: arrays from {module} are not supported yet (numpy, CuPy and PyTorch are)")
+    else:
+        raise TypeError(f"{argument}: expected an array, got {type(a).__name__}")
+    dtype = numpy_dtype(flat)
+    if dtype_name(dtype) not in SAMPLE_DTYPES:
+        raise TypeError(f"{argument}: dtype {dtype} is not supported (tally takes {', '.join(SAMPLE_DTYPES)})")
+    return flat, kind

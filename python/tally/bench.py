@@ -1,0 +1,136 @@
+"""python -m tally.bench: tally's Python calls beside PyTorch's and CuPy's on the same GPU arrays.
+
+Large inputs (2^28 samples by default) as a fraction of the read bandwidth, which torch.sum over
+the same bytes (as float32) measures in the same run (GPU time a call, CUDA events around ten calls
+enqueued back to back, median); small inputs as wall
+microseconds a call, from the call to its result ready on the stream (median). Every result is
+checked against numpy's on a host copy before it is timed. Writes a CSV with --csv."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import statistics
+import sys
+import time
+
+import numpy as np
+
+import tally
+
+
+def _median_gpu_ms(torch, fn, runs: int, batch: int = 10) -> float:
+    """GPU milliseconds a call: CUDA events around `batch` calls enqueued back to back (so the
+    host's work a call hides behind the GPU's, as it does in a stream of calls), median of `runs`."""
+    for _ in range(2):
+        fn()
+    times = []
+    for _ in range(runs):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(batch):
+            fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) / batch)
+    return statistics.median(times)
+
+
+def _median_wall_us(torch, fn, runs: int) -> float:
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(runs):
+        begin = time.perf_counter()
+        fn()
+        torch.cuda.current_stream().synchronize()
+        times.append((time.perf_counter() - begin) * 1e6)
+    return statistics.median(times)
+
+
+def _cases(torch, cupy, n: int, seed: int):
+    """(name, bins, the samples as torch and cupy arrays sharing memory, the host copy, calls)."""
+    rng = np.random.default_rng(seed)
+    ints = torch.from_numpy(rng.integers(0, 256, n, dtype=np.int32)).cuda()
+    floats = torch.from_numpy((rng.random(n, dtype=np.float32) * 1000).astype(np.float32)).cuda()
+    cases = []
+    for name, a, bins, range_ in (("int32 uniform, 256 bins [0, 256)", ints, 256, (0, 256)),
+                                  ("float32 uniform, 4096 bins [0, 1000)", floats, 4096, (0, 1000)),
+                                  ("float32 uniform, 4096 bins, data's range", floats, 4096, None)):
+        host = a.cpu().numpy()
+        want = np.histogram(host, bins, range=range_)[0]
+        c = cupy.from_dlpack(a) if cupy is not None else None
+        calls = {"tally (torch)": lambda a=a, b=bins, r=range_: tally.histogram(a, b, range=r)[0],
+                 "tally (cupy)": (lambda c=c, b=bins, r=range_: tally.histogram(c, b, range=r)[0]) if c is not None else None}
+        if a.dtype == torch.int32 and range_ == (0, bins):
+            calls["torch.bincount"] = lambda a=a, b=bins: torch.bincount(a, minlength=b)
+            calls["tally.bincount (torch)"] = lambda a=a, b=bins: tally.bincount(a, minlength=b)
+            if c is not None:
+                calls["cupy.bincount"] = lambda c=c, b=bins: cupy.bincount(c, minlength=b)
+        if a.dtype == torch.float32 and range_ is not None:
+            calls["torch.histc"] = lambda a=a, b=bins, r=range_: torch.histc(a, b, r[0], r[1])
+        if c is not None:
+            calls["cupy.histogram"] = lambda c=c, b=bins, r=range_: cupy.histogram(c, b, range=r)[0]
+        cases.append((name, a, host, want, {k: v for k, v in calls.items() if v is not None}))
+    return cases
+
+
+def _counts(result) -> np.ndarray:
+    return (result.get() if hasattr(result, "get") else result.cpu().numpy()).astype(np.int64)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tally.bench", description=__doc__.splitlines()[0])
+    parser.add_argument("--log2-size", type=int, default=28, help="large inputs: 2^N samples (default 28)")
+    parser.add_argument("--small", default="10,16,20", help="small inputs: log2 sizes, microseconds a call")
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--seed", type=int, default=20261125)
+    parser.add_argument("--csv", help="write the rows here")
+    args = parser.parse_args(argv)
+    import torch
+
+    try:
+        import cupy
+    except ImportError:
+        cupy = None
+    print(f"tally.bench | {torch.cuda.get_device_name()} | torch {torch.__version__}"
+          f"{'' if cupy is None else ', cupy ' + cupy.__version__} | {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
+    rows = []
+    mismatches = 0
+    sizes = [(args.log2_size, "large")] + [(int(s), "small") for s in args.small.split(",") if s]
+    for log2, scale in sizes:
+        n = 1 << log2
+        for name, a, host, want, calls in _cases(torch, cupy, n, args.seed):
+            # The yardstick: torch.sum over the same bytes read as float32 (its int32 sum is slower).
+            bytes_as_float = a.view(torch.float32)
+            read_ms = _median_gpu_ms(torch, lambda: bytes_as_float.sum(), args.runs) if scale == "large" else None
+            for label, call in calls.items():
+                try:
+                    got = _counts(call())
+                except Exception as e:  # noqa: BLE001 - a peer that refuses the case is a row, not a crash
+                    rows.append(dict(case=name, samples=n, call=label, check=f"refused: {type(e).__name__}"))
+                    continue
+                exact = got.shape == want.shape and np.array_equal(got, want)
+                if not exact and label.startswith("tally"):
+                    mismatches += 1
+                row = dict(case=name, samples=n, call=label, check="exact" if exact else "differs from numpy")
+                if scale == "large":
+                    ms = _median_gpu_ms(torch, call, args.runs)
+                    row.update(median_ms=round(ms, 4), read_fraction=round(read_ms / ms, 3))
+                else:
+                    row.update(median_us=round(_median_wall_us(torch, call, args.runs * 10), 1))
+                rows.append(row)
+                print("  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+    if args.csv:
+        fields = ["case", "samples", "call", "check", "median_ms", "read_fraction", "median_us"]
+        with open(args.csv, "w", newline="") as f:
+            writer = csv.DictWriter(f, fields)
+            writer.writeheader()
+            writer.writerows(rows)
+    print(f"{len(rows)} rows, {mismatches} tally results differing from numpy")
+    return 1 if mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
