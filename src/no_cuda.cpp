@@ -36,6 +36,9 @@ workspace::~workspace() = default;
 void* workspace::reserve(std::size_t, stream_t) { no_cuda(); }
 std::uint64_t* workspace::scalar() { no_cuda(); }
 std::uint64_t workspace::read_scalar(stream_t) { no_cuda(); }
+namespace detail {
+workspace& waiting_workspace(stream_t) { no_cuda(); }
+}  // namespace detail
 
 namespace detail {
 template <class Sample, class Counter>

@@ -317,7 +317,7 @@ template <class Sample, class Weight, class Sum>
 histogram_result histogram_even_weighted(std::span<const Sample> samples, std::span<const Weight> weights,
                                          std::span<Sum> sums, const even_bins& bins, const histogram_options& options,
                                          stream_t stream) {
-  workspace ws;
+  workspace& ws = waiting_workspace(stream);
   const choice chose = histogram_even_weighted_async(samples, weights, sums, bins, ws, options, stream);
   const std::uint64_t left_out = ws.read_scalar(stream);  // waits for the stream
   std::uint64_t out_of_range = 0;

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -142,6 +144,13 @@ std::uint64_t* workspace::scalar() {
     scalars_ = block;
   }
   return static_cast<std::uint64_t*>(scalars_);
+}
+
+workspace& detail::waiting_workspace(stream_t stream) {
+  thread_local std::map<std::pair<int, stream_t>, workspace> workspaces;
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "cudaGetDevice");
+  return workspaces[{device, stream}];
 }
 
 std::uint64_t workspace::read_scalar(stream_t stream) {
