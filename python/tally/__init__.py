@@ -46,10 +46,12 @@ def last_choice() -> Choice | None:
     return getattr(_local, "choice", None)
 
 
-def _chose(result, return_choice: bool):
-    """Records the library's choice of the call just made; `result` with it if asked."""
+def _chose(kind: Kind, result, return_choice: bool):
+    """Records the library's choice of the call just made; `result` as the caller's kind of array,
+    with the choice if asked."""
     chose = Choice(*_local.pending)
     _local.choice = chose
+    result = tuple(kind.export(r) for r in result) if isinstance(result, tuple) else kind.export(result)
     if not return_choice:
         return result
     return (*result, chose) if isinstance(result, tuple) else (result, chose)
@@ -195,7 +197,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None, *, stream=None):
     """numpy.histogram_bin_edges: the edges histogram() counts with, as an array like `a`."""
     flat, kind = take(a, "a")
     edges, _, key = _bins_of(flat, kind, bins, range, kind.stream(stream))
-    return _edges_like(kind, edges, key)
+    return kind.export(_edges_like(kind, edges, key))
 
 
 def histogram(a, bins=10, range=None, weights=None, density=False, *, last_edge="inclusive", strategy="automatic",
@@ -238,7 +240,7 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, last_edge=
         widths = kind.from_numpy(np.diff(edges).astype(np.float64))
         total = counts.sum()
         counts = counts / widths / total
-    return _chose((counts, result_edges), return_choice)
+    return _chose(kind, (counts, result_edges), return_choice)
 
 
 def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministic=False, dtype=None, stream=None,
@@ -262,7 +264,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
     if weights is None:
         counts = kind.empty(length, _count_dtype(dtype))
         _local.pending = _tally.bincount(flat, counts, strategy, s) if length > 0 else ("automatic", "no bins")
-        return _chose(counts, return_choice)
+        return _chose(kind, counts, return_choice)
     w, weight_kind = take(weights, "weights")
     if weight_kind.name != kind.name or w.shape[0] != flat.shape[0]:
         raise ValueError("weights: an array like `x`, of the same size and on the same device")
@@ -272,7 +274,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
                                                         deterministic, s)
     else:
         _local.pending = ("automatic", "no bins")
-    return _chose(sums, return_choice)
+    return _chose(kind, sums, return_choice)
 
 
 def _reduction(a, op: str, deterministic: bool, strategy: str, stream, return_choice: bool):
@@ -286,7 +288,7 @@ def _reduction(a, op: str, deterministic: bool, strategy: str, stream, return_ch
     if op != "sum":
         out = kind.astype(out, dtype)
     result = out.reshape(()) if kind.on_gpu else out[0]
-    return _chose(result, return_choice)
+    return _chose(kind, result, return_choice)
 
 
 def sum(a, *, deterministic=False, strategy="automatic", stream=None, return_choice=False):  # noqa: A001
@@ -338,7 +340,7 @@ def _predicate(find: bool, a, op: str, value, strategy: str, stream, return_choi
     out = kind.empty(1, np.int64)
     _local.pending = _tally.predicate(find, flat, op, float(value), integer_value, out, strategy, kind.stream(stream))
     result = out.reshape(()) if kind.on_gpu else out[0]
-    return _chose(result, return_choice)
+    return _chose(kind, result, return_choice)
 
 
 def count_if(a, op, value, *, strategy="automatic", stream=None, return_choice=False):

@@ -17,8 +17,29 @@ class Kind:
     """Where an array lives and how to make more like it."""
 
     def __init__(self, name: str, like=None):
-        self.name = name  # "numpy", "cupy" or "torch"
+        self.name = name  # "numpy", "cupy" or "torch": the arrays tally reads and makes
         self.like = like
+        self.jax = False  # the caller's arrays are JAX's: results go back as JAX arrays
+
+    def export(self, result):
+        """`result` (an array tally made, or a scalar) as the caller's kind of array: itself, or for
+        JAX a JAX array over the same memory, once the stream has finished writing it (JAX does not
+        know tally's stream)."""
+        if not self.jax:
+            return result
+        import jax
+
+        if not self.on_gpu:
+            return jax.numpy.asarray(result)
+        if self.name == "torch":
+            import torch
+
+            torch.cuda.current_stream(self.like.device).synchronize()
+        else:
+            import cupy
+
+            cupy.cuda.get_current_stream().synchronize()
+        return jax.dlpack.from_dlpack(result)
 
     @property
     def on_gpu(self) -> bool:
@@ -138,6 +159,22 @@ def dtype_name(dtype) -> str:
     return name
 
 
+def _from_jax(a, argument: str):
+    """A JAX array as numpy (on the CPU) or, on a GPU, as a PyTorch or CuPy array over the same
+    memory (tally allocates its results through one of them), once JAX has finished computing it."""
+    a.block_until_ready()
+    devices = a.devices() if hasattr(a, "devices") else {a.device()}
+    if all(d.platform == "cpu" for d in devices):
+        return np.asarray(a)
+    for bridge in ("torch", "cupy"):
+        try:
+            module = __import__(bridge)
+        except ImportError:
+            continue
+        return module.from_dlpack(a)
+    raise TypeError(f"{argument}: JAX arrays on a GPU go through PyTorch or CuPy, and neither is installed")
+
+
 def take(a, argument: str):
     """`a` as a flat, contiguous array tally can read, with its Kind. Host data that is not a numpy
     array (lists, tuples) becomes one, as numpy would make it; device arrays stay on their device
@@ -159,6 +196,10 @@ def take(a, argument: str):
         flat = a.reshape(-1)
         if not flat.is_contiguous():
             flat = flat.contiguous()
+    elif module in ("jax", "jaxlib"):
+        flat, kind = take(_from_jax(a, argument), argument)
+        kind.jax = True
+        return flat, kind
     elif module == "numpy" or isinstance(a, (list, tuple, int, float)):
         kind = Kind("numpy")
         flat = np.ascontiguousarray(np.asarray(a).ravel())

@@ -29,6 +29,14 @@ def frameworks():
             found.append("torch")
     except Exception:  # noqa: BLE001
         pass
+    try:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)  # float64 and int64 arrays stay 64-bit
+        if found and any(d.platform == "gpu" for d in jax.devices()):
+            found.append("jax")  # through PyTorch or CuPy, so only with one of them
+    except Exception:  # noqa: BLE001
+        pass
     return found
 
 
@@ -38,6 +46,10 @@ if not FRAMEWORKS:
 
 
 def to_device(framework, host):
+    if framework == "jax":
+        import jax
+
+        return jax.device_put(host, jax.devices("gpu")[0])
     if framework == "cupy":
         import cupy
 
@@ -48,11 +60,18 @@ def to_device(framework, host):
 
 
 def to_host(framework, a):
+    if framework == "jax":
+        return np.asarray(a)
     return a.get() if framework == "cupy" else a.cpu().numpy()
 
 
 def assert_like(framework, result, source):
     """`result` is an array of the input's framework, on its device."""
+    if framework == "jax":
+        import jax
+
+        assert isinstance(result, jax.Array) and result.devices() == source.devices()
+        return
     if framework == "cupy":
         import cupy
 
@@ -141,7 +160,7 @@ def test_reductions_and_predicates_follow_numpy(framework, dtype):
     assert to_host(framework, tally.find_first(a, ">=", 999)) == (np.argmax(mask) if mask.any() else host.size)
 
 
-@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if f != "jax"])  # JAX has no stream to give
 def test_runs_on_the_stream_it_is_given(framework):
     host = host_samples("float32")
     a = to_device(framework, host)

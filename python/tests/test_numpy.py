@@ -156,6 +156,14 @@ def test_shapes_and_layouts_numpy_accepts():
         np.testing.assert_array_equal(tally.histogram(view, 20)[0], np.histogram(view, 20)[0])
 
 
+def test_jax_arrays_on_the_cpu_give_jax_arrays():
+    jax = pytest.importorskip("jax")
+    a = samples("float32")
+    counts, edges = tally.histogram(jax.numpy.asarray(a), 50)
+    assert isinstance(counts, jax.Array) and isinstance(edges, jax.Array)
+    np.testing.assert_array_equal(np.asarray(counts), np.histogram(a, 50)[0])
+
+
 def test_counts_dtype_and_choice():
     a = samples("int32")
     counts, _, chose = tally.histogram(a, 10, dtype="uint32", return_choice=True)
