@@ -1,6 +1,6 @@
-"""tally: histograms, bincounts, reductions and counts with numpy's semantics, on the GPU for CuPy
-and PyTorch arrays on a CUDA device (zero-copy, on the array's device and its framework's current
-stream) and on the CPU for numpy arrays. See docs/python.md."""
+"""tally: histograms, bincounts, reductions and counts with numpy's semantics, on the GPU for CuPy,
+PyTorch and JAX arrays on a CUDA device (zero-copy, on the array's device and its framework's
+current stream) and on the CPU for numpy arrays. See docs/python.md."""
 
 from __future__ import annotations
 
@@ -169,7 +169,10 @@ def _bins_of(flat, kind: Kind, bins, range, stream: int):
         key = (dtype.name, num_bins, None, extremes)
     else:
         extremes = None
-        key = (dtype.name, num_bins, None if range is None else tuple(float(r) for r in range), None)
+        # The range's types are part of the key: numpy computes the edges in the type it promotes
+        # them to with the samples (float32 for Python floats or float32 scalars with float32 data,
+        # float64 for numpy float64 or int64 scalars).
+        key = (dtype.name, num_bins, None if range is None else tuple((type(r), float(r)) for r in range), None)
     plan = _PLANS.get(key)
     if plan is None:
         plan = _remember(_PLANS, key, _plan(dtype, num_bins, range, extremes))
@@ -203,8 +206,8 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None, *, stream=None):
 def histogram(a, bins=10, range=None, weights=None, density=False, *, last_edge="inclusive", strategy="automatic",
               deterministic=False, dtype=None, stream=None, return_choice=False):
     """numpy.histogram(a, bins, range, weights, density) -> (counts, edges), counted exactly as numpy
-    counts (its edges, its comparisons) by tally's library. Arrays like `a` (numpy, or CuPy/PyTorch
-    on a CUDA device). Keyword-only: `last_edge` "inclusive" (numpy's closed last bin) or
+    counts (its edges, its comparisons) by tally's library. Arrays like `a` (numpy, or CuPy, PyTorch
+    or JAX on a CUDA device). Keyword-only: `last_edge` "inclusive" (numpy's closed last bin) or
     "exclusive" (every bin half-open); `strategy` (the library's names); `deterministic` (weighted
     sums with the same bits on every backend and launch); `dtype` of the counts (int64, uint64,
     uint32); `stream` (CUDA; default: the framework's current stream); `return_choice` adds the
@@ -225,7 +228,7 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, last_edge=
                                                     strategy, s)
     else:
         w, weight_kind = take(weights, "weights")
-        if weight_kind.name != kind.name or w.shape[0] != flat.shape[0]:
+        if weight_kind.device != kind.device or w.shape[0] != flat.shape[0]:
             raise ValueError("weights: an array like `a`, of the same size and on the same device")
         if even is None:
             raise NotImplementedError(
@@ -266,7 +269,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
         _local.pending = _tally.bincount(flat, counts, strategy, s) if length > 0 else ("automatic", "no bins")
         return _chose(kind, counts, return_choice)
     w, weight_kind = take(weights, "weights")
-    if weight_kind.name != kind.name or w.shape[0] != flat.shape[0]:
+    if weight_kind.device != kind.device or w.shape[0] != flat.shape[0]:
         raise ValueError("weights: an array like `x`, of the same size and on the same device")
     sums = kind.empty(length, np.float64)
     if length > 0:

@@ -57,6 +57,17 @@ def test_histogram_over_a_given_range_equals_numpy(dtype, bins, range_):
         np.testing.assert_array_equal(counts, want_counts)
 
 
+def test_a_range_of_other_types_gets_numpys_edges_for_those_types():
+    a = samples("float32")
+    for range_ in [(0.1, 700.3), (np.float32(0.1), np.float32(700.3)), (np.float64(0.1), np.float64(700.3)),
+                   (0, 700), (np.int64(0), np.int64(700))]:
+        counts, edges = tally.histogram(a, 999, range=range_)
+        want_counts, want_edges = np.histogram(a, 999, range=range_)
+        assert edges.dtype == want_edges.dtype
+        np.testing.assert_array_equal(edges, want_edges)
+        np.testing.assert_array_equal(counts, want_counts)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_histogram_over_given_edges_equals_numpy(dtype):
     a = samples(dtype, shape="uniform")
