@@ -96,9 +96,10 @@ def _extremes(flat, kind: Kind, stream: int):
         _tally.histogram_even(flat, counts, 256, 0.0, 256.0, False, "automatic", stream)
         present = np.flatnonzero(kind.to_numpy(counts))
         return np.uint8(present[0]), np.uint8(present[-1])
-    low = kind.scalar(_reduce_into(flat, kind, "min", False, "automatic", stream))
-    high = kind.scalar(_reduce_into(flat, kind, "max", False, "automatic", stream))
-    return dtype.type(low), dtype.type(high)
+    # Both enqueued, then both read: one wait (each result is copied out of the workspace on the stream).
+    low = _reduce_into(flat, kind, "min", False, "automatic", stream)
+    high = _reduce_into(flat, kind, "max", False, "automatic", stream)
+    return dtype.type(kind.scalar(low)), dtype.type(kind.scalar(high))
 
 
 def _library_even_edges(lower: float, upper: float, num_bins: int, dtype: np.dtype) -> np.ndarray:
