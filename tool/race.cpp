@@ -30,11 +30,6 @@ namespace tally::cli {
 namespace {
 
 constexpr const char* command_name = "tally race";
-/// What `tally --help` says of `tally race`, and what its result files hold.
-const measuring_command race_command{
-    "race", "Data races (GPU or CPU): racy variants beside correct ones, expected, actual and lost", "rows",
-    "updates lost per variant and thread count"};
-
 constexpr std::int64_t max_gpu_block_bins = 12288;  // tally::lab::block_histogram: 48 KiB of shared memory
 
 struct race_config : result_files {
@@ -46,6 +41,11 @@ struct race_config : result_files {
   int runs = 3;
   std::uint64_t seed = 20261122;
 };
+
+/// What `tally --help` says of `tally race`, and what its result files hold.
+const measuring_command race_command{
+    "race", "Data races (GPU or CPU): racy variants beside correct ones, expected, actual and lost", "rows",
+    "updates lost per variant and thread count"};
 
 /// `tally race`'s own options, between --backend and the result files'.
 void add_race_options(CLI::App& command, race_config& cfg) {
@@ -59,6 +59,16 @@ void add_race_options(CLI::App& command, race_config& cfg) {
       ->capture_default_str();
   command.add_option("--seed", cfg.seed, "Seed of the samples")->capture_default_str();
 }
+
+int run_race(const race_config& cfg);
+
+}  // namespace
+
+void add_race_command(CLI::App& app, int& exit_code) {
+  add_measuring_command(app, exit_code, race_command, run_race, add_race_options);
+}
+
+namespace {
 
 struct race_row {
   std::string experiment;
@@ -251,9 +261,4 @@ int run_race(const race_config& cfg) {
 }
 
 }  // namespace
-
-void add_race_command(CLI::App& app, int& exit_code) {
-  add_measuring_command(app, exit_code, race_command, run_race, add_race_options);
-}
-
 }  // namespace tally::cli
