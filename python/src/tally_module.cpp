@@ -226,8 +226,11 @@ choice_tuple histogram_even_weighted(const array& samples, const array& weights,
   });
 }
 
-/// bincount over non-negative integers (the Python layer has checked the minimum).
-choice_tuple bincount(const array& samples, const output& counts, const std::string& strategy, std::uintptr_t stream) {
+/// bincount into `counts`. With `refuse_negative` (signed samples on the GPU, whose maximum the
+/// Python layer sized the counts by) it waits for the left-out count, which then counts exactly the
+/// negative samples, and raises if there are any: one pass where a minimum would take another.
+choice_tuple bincount(const array& samples, const output& counts, const std::string& strategy, bool refuse_negative,
+                      std::uintptr_t stream) {
   tally::histogram_options options;
   options.algorithm = strategy_named(strategy);
   return with_sample_type(samples, "x", [&](auto* sample_type) -> choice_tuple {
@@ -242,8 +245,16 @@ choice_tuple bincount(const array& samples, const output& counts, const std::str
               tally::cpu::bincount(const_span_of<Sample>(samples), span_of<Counter>(counts), options).chose);
         }
         return on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
-          return to_tuple(tally::gpu::bincount_async(const_span_of<Sample>(samples), span_of<Counter>(counts), ws,
-                                                     options, as_stream(s)));
+          const tally::choice chose = tally::gpu::bincount_async(const_span_of<Sample>(samples),
+                                                                 span_of<Counter>(counts), ws, options, as_stream(s));
+          if (refuse_negative) {
+            if (const std::uint64_t negative = ws.read_scalar(as_stream(s)); negative != 0) {
+              throw nb::value_error(
+                  ("x: bincount takes non-negative integers (found " + std::to_string(negative) + " negative)")
+                      .c_str());
+            }
+          }
+          return to_tuple(chose);
         });
       });
     }

@@ -258,8 +258,17 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
     if minlength < 0:
         raise ValueError("minlength: must be non-negative")
     s = kind.stream(stream)
+    dtype_of_x = np.dtype(_dtype_name(flat))
+    # Unweighted on the GPU: the maximum alone sizes the counts, and the count's left-out samples,
+    # waited for, are exactly the negative ones (one pass fewer than a minimum).
+    by_maximum = weights is None and kind.on_gpu and dtype_of_x != np.uint8 and flat.shape[0] > 0
     if flat.shape[0] == 0:
         length = minlength
+    elif by_maximum:
+        high = dtype_of_x.type(kind.scalar(_reduce_into(flat, kind, "max", False, "automatic", s)))
+        if high < 0:
+            raise ValueError(f"x: bincount takes non-negative integers (found {high})")
+        length = _builtin_max(int(high) + 1, minlength)
     else:
         low, high = _extremes(flat, kind, s)
         if low < 0:
@@ -267,7 +276,9 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
         length = _builtin_max(int(high) + 1, minlength)
     if weights is None:
         counts = kind.empty(length, _count_dtype(dtype))
-        _local.pending = _tally.bincount(flat, counts, strategy, s) if length > 0 else ("automatic", "no bins")
+        refuse_negative = by_maximum and np.issubdtype(dtype_of_x, np.signedinteger)
+        _local.pending = (_tally.bincount(flat, counts, strategy, refuse_negative, s) if length > 0
+                          else ("automatic", "no bins"))
         return _chose(kind, counts, return_choice)
     w, weight_kind = take(weights, "weights")
     if weight_kind.device != kind.device or w.shape[0] != flat.shape[0]:

@@ -126,8 +126,9 @@ def test_bincount_equals_numpy(framework, dtype):
     counts = tally.bincount(x, minlength=10)
     assert_like(framework, counts, x)
     np.testing.assert_array_equal(to_host(framework, counts), np.bincount(host, minlength=10))
-    with pytest.raises(ValueError, match="^x: bincount takes non-negative"):
-        tally.bincount(to_device(framework, np.array([3, -1], np.int64)))
+    for negative in ([3, -1], [-3, -1], [0] * 1000 + [-5] + [7] * 1000):
+        with pytest.raises(ValueError, match="^x: bincount takes non-negative"):
+            tally.bincount(to_device(framework, np.array(negative, np.int64)))
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
