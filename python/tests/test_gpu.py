@@ -190,6 +190,28 @@ def test_runs_on_the_stream_it_is_given(framework):
 
 
 @pytest.mark.parametrize("framework", FRAMEWORKS)
+def test_edge_sizes_density_and_counts_dtype(framework):
+    for n in (0, 1, 31, 4097):
+        host = host_samples("float32", n)
+        a = to_device(framework, host)
+        np.testing.assert_array_equal(to_host(framework, tally.histogram(a, 16)[0]), np.histogram(host, 16)[0])
+        np.testing.assert_array_equal(to_host(framework, tally.histogram(a, 16, range=(0, 500))[0]),
+                                      np.histogram(host, 16, range=(0, 500))[0])
+        assert to_host(framework, tally.count_if(a, ">", 500)) == np.count_nonzero(host > 500)
+        assert to_host(framework, tally.find_first(a, ">", 500)) == (np.argmax(host > 500) if (host > 500).any() else n)
+    assert to_host(framework, tally.sum(to_device(framework, np.zeros(0, np.int32)))) == 0
+    np.testing.assert_array_equal(to_host(framework, tally.bincount(to_device(framework, np.zeros(0, np.int64)),
+                                                                     minlength=3)), np.zeros(3, np.int64))
+    host = host_samples("float64", 1 << 16)
+    a = to_device(framework, host)
+    np.testing.assert_allclose(to_host(framework, tally.histogram(a, 50, density=True)[0]),
+                               np.histogram(host, 50, density=True)[0], rtol=1e-12)
+    counts, _ = tally.histogram(a, 50, range=(0, 900), dtype="uint32")
+    assert to_host(framework, counts).dtype == np.uint32
+    np.testing.assert_array_equal(to_host(framework, counts), np.histogram(host, 50, range=(0, 900))[0])
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_errors_name_their_argument(framework):
     a = to_device(framework, host_samples("float32", 1000))
     with pytest.raises(ValueError, match="^weights"):
