@@ -37,7 +37,6 @@ const measuring_command contention_command{
     "contention", "Atomic throughput as the number of distinct addresses grows (GPU or CPU), every run verified",
     "rows", "operations per second against addresses, log-log"};
 
-
 struct contention_config : result_files {
   std::string backend_name = "auto";
   std::vector<std::string> addresses{"1", "4", "16", "64", "256", "1024", "4096", "16384", "65536"};

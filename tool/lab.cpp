@@ -40,7 +40,6 @@ const measuring_command lab_command{
     "lab", "Every experiment of the lab in one go: each claim beside the figure measured here, and a verdict", "claims",
     "the figure measured for each claim, coloured by verdict"};
 
-
 // The lessons the claims belong to, as docs/lab.md's sections name them.
 constexpr const char* lesson_races = "races";                  // lost updates, the missing barrier
 constexpr const char* lesson_cas = "atomics and CAS";          // atomics built from compare-and-swap
