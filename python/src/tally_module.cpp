@@ -46,6 +46,16 @@ tally::strategy strategy_named(const std::string& name) {
   return *parsed;
 }
 
+/// The library's histogram options for the Python arguments (ValueError naming `strategy`).
+tally::histogram_options histogram_options_for(const std::string& strategy, bool inclusive,
+                                               bool deterministic = false) {
+  tally::histogram_options options;
+  options.algorithm = strategy_named(strategy);
+  options.last_edge = inclusive ? tally::upper_edge::inclusive : tally::upper_edge::exclusive;
+  options.deterministic = deterministic;
+  return options;
+}
+
 /// Calls `f` with a null pointer of the C++ type of `a`'s dtype (uint8, int32, uint32, int64,
 /// float32, float64), or raises TypeError naming `argument`.
 template <class F>
@@ -139,9 +149,7 @@ decltype(auto) on_device(const array& samples, std::uintptr_t stream, Gpu&& gpu)
 choice_tuple histogram_even(const array& samples, const output& counts, std::int64_t num_bins, double lower,
                             double upper, bool inclusive, const std::string& strategy, std::uintptr_t stream) {
   const tally::even_bins bins{num_bins, lower, upper};
-  tally::histogram_options options;
-  options.algorithm = strategy_named(strategy);
-  options.last_edge = inclusive ? tally::upper_edge::inclusive : tally::upper_edge::exclusive;
+  const tally::histogram_options options = histogram_options_for(strategy, inclusive);
   return with_sample_type(samples, "a", [&](auto* sample_type) {
     using Sample = std::remove_pointer_t<decltype(sample_type)>;
     return with_counter_type(counts, [&](auto* counter_type) {
@@ -162,9 +170,7 @@ choice_tuple histogram_even(const array& samples, const output& counts, std::int
 choice_tuple histogram_range(const array& samples, const output& counts, nb::ndarray<const double, nb::ndim<1>,
                              nb::c_contig, nb::device::cpu> edges, bool inclusive, const std::string& strategy,
                              std::uintptr_t stream) {
-  tally::histogram_options options;
-  options.algorithm = strategy_named(strategy);
-  options.last_edge = inclusive ? tally::upper_edge::inclusive : tally::upper_edge::exclusive;
+  const tally::histogram_options options = histogram_options_for(strategy, inclusive);
   const std::span<const double> edge_span(edges.data(), edges.size());
   return with_sample_type(samples, "a", [&](auto* sample_type) {
     using Sample = std::remove_pointer_t<decltype(sample_type)>;
@@ -188,10 +194,7 @@ choice_tuple histogram_even_weighted(const array& samples, const array& weights,
                                      std::int64_t num_bins, double lower, double upper, bool inclusive,
                                      const std::string& strategy, bool deterministic, std::uintptr_t stream) {
   const tally::even_bins bins{num_bins, lower, upper};
-  tally::histogram_options options;
-  options.algorithm = strategy_named(strategy);
-  options.last_edge = inclusive ? tally::upper_edge::inclusive : tally::upper_edge::exclusive;
-  options.deterministic = deterministic;
+  const tally::histogram_options options = histogram_options_for(strategy, inclusive, deterministic);
   return with_sample_type(samples, "a", [&](auto* sample_type) {
     using Sample = std::remove_pointer_t<decltype(sample_type)>;
     const auto run = [&](auto* weight_type) {
@@ -231,8 +234,7 @@ choice_tuple histogram_even_weighted(const array& samples, const array& weights,
 /// negative samples, and raises if there are any: one pass where a minimum would take another.
 choice_tuple bincount(const array& samples, const output& counts, const std::string& strategy, bool refuse_negative,
                       std::uintptr_t stream) {
-  tally::histogram_options options;
-  options.algorithm = strategy_named(strategy);
+  const tally::histogram_options options = histogram_options_for(strategy, false);
   return with_sample_type(samples, "x", [&](auto* sample_type) -> choice_tuple {
     using Sample = std::remove_pointer_t<decltype(sample_type)>;
     if constexpr (!std::is_integral_v<Sample>) {
@@ -258,6 +260,22 @@ choice_tuple bincount(const array& samples, const output& counts, const std::str
         });
       });
     }
+  });
+}
+
+/// The edges even bins count with (the library's rule, in the precision `samples`' dtype compares
+/// in) into `edges` (num_bins + 1 values of that precision): what the Python layer compares with
+/// numpy's edges before it counts with even bins.
+void even_edges(const array& samples, std::int64_t num_bins, double lower, double upper, const output& edges) {
+  with_sample_type(samples, "a", [&](auto* sample_type) {
+    using Sample = std::remove_pointer_t<decltype(sample_type)>;
+    using Edge = typename tally::even_bin_mapper<Sample>::compare_type;
+    if (edges.dtype() != nb::dtype<Edge>() || static_cast<std::int64_t>(edges.size()) != num_bins + 1) {
+      throw nb::value_error("edges: num_bins + 1 values of the samples' comparison type");
+    }
+    const tally::even_bin_mapper<Sample> map(tally::even_bins{num_bins, lower, upper}, tally::upper_edge::exclusive);
+    const std::span<Edge> out = span_of<Edge>(edges);
+    for (std::int64_t i = 0; i <= num_bins; ++i) out[static_cast<std::size_t>(i)] = map.edge(i);
   });
 }
 
@@ -367,6 +385,7 @@ NB_MODULE(_tally, m) {
   m.def("histogram_range", &histogram_range);
   m.def("histogram_even_weighted", &histogram_even_weighted);
   m.def("bincount", &bincount);
+  m.def("even_edges", &even_edges);
   m.def("reduce", &reduce);
   m.def("predicate", &predicate);
 }

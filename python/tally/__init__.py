@@ -103,11 +103,11 @@ def _extremes(flat, kind: Kind, stream: int):
 
 
 def _library_even_edges(lower: float, upper: float, num_bins: int, dtype: np.dtype) -> np.ndarray:
-    """The edges the library's even bins use: lower + i * ((upper - lower) / n) in double (two
-    roundings, as numpy's linspace), the last one `upper`, rounded to float32 for float32 samples."""
-    edges = np.arange(num_bins + 1, dtype=np.float64) * ((upper - lower) / num_bins) + lower
-    edges[-1] = upper
-    return edges.astype(np.float32) if dtype == np.float32 else edges
+    """The edges the library's even bins count with (its own rule, in the precision `dtype`
+    compares in: float32 for float32 samples, else float64)."""
+    edges = np.empty(num_bins + 1, np.float32 if dtype == np.float32 else np.float64)
+    _tally.even_edges(np.empty(0, dtype), num_bins, lower, upper, edges)
+    return edges
 
 
 _PLANS: dict = {}  # (dtype, bins, range) -> (numpy's edges, even bins or None): numpy's work, once
