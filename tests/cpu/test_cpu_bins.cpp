@@ -473,7 +473,17 @@ TYPED_TEST(RangeBinMapper, AgreesWithOracleOnEdgesTheirNeighboursAndSpecialValue
       {-0.5, 0.5, 127.5, 254.5, 255.0},
       {-0x1p63, 0.0, 0x1p63},
       {-1e39, 0.0, 1e39},                 // past float's range at both ends
+      // On and beside the ends of 32-bit integers: edges every integer sample reaches or none does.
+      {-2147483649.0, -2147483648.0, -2147483647.5, 0.0, 2147483646.5, 2147483647.0, 2147483648.0},
+      {-0.5, 4294967294.5, 4294967295.0, 4294967296.0},
   };
+  // Edges crowded into one grid cell beside a few spread ones: samples there search among them.
+  {
+    std::vector<double> crowded;
+    for (int k = 0; k < 200; ++k) crowded.push_back(1e-3 * k / 200.0);
+    for (int k = 1; k <= 10; ++k) crowded.push_back(100.0 * k);
+    edge_sets.push_back(crowded);
+  }
   // Log-spaced edges (the grid over float bits serves them) and even edges of 0.1 (not floats).
   for (const int n : {64, 1024}) {
     std::vector<double> log_edges, tenth_edges;

@@ -28,33 +28,66 @@ enum class grid_kind : std::uint8_t {
 
 /**
  * Maps a sample to its range bin as range_bin_mapper does (the same bins, edges compared as numpy
- * compares them), in a few instructions per sample:
- * - keys: the edges 0..n in the precision samples compare in, and one more after them that no
- *   search reads but a load may. Float samples take each double edge rounded up to a float
- *   (x >= e exactly when x >= that float), so they compare in float.
- * - cells: cell(x) is monotone in x, and first[c] counts the keys whose cell is below c. For x in
- *   cell c, every such key is below x and no key above cell c is at or below x, so the number of
- *   keys at or below x lies in [first[c], first[c + 1]]: a binary search over that short span.
- *   That number less one is x's bin, -1 below the first edge and n at or above the last, so one
- *   unsigned compare leaves samples out (NaN takes cell 0 and no key: -1).
+ * compares them), with one table read per sample in the common case:
+ * - Each edge e becomes a threshold t in the type samples compare in, with x >= e exactly when
+ *   x > t: for float samples the greatest float below e, for double (and int64, which numpy
+ *   compares as double) the greatest double below e, for integers of 32 bits or less ceil(e) - 1.
+ *   An integer edge no sample can reach takes the type's maximum; one every sample reaches counts
+ *   for every cell (below the grid).
+ * - cell(x) is monotone in x. Each cell's entry (16 bytes, one aligned load) holds the number of
+ *   edges below the cell (every sample of the cell is at or above them) and the thresholds of the
+ *   next entry_keys edges from there: the cell's own, then those of later cells, which no sample
+ *   of the cell exceeds. So a sample's count of edges at or below it is the entry's number plus
+ *   a compare per threshold, with no branch, and its bin is that less one (-1 below the first
+ *   edge, n at or above the last), which one unsigned compare leaves out.
+ * - A cell of more edges than its entry holds is flagged; its samples search the thresholds
+ *   between its number and the next cell's, after the vector's other samples (map_items). With
+ *   cells twice the bins, evenly spread edges put more than three edges in about one cell in 600.
+ * NaN compares above nothing and takes cell 0: count 0, bin -1, left out.
  * Trivially copyable for kernels; the tables must stay alive and be readable where it runs.
  */
 template <class Sample>
 class grid_range_bin_mapper {
  public:
-  using key_type = std::conditional_t<std::is_same_v<Sample, float>, float, double>;
+  /// Whether samples are integers of 32 bits or less, which compare as themselves.
+  static constexpr bool small_integer = std::is_integral_v<Sample> && sizeof(Sample) <= 4;
+  /// The type a sample's cell is computed in: float for float samples and small integers (any
+  /// monotone cell serves, and float arithmetic is the GPU's fastest), double otherwise.
+  using key_type = std::conditional_t<std::is_same_v<Sample, float> || small_integer, float, double>;
+  /// The type a sample compares with an edge in: its own for integers of 32 bits or less (whose
+  /// thresholds are whole numbers), numpy's floating type otherwise.
+  using threshold_type =
+      std::conditional_t<small_integer,
+                         std::conditional_t<std::is_unsigned_v<Sample> && sizeof(Sample) == 4, std::uint32_t, std::int32_t>,
+                         key_type>;
+  /// A cell's entry: a threshold and the edges below the cell, shifted left once, the low bit set
+  /// for a cell of several edges. One aligned load; no padding (host and device fills match).
+  using word_type = std::conditional_t<sizeof(threshold_type) == 8, std::uint64_t, std::uint32_t>;
+  /// Thresholds an entry holds: as many as fit 16 bytes beside the word (3 of 4 bytes, 1 of 8).
+  static constexpr int entry_keys = static_cast<int>((16 - sizeof(word_type)) / sizeof(threshold_type));
+  struct alignas(16) cell_entry {
+    threshold_type threshold[entry_keys];
+    word_type word;
+  };
+  static_assert(sizeof(cell_entry) == 16);
 
   /// Cells for `num_bins` bins: the power of two at or above 2 * num_bins, so that evenly spread
-  /// edges leave most cells with one edge or none, and most samples one compare or none; at most
-  /// 2^21 cells: the value grid floors a float below 2^23 by its bits, and more edges than
-  /// that share cells (a longer search, still exact).
+  /// edges leave few cells with more edges than an entry holds, while those entries fit a block's
+  /// shared memory (max_doubled_entry_bytes: 4096 bins); past that, where the tables stay in
+  /// global memory, the power of two at or above num_bins, half the bytes to cache. At most 2^21
+  /// cells: the value grid floors a float below 2^23 by its bits, and more edges than that share
+  /// cells (a longer search, still exact).
   static std::int64_t cells_for(std::int64_t num_bins) {
+    const std::int64_t wanted =
+        2 * num_bins * static_cast<std::int64_t>(sizeof(cell_entry)) <= max_doubled_entry_bytes ? 2 * num_bins : num_bins;
     return static_cast<std::int64_t>(
-        std::bit_ceil(static_cast<std::uint64_t>(std::min<std::int64_t>(2 * num_bins, std::int64_t{1} << 21))));
+        std::bit_ceil(static_cast<std::uint64_t>(std::clamp<std::int64_t>(wanted, 2, std::int64_t{1} << 21))));
   }
-  /// Bytes of the tables for `num_edges` edges: the keys, then the cells' first bins, 16-byte aligned.
+  static constexpr std::int64_t max_doubled_entry_bytes = 128 * 1024;
+  /// Bytes of the tables for `num_edges` edges: the cells' entries (one more than the cells, whose
+  /// number ends the last cell's edges), then the thresholds, each 16-byte aligned.
   static std::size_t table_bytes(std::int64_t num_edges) {
-    return keys_bytes(num_edges + 1) + first_bytes(cells_for(num_edges - 1));
+    return entries_bytes(cells_for(num_edges - 1)) + thresholds_bytes(num_edges);
   }
   grid_range_bin_mapper() = default;
 
@@ -81,23 +114,32 @@ class grid_range_bin_mapper {
 
   /**
    * The grid for the sorted, finite edges `edge_at(0)` to `edge_at(num_edges - 1)` (a callable
-   * giving edge i as a double), without its tables: the keys at the ends, which grid and its
-   * arithmetic. Both grids are tried on at most plan_sample_edges of the interior edges, spread
-   * over them, and the one whose cells hold fewer of them (sum of squares: the search a sample
-   * placed like the edges would do) is kept; every grid counts exactly, the choice is speed. Host
-   * work independent of the edges' number, so a GPU call can fill the tables on the device
-   * (fill_entry) rather than build them here.
+   * giving edge i as a double), without its tables: the edge values at the ends, which grid and
+   * its arithmetic. Both grids are tried on at most plan_sample_edges of the interior edges,
+   * spread over them, and the one whose cells hold fewer of them (sum of squares: the search a
+   * sample placed like the edges would do) is kept; every grid counts exactly, the choice is
+   * speed. Host work independent of the edges' number, so a GPU call can fill the tables on the
+   * device (fill_entry) rather than build them here.
    */
   template <class EdgeAt>
   static grid_range_bin_mapper plan(EdgeAt edge_at, std::int64_t num_edges, upper_edge last_edge) {
     grid_range_bin_mapper map = for_sizing(num_edges);
     const int n = map.num_bins_;
-    const key_type first_key = key_of_edge(edge_at(0));
-    map.last_key_ = key_of_edge(edge_at(n));
-    // A sample equals the last edge only if the edge is exactly a key (a float, for float samples).
-    map.inclusive_ = last_edge == upper_edge::inclusive && static_cast<double>(map.last_key_) == edge_at(n);
-    const key_type low = n >= 3 ? key_of_edge(edge_at(1)) : first_key;
-    const key_type high = n >= 3 ? key_of_edge(edge_at(n - 1)) : map.last_key_;
+    const edge_key last = key_of_edge(edge_at(n));
+    // A sample equals the last edge only if the edge is a value samples take.
+    const double last_edge_value = edge_at(n);
+    if constexpr (small_integer) {
+      if (last.place == 0) {
+        map.last_value_ = static_cast<threshold_type>(last.threshold + 1);  // the edge's ceiling
+        map.inclusive_ = static_cast<double>(map.last_value_) == last_edge_value;
+      }
+    } else {
+      map.last_value_ = static_cast<threshold_type>(last.least);
+      map.inclusive_ = static_cast<double>(map.last_value_) == last_edge_value;
+    }
+    map.inclusive_ = map.inclusive_ && last_edge == upper_edge::inclusive;
+    const key_type low = key_of_edge(edge_at(n >= 3 ? 1 : 0)).least;
+    const key_type high = n >= 3 ? key_of_edge(edge_at(n - 1)).least : last.least;
     map.choose_value_grid(low, high);
     if constexpr (std::is_same_v<key_type, float>) {
       const grid_range_bin_mapper value = map;
@@ -107,121 +149,318 @@ class grid_range_bin_mapper {
     return map;
   }
 
-  /// Fills the tables (table_bytes of this mapper's edges, 16-byte aligned) on the host: the keys,
-  /// then first[c] for every cell, in one pass, since a key's cell never falls as the keys rise.
+  /// Fills the tables (table_bytes of this mapper's edges, 16-byte aligned) on the host in one
+  /// pass: an edge's cell never falls as the edges rise.
   template <class EdgeAt>
   void fill_tables(EdgeAt edge_at, std::span<std::byte> tables) const {
-    auto* keys = reinterpret_cast<key_type*>(tables.data());
-    auto* first = reinterpret_cast<std::uint32_t*>(tables.data() + keys_bytes(num_bins_ + 2));
-    for (int i = 0; i <= num_bins_ + 1; ++i) keys[i] = key_at(edge_at, i);
-    int below = 0;  // keys whose cell is below c
-    for (int c = 0; c <= cells_; ++c) {
-      while (below <= num_bins_ && cell(keys[below]) < c) ++below;
-      first[c] = static_cast<std::uint32_t>(below);
+    auto* entries = reinterpret_cast<cell_entry*>(tables.data());
+    auto* thresholds = reinterpret_cast<threshold_type*>(tables.data() + entries_bytes(cells_));
+    for (int i = 0; i <= num_bins_; ++i) thresholds[i] = key_of_edge(edge_at(i)).threshold;
+    int below = 0;  // edges whose cell is below c
+    const auto edges_below = [&](int c) {
+      while (below <= num_bins_ && cell_of_key(key_of_edge(edge_at(below))) < c) ++below;
+      return below;
+    };
+    int first = edges_below(0);
+    for (int c = 0; c < cells_; ++c) {
+      const int next = edges_below(c + 1);
+      set_entry(entries[c], first, next, [&](int i) { return i <= num_bins_ ? thresholds[i] : never_threshold(); });
+      first = next;
     }
+    set_entry(entries[cells_], first, first, [](int) { return never_threshold(); });
   }
 
   /// Entry i of the tables, as fill_tables writes it, for a kernel that fills them a thread an
-  /// entry: key i (i <= num_bins + 1) and first[i] (i <= cells), the latter by a binary search over
-  /// the keys' cells.
+  /// entry: threshold i (i <= num_bins) and cell entry i (i <= cells), the latter by binary
+  /// searches over the edges' cells.
   template <class EdgeAt>
   TALLY_HOST_DEVICE void fill_entry(EdgeAt edge_at, std::int64_t i, std::byte* tables) const {
-    if (i <= num_bins_ + 1) reinterpret_cast<key_type*>(tables)[i] = key_at(edge_at, static_cast<int>(i));
+    if (i <= num_bins_) {
+      reinterpret_cast<threshold_type*>(tables + entries_bytes(cells_))[i] =
+          key_of_edge(edge_at(static_cast<int>(i))).threshold;
+    }
     if (i <= cells_) {
-      int lo = 0;  // the first key whose cell is at or above i, or num_bins + 1 if none is
-      int hi = num_bins_ + 1;
-      while (lo < hi) {
-        const int mid = lo + (hi - lo) / 2;
-        if (cell(key_of_edge(edge_at(mid))) < i) {
-          lo = mid + 1;
-        } else {
-          hi = mid;
-        }
-      }
-      reinterpret_cast<std::uint32_t*>(tables + keys_bytes(num_bins_ + 2))[i] = static_cast<std::uint32_t>(lo);
+      const int c = static_cast<int>(i);
+      const int first = edges_below(edge_at, c);
+      const int next = c < cells_ ? edges_below(edge_at, c + 1) : first;
+      set_entry(reinterpret_cast<cell_entry*>(tables)[c], first, next, [&](int k) {
+        return c < cells_ && k <= num_bins_ ? key_of_edge(edge_at(k)).threshold : never_threshold();
+      });
     }
   }
 
-  /// Entries fill_entry takes: the larger of the keys and the cells' first bins.
+  /// Entries fill_entry takes: the larger of the thresholds and the cells' entries.
   TALLY_HOST_DEVICE std::int64_t table_entries() const {
-    return num_bins_ + 2 > cells_ + 1 ? num_bins_ + 2 : cells_ + 1;
+    return num_bins_ + 1 > cells_ + 1 ? num_bins_ + 1 : cells_ + 1;
   }
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
   TALLY_HOST_DEVICE grid_kind kind() const { return kind_; }
 
   TALLY_HOST_DEVICE std::int64_t operator()(Sample sample) const {
-    const auto x = canonical(static_cast<key_type>(sample));
-    // Every sample, in range or not, takes the cell (clamped to the grid), the compare and the
-    // selects: no branch in the common path, so the compiler interleaves the samples of a vector,
-    // each waiting on two dependent table reads. Only cells with more than one candidate key loop.
-    const int c = cell(x);
-    int lo = static_cast<int>(first_[c]);  // the keys at or below x number lo to hi
-    int hi = static_cast<int>(first_[c + 1]);
-    while (hi - lo > 1) {  // narrow it to two candidates
-      const int mid = (lo + hi) >> 1;
-      if (x >= keys_[mid]) {
+    const Sample one[1] = {sample};
+    int bin[1];
+    map_items(one, bin);
+    return bin[0];
+  }
+
+  static constexpr bool maps_items = true;  ///< block pieces map a vector with map_items
+  /// Maps `items` samples at once: each one's cell, entry and compare first, in one straight line
+  /// (no branch, so the compiler keeps every entry read in flight together), then the searches of
+  /// those in a cell of several edges, rarer.
+  template <int Items>
+  TALLY_HOST_DEVICE void map_items(const Sample (&samples)[Items], int (&bins)[Items]) const {
+    threshold_type x[Items];
+    int c[Items];
+    int count[Items];  // edges at or below the sample
+    unsigned searching = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < Items; ++j) {
+      x[j] = compared(samples[j]);
+      c[j] = cell(static_cast<key_type>(x[j]));
+    }
+    cell_entry entry[Items];
+#if defined(__CUDA_ARCH__)
+    if (tables_in_shared_) {
+      // Shared-memory loads, not generic ones: the compiler cannot tell where a copy lives.
+      const auto base = static_cast<std::uint32_t>(__cvta_generic_to_shared(entries_));
+#pragma unroll
+      for (int j = 0; j < Items; ++j) entry[j] = load_shared(base + static_cast<std::uint32_t>(c[j]) * sizeof(cell_entry));
+    } else {
+#pragma unroll
+      for (int j = 0; j < Items; ++j) entry[j] = entries_[c[j]];
+    }
+#else
+    for (int j = 0; j < Items; ++j) entry[j] = entries_[c[j]];
+#endif
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < Items; ++j) {
+      count[j] = static_cast<int>(entry[j].word >> 1);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (int k = 0; k < entry_keys; ++k) count[j] += x[j] > entry[j].threshold[k] ? 1 : 0;
+      searching |= static_cast<unsigned>(entry[j].word & 1u) << j;
+    }
+    // One search a pass, for the thread's next sample that needs one: a warp passes as often as
+    // its busiest lane needs, not once per place in the vector. The sample is picked, and its
+    // count put back, by selects: registers cannot be indexed at run time.
+    while (searching != 0u) {
+      const int j = lowest_set_bit(searching);
+      searching &= searching - 1u;
+      threshold_type xj = x[0];
+      int cj = c[0];
+      int lo = count[0];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (int k = 1; k < Items; ++k) {
+        if (j == k) {
+          xj = x[k];
+          cj = c[k];
+          lo = count[k];
+        }
+      }
+      const int found = search(xj, lo, static_cast<int>(entries_[cj + 1].word >> 1));
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (int k = 0; k < Items; ++k) count[k] = j == k ? found : count[k];
+    }
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < Items; ++j) {
+      const int bin = count[j] - 1;
+      const int outside =
+          (inclusive_ && x[j] == last_value_) ? num_bins_ - 1 : static_cast<int>(left_out_bin);
+      bins[j] = static_cast<unsigned>(bin) < static_cast<unsigned>(num_bins_) ? bin : outside;
+    }
+  }
+
+  /// Bytes of the tables (table_bytes of this mapper's edges).
+  TALLY_HOST_DEVICE std::size_t tables_bytes() const { return entries_bytes(cells_) + thresholds_bytes(num_bins_ + 1); }
+  /// The same mapper reading its tables at `tables` (a copy of them, in shared memory say).
+  TALLY_HOST_DEVICE grid_range_bin_mapper reading_tables_at(const std::byte* tables) const {
+    grid_range_bin_mapper moved = *this;
+    moved.entries_ = reinterpret_cast<const cell_entry*>(tables);
+    moved.thresholds_ = reinterpret_cast<const threshold_type*>(tables + entries_bytes(cells_));
+    return moved;
+  }
+  TALLY_HOST_DEVICE const std::byte* tables() const { return reinterpret_cast<const std::byte*>(entries_); }
+#if defined(__CUDA_ARCH__)
+  /// The same mapper reading a copy of its tables in the block's shared memory at `tables`.
+  __device__ grid_range_bin_mapper reading_tables_in_shared(const std::byte* tables) const {
+    grid_range_bin_mapper moved = reading_tables_at(tables);
+    moved.tables_in_shared_ = true;
+    return moved;
+  }
+#endif
+
+ private:
+  /// An edge as the grid sees it: the least value a sample compares as at or above it (clamped to
+  /// an integer type's range), its threshold, and whether it sits below every integer sample (-1:
+  /// every sample reaches it), above every one (+1: none does) or among them (0).
+  struct edge_key {
+    key_type least;
+    threshold_type threshold;
+    int place;
+  };
+
+  // Both tables take whole 16-byte vectors, so that blocks copy them 16 bytes at a time.
+  TALLY_HOST_DEVICE static std::size_t entries_bytes(std::int64_t cells) {
+    return (static_cast<std::size_t>(cells + 1) * sizeof(cell_entry) + 15) / 16 * 16;
+  }
+  TALLY_HOST_DEVICE static std::size_t thresholds_bytes(std::int64_t num_edges) {
+    return (static_cast<std::size_t>(num_edges) * sizeof(threshold_type) + 15) / 16 * 16;
+  }
+
+  /// A threshold no sample exceeds.
+  TALLY_HOST_DEVICE static threshold_type never_threshold() {
+    if constexpr (std::is_integral_v<threshold_type>) {
+      return static_cast<threshold_type>(std::numeric_limits<Sample>::max());
+    } else {
+      return std::numeric_limits<threshold_type>::infinity();
+    }
+  }
+
+  /// A sample as it compares: -0 as +0 (they compare equal, and the bits grid must give them one
+  /// cell), int64 rounded to double as numpy compares it.
+  TALLY_HOST_DEVICE static threshold_type compared(Sample sample) {
+    if constexpr (std::is_same_v<threshold_type, float>) {
+      return sample + 0.0f;
+    } else if constexpr (std::is_same_v<threshold_type, double>) {
+      return static_cast<double>(sample) + 0.0;
+    } else {
+      return static_cast<threshold_type>(sample);
+    }
+  }
+
+  /// The greatest value of a floating type below `least` (the threshold of an edge whose least
+  /// value at or above it is `least`).
+  template <class Float>
+  TALLY_HOST_DEVICE static Float below(Float least) {
+#if defined(__CUDA_ARCH__)
+    if constexpr (std::is_same_v<Float, float>) {
+      return ::nextafterf(least, -std::numeric_limits<float>::infinity());
+    } else {
+      return ::nextafter(least, -std::numeric_limits<double>::infinity());
+    }
+#else
+    return std::nextafter(least, -std::numeric_limits<Float>::infinity());
+#endif
+  }
+
+  /// The edge `edge` as the grid sees it (edge_key).
+  TALLY_HOST_DEVICE static edge_key key_of_edge(double edge) {
+    if constexpr (std::is_same_v<threshold_type, float>) {
+      // The least float at or above the edge (the double rounded up: the same float on both sides).
+#if defined(__CUDA_ARCH__)
+      const float least = __double2float_ru(edge) + 0.0f;
+#else
+      float up = static_cast<float>(edge);
+      if (static_cast<double>(up) < edge) up = std::nextafter(up, std::numeric_limits<float>::infinity());
+      const float least = up + 0.0f;
+#endif
+      return {least, below(least), 0};
+    } else if constexpr (std::is_same_v<threshold_type, double>) {
+      const double least = edge + 0.0;
+      return {least, below(least), 0};
+    } else {
+      // Integers: x >= edge exactly when x > ceil(edge) - 1.
+      constexpr double lowest = static_cast<double>(std::numeric_limits<Sample>::lowest());
+      constexpr double highest = static_cast<double>(std::numeric_limits<Sample>::max());
+#if defined(__CUDA_ARCH__)
+      const double least = ::ceil(edge);
+#else
+      const double least = std::ceil(edge);
+#endif
+      if (least <= lowest) {
+        return {static_cast<key_type>(lowest), static_cast<threshold_type>(std::numeric_limits<Sample>::lowest()), -1};
+      }
+      if (least > highest) return {static_cast<key_type>(highest), never_threshold(), 1};
+      return {static_cast<key_type>(least), static_cast<threshold_type>(static_cast<std::int64_t>(least) - 1), 0};
+    }
+  }
+
+  /// The cell an edge counts in: below the grid (-1) when every sample reaches it, past it
+  /// (cells) when none does.
+  TALLY_HOST_DEVICE int cell_of_key(const edge_key& key) const {
+    return key.place < 0 ? -1 : key.place > 0 ? cells_ : cell(key.least);
+  }
+
+  /// The edges whose cell is below `c`, by a binary search over the edges' cells.
+  template <class EdgeAt>
+  TALLY_HOST_DEVICE int edges_below(EdgeAt edge_at, int c) const {
+    int lo = 0;  // the first edge whose cell is at or above c, or num_bins + 1 if none is
+    int hi = num_bins_ + 1;
+    while (lo < hi) {
+      const int mid = lo + (hi - lo) / 2;
+      if (cell_of_key(key_of_edge(edge_at(mid))) < c) {
         lo = mid + 1;
       } else {
         hi = mid;
       }
     }
-    const bool above = x >= keys_[lo];  // read whatever the span: lo <= num_bins + 1
-    const int bin = (hi > lo && above ? hi : lo) - 1;
-    const int outside = (inclusive_ && x == last_key_) ? num_bins_ - 1 : static_cast<int>(left_out_bin);
-    return static_cast<unsigned>(bin) < static_cast<unsigned>(num_bins_) ? bin : outside;
+    return lo;
   }
 
-  /// Bytes of the tables (table_bytes of this mapper's edges).
-  TALLY_HOST_DEVICE std::size_t tables_bytes() const { return keys_bytes(num_bins_ + 2) + first_bytes(cells_); }
-  /// The same mapper reading its tables at `tables` (a copy of them, in shared memory say).
-  TALLY_HOST_DEVICE grid_range_bin_mapper reading_tables_at(const std::byte* tables) const {
-    grid_range_bin_mapper moved = *this;
-    moved.keys_ = reinterpret_cast<const key_type*>(tables);
-    moved.first_ = reinterpret_cast<const std::uint32_t*>(tables + keys_bytes(num_bins_ + 2));
-    return moved;
-  }
-  TALLY_HOST_DEVICE const std::byte* tables() const { return reinterpret_cast<const std::byte*>(keys_); }
-
- private:
-  // Both tables take whole 16-byte vectors, so that blocks copy them 16 bytes at a time.
-  TALLY_HOST_DEVICE static std::size_t keys_bytes(std::int64_t num_edges) {
-    return (static_cast<std::size_t>(num_edges) * sizeof(key_type) + 15) / 16 * 16;
-  }
-  TALLY_HOST_DEVICE static std::size_t first_bytes(std::int64_t cells) {
-    return (static_cast<std::size_t>(cells + 1) * sizeof(std::uint32_t) + 15) / 16 * 16;
+  /// Writes a cell's entry member by member: `first` edges below the cell, `next` below the
+  /// next one, and the thresholds of edges `first` on (`threshold_of(i)` gives edge i's, or one
+  /// never exceeded past the last): the cell's own, then those of later cells, which no sample of
+  /// the cell exceeds. A cell of more edges than the entry holds is flagged and holds none.
+  template <class ThresholdOf>
+  TALLY_HOST_DEVICE static void set_entry(cell_entry& entry, int first, int next, ThresholdOf threshold_of) {
+    const bool several = next - first > entry_keys;
+    for (int k = 0; k < entry_keys; ++k) entry.threshold[k] = several ? never_threshold() : threshold_of(first + k);
+    entry.word = (static_cast<word_type>(first) << 1) | (several ? 1u : 0u);
   }
 
-  /// The key of an edge: itself, or for float samples the least float at or above it (the double
-  /// rounded up: the same float on both sides).
-  TALLY_HOST_DEVICE static key_type key_of_edge(double edge) {
-    if constexpr (std::is_same_v<key_type, float>) {
+  /// The edges at or below x among those of a cell of several, [lo, hi): the first threshold x does
+  /// not exceed, by a binary search.
+  TALLY_HOST_DEVICE int search(threshold_type x, int lo, int hi) const {
+    while (lo < hi) {
+      const int mid = (lo + hi) >> 1;
+      if (x > thresholds_[mid]) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+
 #if defined(__CUDA_ARCH__)
-      return canonical(__double2float_ru(edge));
-#else
-      float up = static_cast<float>(edge);
-      if (static_cast<double>(up) < edge) up = std::nextafter(up, std::numeric_limits<float>::infinity());
-      return canonical(up);
+  /// The cell entry at shared-memory address `address`.
+  __device__ static cell_entry load_shared(std::uint32_t address) {
+    cell_entry entry;
+    if constexpr (sizeof(word_type) == 4) {
+      std::uint32_t a, b, c, d;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(address));
+      std::memcpy(&entry.threshold[0], &a, 4);
+      std::memcpy(&entry.threshold[1], &b, 4);
+      std::memcpy(&entry.threshold[2], &c, 4);
+      entry.word = d;
+    } else {
+      std::uint64_t a, b;
+      asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "r"(address));
+      std::memcpy(&entry.threshold, &a, 8);
+      entry.word = b;
+    }
+    return entry;
+  }
 #endif
-    } else {
-      return edge;
-    }
-  }
 
-  /// Key i of the tables: key_of_edge of edge i, and after the last edge one that no search
-  /// reads (the last key again).
-  template <class EdgeAt>
-  TALLY_HOST_DEVICE key_type key_at(EdgeAt edge_at, int i) const {
-    return key_of_edge(edge_at(i <= num_bins_ ? i : num_bins_));
-  }
-
-  /// -0 as +0: they compare equal, and the bits grid must give them one cell.
-  TALLY_HOST_DEVICE static key_type canonical(key_type x) {
-    if constexpr (std::is_same_v<key_type, float>) {
-      return x + 0.0f;
-    } else {
-      return x;
-    }
+  TALLY_HOST_DEVICE static int lowest_set_bit(unsigned bits) {
+#if defined(__CUDA_ARCH__)
+    return __ffs(static_cast<int>(bits)) - 1;
+#else
+    return std::countr_zero(bits);
+#endif
   }
 
   /// A float's bits as an int that orders as the floats do (for non-NaN, canonical floats).
@@ -298,7 +537,7 @@ class grid_range_bin_mapper {
     std::uint64_t run = 0;
     int run_cell = -1;
     for (std::int64_t j = 1; j <= interior; j += step) {
-      const int c = cell(key_of_edge(edge_at(j)));
+      const int c = cell_of_key(key_of_edge(edge_at(j)));
       if (c != run_cell) {
         cost += run * run;
         run = 0;
@@ -313,9 +552,9 @@ class grid_range_bin_mapper {
   /// enough that the host's work does not grow with the edges.
   static constexpr std::int64_t plan_sample_edges = 4096;
 
-  const key_type* keys_ = nullptr;
-  const std::uint32_t* first_ = nullptr;
-  key_type last_key_{};
+  const cell_entry* entries_ = nullptr;
+  const threshold_type* thresholds_ = nullptr;
+  threshold_type last_value_{};  // the last edge as a sample equal to it, when inclusive_
   key_type scale_{};
   key_type offset_{};
   key_type span_low_{};   // the float-bits grid's span: its first and last interior keys
@@ -326,6 +565,7 @@ class grid_range_bin_mapper {
   int num_bins_ = 0;
   grid_kind kind_ = grid_kind::value;
   bool inclusive_ = false;
+  bool tables_in_shared_ = false;  // entries_ points into the block's shared memory (device only)
 };
 
 /// The most even bins that go through the grid when the estimate cannot take them: beyond, the

@@ -42,7 +42,7 @@ __device__ __forceinline__ Mapper tables_in_block(const Mapper& map, std::uint32
       auto* to = reinterpret_cast<uint4*>(shared + table_words);
       const int vectors = static_cast<int>(map.tables_bytes() / 16);
       for (int i = static_cast<int>(threadIdx.x); i < vectors; i += static_cast<int>(blockDim.x)) to[i] = from[i];
-      return map.reading_tables_at(reinterpret_cast<const std::byte*>(to));
+      return map.reading_tables_in_shared(reinterpret_cast<const std::byte*>(to));
     }
   }
   return map;
@@ -72,6 +72,12 @@ __host__ __device__ __forceinline__ std::uint32_t bank_swizzled(std::uint32_t wo
 /// The swizzle's mask for a copy with `copies` interleaved replicas: off from 32 replicas on.
 __host__ __device__ __forceinline__ std::uint32_t swizzle_mask(int copies) { return copies >= 32 ? 0u : 31u; }
 
+/// Whether a mapper maps a vector's samples at once (map_items): one whose samples may take a
+/// loop (the range-bin grid's search) keeps the common path of every sample in one straight line,
+/// so that their table reads are in flight together, and loops afterwards for those that need it.
+template <class Mapper, class Sample>
+inline constexpr bool maps_vectors = requires { Mapper::maps_items; };
+
 /// Maps the samples of one vector to bins (-1 for left out, and for all of an invalid vector);
 /// returns how many valid samples were left out. Every sample is mapped, valid or not (an invalid
 /// vector holds zeros, see visit_warp_chunk), and `valid` only selects: a branch around each
@@ -80,9 +86,15 @@ template <class Sample, class Mapper>
 __device__ __forceinline__ std::uint32_t map_vector(const Mapper& map, const sample_vector<Sample>& v, bool valid,
                                                     int (&bins)[sample_vector<Sample>::items]) {
   std::uint32_t left_out = 0;
+  if constexpr (maps_vectors<Mapper, Sample>) map.map_items(v.item, bins);
 #pragma unroll
   for (int j = 0; j < sample_vector<Sample>::items; ++j) {
-    const int bin = static_cast<int>(map(v.item[j]));
+    int bin;
+    if constexpr (maps_vectors<Mapper, Sample>) {
+      bin = bins[j];
+    } else {
+      bin = static_cast<int>(map(v.item[j]));
+    }
     bins[j] = valid ? bin : -1;
     if constexpr (!maps_every_sample<Mapper>) left_out += (valid && bins[j] < 0) ? 1 : 0;
   }
