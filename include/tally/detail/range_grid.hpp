@@ -60,11 +60,13 @@ class grid_range_bin_mapper {
       std::conditional_t<small_integer,
                          std::conditional_t<std::is_unsigned_v<Sample> && sizeof(Sample) == 4, std::uint32_t, std::int32_t>,
                          key_type>;
-  /// A cell's entry: a threshold and the edges below the cell, shifted left once, the low bit set
-  /// for a cell of several edges. One aligned load; no padding (host and device fills match).
+  /// The word of a cell's entry: the edges below the cell, shifted left once, the low bit set for
+  /// a cell of more edges than the entry holds.
   using word_type = std::conditional_t<sizeof(threshold_type) == 8, std::uint64_t, std::uint32_t>;
   /// Thresholds an entry holds: as many as fit 16 bytes beside the word (3 of 4 bytes, 1 of 8).
   static constexpr int entry_keys = static_cast<int>((16 - sizeof(word_type)) / sizeof(threshold_type));
+  /// A cell's entry: its thresholds and its word in 16 bytes, one aligned load, no padding (so the
+  /// host's fill and the device's write the same bytes).
   struct alignas(16) cell_entry {
     threshold_type threshold[entry_keys];
     word_type word;
@@ -83,6 +85,7 @@ class grid_range_bin_mapper {
     return static_cast<std::int64_t>(
         std::bit_ceil(static_cast<std::uint64_t>(std::clamp<std::int64_t>(wanted, 2, std::int64_t{1} << 21))));
   }
+  /// The most bytes of entries for which cells_for takes twice the bins.
   static constexpr std::int64_t max_doubled_entry_bytes = 128 * 1024;
   /// Bytes of the tables for `num_edges` edges: the cells' entries (one more than the cells, whose
   /// number ends the last cell's edges), then the thresholds, each 16-byte aligned.
@@ -157,13 +160,13 @@ class grid_range_bin_mapper {
     auto* thresholds = reinterpret_cast<threshold_type*>(tables.data() + entries_bytes(cells_));
     for (int i = 0; i <= num_bins_; ++i) thresholds[i] = key_of_edge(edge_at(i)).threshold;
     int below = 0;  // edges whose cell is below c
-    const auto edges_below = [&](int c) {
+    const auto walk_below = [&](int c) {  // edges_below, walking on from the last cell's count
       while (below <= num_bins_ && cell_of_key(key_of_edge(edge_at(below))) < c) ++below;
       return below;
     };
-    int first = edges_below(0);
+    int first = walk_below(0);
     for (int c = 0; c < cells_; ++c) {
-      const int next = edges_below(c + 1);
+      const int next = walk_below(c + 1);
       set_entry(entries[c], first, next, [&](int i) { return i <= num_bins_ ? thresholds[i] : never_threshold(); });
       first = next;
     }
