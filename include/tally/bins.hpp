@@ -84,6 +84,21 @@ TALLY_HOST_DEVICE inline double even_edge(std::int64_t i, double step, double lo
   return product + lower;
 #endif
 }
+
+/// The first index in [lo, hi) at which `before` turns false, or hi (a binary search), for a
+/// `before` that holds on a prefix of the range and not after it: the bin searches of range bins.
+template <class Index, class Before>
+TALLY_HOST_DEVICE Index partition_point(Index lo, Index hi, Before before) {
+  while (lo < hi) {
+    const Index mid = lo + (hi - lo) / 2;
+    if (before(mid)) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return lo;
+}
 }  // namespace detail
 
 namespace detail {
@@ -550,17 +565,8 @@ class range_bin_mapper {
       return (inclusive_ && x == last) ? num_bins_ - 1 : left_out_bin;
     }
     // upper_bound: the first edge greater than x; its predecessor opens x's bin.
-    std::int64_t lo = 1;
-    std::int64_t hi = num_bins_;
-    while (lo < hi) {
-      const std::int64_t mid = lo + (hi - lo) / 2;
-      if (edges_[mid] <= x) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo - 1;
+    const double* edges = edges_;
+    return detail::partition_point(std::int64_t{1}, num_bins_, [edges, x](std::int64_t i) { return edges[i] <= x; }) - 1;
   }
 
  private:

@@ -226,7 +226,7 @@ class grid_range_bin_mapper {
     }
     cell_entry entry[Items];
 #if defined(__CUDA_ARCH__)
-    if (tables_in_shared_) {
+    if (__isShared(entries_)) {
       // Shared-memory loads, not generic ones: the compiler cannot tell where a copy lives.
       const auto base = static_cast<std::uint32_t>(__cvta_generic_to_shared(entries_));
 #pragma unroll
@@ -295,14 +295,6 @@ class grid_range_bin_mapper {
     return moved;
   }
   TALLY_HOST_DEVICE const std::byte* tables() const { return reinterpret_cast<const std::byte*>(entries_); }
-#if defined(__CUDA_ARCH__)
-  /// The same mapper reading a copy of its tables in the block's shared memory at `tables`.
-  __device__ grid_range_bin_mapper reading_tables_in_shared(const std::byte* tables) const {
-    grid_range_bin_mapper moved = reading_tables_at(tables);
-    moved.tables_in_shared_ = true;
-    return moved;
-  }
-#endif
 
  private:
   /// An edge as the grid sees it: the least value a sample compares as at or above it (clamped to
@@ -399,17 +391,7 @@ class grid_range_bin_mapper {
   /// The edges whose cell is below `c`, by a binary search over the edges' cells.
   template <class EdgeAt>
   TALLY_HOST_DEVICE int edges_below(EdgeAt edge_at, int c) const {
-    int lo = 0;  // the first edge whose cell is at or above c, or num_bins + 1 if none is
-    int hi = num_bins_ + 1;
-    while (lo < hi) {
-      const int mid = lo + (hi - lo) / 2;
-      if (cell_of_key(key_of_edge(edge_at(mid))) < c) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo;
+    return partition_point(0, num_bins_ + 1, [&](int i) { return cell_of_key(key_of_edge(edge_at(i))) < c; });
   }
 
   /// Writes a cell's entry member by member: `first` edges below the cell, `next` below the
@@ -426,15 +408,8 @@ class grid_range_bin_mapper {
   /// The edges at or below x among those of a cell of several, [lo, hi): the first threshold x does
   /// not exceed, by a binary search.
   TALLY_HOST_DEVICE int search(threshold_type x, int lo, int hi) const {
-    while (lo < hi) {
-      const int mid = (lo + hi) >> 1;
-      if (x > thresholds_[mid]) {
-        lo = mid + 1;
-      } else {
-        hi = mid;
-      }
-    }
-    return lo;
+    const threshold_type* thresholds = thresholds_;
+    return partition_point(lo, hi, [thresholds, x](int i) { return x > thresholds[i]; });
   }
 
 #if defined(__CUDA_ARCH__)
@@ -568,7 +543,6 @@ class grid_range_bin_mapper {
   int num_bins_ = 0;
   grid_kind kind_ = grid_kind::value;
   bool inclusive_ = false;
-  bool tables_in_shared_ = false;  // entries_ points into the block's shared memory (device only)
 };
 
 /// The most even bins that go through the grid when the estimate cannot take them: beyond, the

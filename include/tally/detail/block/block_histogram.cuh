@@ -42,7 +42,7 @@ __device__ __forceinline__ Mapper tables_in_block(const Mapper& map, std::uint32
       auto* to = reinterpret_cast<uint4*>(shared + table_words);
       const int vectors = static_cast<int>(map.tables_bytes() / 16);
       for (int i = static_cast<int>(threadIdx.x); i < vectors; i += static_cast<int>(blockDim.x)) to[i] = from[i];
-      return map.reading_tables_in_shared(reinterpret_cast<const std::byte*>(to));
+      return map.reading_tables_at(reinterpret_cast<const std::byte*>(to));
     }
   }
   return map;
