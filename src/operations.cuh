@@ -122,11 +122,11 @@ choice run_histogram(std::string_view function, std::span<const Sample> samples,
   return policy.chosen;
 }
 
-/// The levels CUB gets: for integer samples, whole numbers in the sample type (int for uint8,
-/// whose upper edge 256 does not fit), so CUB uses its exact integer arithmetic, as fast as it
+/// The levels CUB gets: for integer samples, whole numbers in the sample type (int for uint8 and
+/// uint16, whose upper edges 256 and 65536 do not fit), so CUB uses its exact integer arithmetic, as fast as it
 /// goes; for floating samples, the sample type.
 template <class Sample>
-using cub_level_t = std::conditional_t<sizeof(Sample) == 1, int, Sample>;
+using cub_level_t = std::conditional_t<sizeof(Sample) <= 2, int, Sample>;
 
 template <class Sample>
 std::pair<cub_level_t<Sample>, cub_level_t<Sample>> cub_levels(std::string_view function, const even_bins& bins) {
@@ -187,6 +187,12 @@ choice run_grid_histogram(std::string_view function, std::span<const Sample> sam
                        prepare, make_cub_histogram);
 }
 
+}  // namespace tally::gpu::detail
+
+#include "small_samples.cuh"
+
+namespace tally::gpu::detail {
+
 template <class Sample, class Counter>
 choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> counts, const even_bins& bins,
                             workspace& ws, const histogram_options& options, stream_t stream) {
@@ -194,6 +200,9 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
   tally::detail::check_even_bins(function, bins);
   tally::detail::check_histogram_buffers(function, samples, counts, bins.num_bins);
   tally::detail::check_strategy(function, backend::gpu, operation::histogram, options.algorithm);
+  if constexpr (is_small_sample_v<Sample>) {
+    return small_histogram_even(function, samples, counts, bins, ws, options, stream);
+  } else {
   const even_bin_mapper<Sample> map(bins, options.last_edge);
   auto make_cub_histogram = [&] {
     check_cub_bins(function, bins.num_bins);
@@ -222,6 +231,7 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
         options, stream, make_cub_histogram);
   }
   return tally::detail::with_fastest_mapper(map, run_with);
+  }
 }
 
 template <class Sample, class Counter>
@@ -233,6 +243,9 @@ choice histogram_range_async(std::span<const Sample> samples, std::span<Counter>
   const auto num_edges = static_cast<std::int64_t>(edges.size());
   tally::detail::check_histogram_buffers(function, samples, counts, num_edges - 1);
   tally::detail::check_strategy(function, backend::gpu, operation::histogram, options.algorithm);
+  if constexpr (is_small_sample_v<Sample>) {
+    return small_histogram_range(function, samples, counts, edges, ws, options, stream);
+  } else {
   auto make_cub_histogram = [&] {
     check_cub_bins(function, num_edges - 1);
     return tally::detail::cub_range_histogram<Sample, cub_counter_t<Counter>>{
@@ -242,6 +255,7 @@ choice histogram_range_async(std::span<const Sample> samples, std::span<Counter>
       function, samples, counts, num_edges, [edges](std::int64_t i) { return edges[static_cast<std::size_t>(i)]; },
       edges, [](char* storage) { return tally::detail::edges_in_memory{reinterpret_cast<const double*>(storage)}; },
       ws, options, stream, make_cub_histogram);
+  }
 }
 
 template <class Sample, class Counter>
@@ -254,6 +268,11 @@ choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts
   }
   tally::detail::check_histogram_buffers(function, samples, counts, num_bins);
   tally::detail::check_strategy(function, backend::gpu, operation::histogram, options.algorithm);
+  if constexpr (is_small_sample_v<Sample>) {
+    histogram_options half_open = options;
+    half_open.last_edge = upper_edge::exclusive;
+    return small_bincount(function, samples, counts, ws, half_open, stream);
+  } else {
   const bincount_mapper<Sample> map(num_bins);
   auto make_cub_histogram = [&] {
     check_cub_bins(function, num_bins);
@@ -271,6 +290,7 @@ choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts
   }
   return run_histogram(function, samples, counts, num_bins, ws, half_open, stream, 0, [&](char*) { return map; },
                        make_cub_histogram);
+  }
 }
 
 /// Sizes the temporary storage with `dispatch(nullptr, bytes)`, reserves it in the workspace and
@@ -375,7 +395,7 @@ choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, con
   constexpr std::string_view function = "tally::gpu::reduce";
   check_reduce_arguments(function, operation::reduce, samples, options);
   // Integer sums and min/max are exact in any order: `deterministic` changes nothing for them.
-  const bool deterministic = std::is_floating_point_v<T> && options.deterministic && op == reduce_op::sum;
+  const bool deterministic = is_floating_sample_v<T> && options.deterministic && op == reduce_op::sum;
   if (deterministic) {
     if (const char* why = tally::detail::deterministic_strategy_unfit(options.algorithm)) {
       throw error(errc::not_supported, "deterministic",
@@ -393,6 +413,29 @@ choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, con
   auto* result = reinterpret_cast<A*>(ws.scalar());
   const auto n = static_cast<std::int64_t>(samples.size());
   const tally::detail::reduce_launch launch{options.max_blocks, options.block_threads};
+  if constexpr (is_half_float_v<T>) {
+    if (deterministic) {
+      // float's deterministic sum over the values widened exactly into the storage first: the
+      // same bits as the CPU backend's (which widens them too).
+      const std::size_t widened_bytes = (samples.size() * sizeof(float) + 255) / 256 * 256;
+      run_with_storage(function, ws, stream, [&](void* temp, std::size_t& bytes) {
+        if (temp == nullptr) {
+          const cudaError_t e = tally::detail::dispatch_deterministic_sum<float>(nullptr, bytes, chose.used, nullptr, n,
+                                                                                 reinterpret_cast<float*>(result), launch, stream);
+          bytes += widened_bytes;
+          return e;
+        }
+        auto* widened = static_cast<float*>(temp);
+        if (cudaError_t e = tally::detail::dispatch_widen_to_float(samples.data(), n, widened, stream); e != cudaSuccess) {
+          return e;
+        }
+        std::size_t rest = bytes - widened_bytes;
+        return tally::detail::dispatch_deterministic_sum<float>(static_cast<char*>(temp) + widened_bytes, rest, chose.used,
+                                                                widened, n, reinterpret_cast<float*>(result), launch, stream);
+      });
+      return chose;
+    }
+  }
   if constexpr (std::is_floating_point_v<T>) {
     if (deterministic) {
       run_with_storage(function, ws, stream, [&](void* temp, std::size_t& bytes) {

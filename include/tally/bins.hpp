@@ -17,6 +17,7 @@
 #include <type_traits>
 
 #include "tally/config.hpp"
+#include "tally/small_float.hpp"
 #include "tally/strategy.hpp"
 
 namespace tally {
@@ -49,11 +50,16 @@ struct histogram_result {
   std::uint64_t left_out = 0;  ///< NaN, infinities and samples outside the bins
 };
 
+/** @brief The 8- and 16-bit sample types added to the first six: every value of one is a float. */
+template <class T>
+inline constexpr bool is_small_sample_v = std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::int16_t> ||
+                                          std::is_same_v<T, std::uint16_t> || is_half_float_v<T>;
+
 /** @brief The sample types every backend accepts for histograms. */
 template <class T>
 inline constexpr bool is_histogram_sample_v =
     std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t> ||
-    std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> || std::is_same_v<T, double>;
+    std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> || std::is_same_v<T, double> || is_small_sample_v<T>;
 
 /** @brief The sample types bincount accepts: the integer histogram samples. */
 template <class T>
@@ -291,7 +297,7 @@ class exact_float_bin_mapper {
 template <class Sample>
 class estimated_even_bin_mapper {
  public:
-  using compare_type = std::conditional_t<std::is_same_v<Sample, float>, float, double>;
+  using compare_type = std::conditional_t<std::is_same_v<Sample, float> || is_half_float_v<Sample>, float, double>;
   /// The farthest, in bins, that either bound may lie from zero.
   static constexpr double max_reach = std::is_same_v<Sample, float> ? 0x1p20 : 0x1p40;
 
@@ -300,6 +306,7 @@ class estimated_even_bin_mapper {
   /// rule's infinity test), a scale finite in it, and a step far above the subnormals (whose
   /// rounding is absolute, not relative).
   static bool fits(const even_bins& bins) {
+    if constexpr (is_half_float_v<Sample>) return false;  // their edges are rounded to 16 bits: a table maps them
     const double step = (bins.upper - bins.lower) / static_cast<double>(bins.num_bins);
     const double reach = std::max(std::fabs(bins.lower), std::fabs(bins.upper)) / step;
     constexpr double largest = static_cast<double>(std::numeric_limits<compare_type>::max());
@@ -408,8 +415,19 @@ enum class even_shortcut : std::uint8_t { none, integer_step, exact_float_edges,
 template <class Sample>
 class even_bin_mapper {
  public:
-  /// Floats compare in float, as numpy compares float32 samples with float32 edges.
-  using compare_type = std::conditional_t<std::is_same_v<Sample, float>, float, double>;
+  /// Floats compare in float, as numpy compares float32 samples with float32 edges; float16 and
+  /// bfloat16 samples with edges rounded to their own precision (numpy's float16 edges), held as
+  /// floats, which hold them exactly.
+  using compare_type = std::conditional_t<std::is_same_v<Sample, float> || is_half_float_v<Sample>, float, double>;
+
+  /// A double edge in the precision samples compare in.
+  TALLY_HOST_DEVICE static compare_type to_compare(double edge) {
+    if constexpr (is_half_float_v<Sample>) {
+      return static_cast<float>(detail::round_to_format(edge, Sample::digits, Sample::min_exponent, Sample::largest));
+    } else {
+      return static_cast<compare_type>(edge);
+    }
+  }
 
   even_bin_mapper() = default;
   even_bin_mapper(const even_bins& bins, upper_edge last_edge)
@@ -418,8 +436,8 @@ class even_bin_mapper {
         step_((bins.upper - bins.lower) / static_cast<double>(bins.num_bins)),
         scale_(static_cast<double>(bins.num_bins) / (bins.upper - bins.lower)),
         num_bins_(bins.num_bins),
-        first_edge_(static_cast<compare_type>(bins.lower)),
-        last_edge_(static_cast<compare_type>(bins.upper)),
+        first_edge_(to_compare(bins.lower)),
+        last_edge_(to_compare(bins.upper)),
         inclusive_(last_edge == upper_edge::inclusive) {
     choose_shortcut();
   }
@@ -427,7 +445,7 @@ class even_bin_mapper {
   /** @brief Edge i (0 <= i <= num_bins) in the precision samples are compared in. */
   TALLY_HOST_DEVICE compare_type edge(std::int64_t i) const {
     if (i >= num_bins_) return last_edge_;
-    return static_cast<compare_type>(detail::even_edge(i, step_, lower_));
+    return to_compare(detail::even_edge(i, step_, lower_));
   }
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
@@ -463,7 +481,7 @@ class even_bin_mapper {
     }
     if (shortcut_ == even_shortcut::estimated) return estimated_.operator()(sample);
     const auto x = static_cast<compare_type>(sample);
-    if constexpr (std::is_floating_point_v<Sample>) {
+    if constexpr (is_floating_sample_v<Sample>) {
       // Infinities are never counted, even when a bound rounds to infinity in the sample type.
       if (x - x != 0) return left_out_bin;  // true for NaN and +-inf
     }

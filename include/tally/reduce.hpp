@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "tally/config.hpp"
+#include "tally/small_float.hpp"
 #include "tally/strategy.hpp"
 
 namespace tally {
@@ -17,17 +18,21 @@ enum class reduce_op : std::uint8_t { sum, min, max };
 
 /** @brief The sample types `reduce` accepts. */
 template <class T>
-inline constexpr bool is_reduce_sample_v = std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t> ||
-                                           std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
-                                           std::is_same_v<T, double>;
+inline constexpr bool is_reduce_sample_v =
+    std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::int16_t> || std::is_same_v<T, std::uint16_t> ||
+    std::is_same_v<T, std::int32_t> || std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::int64_t> ||
+    std::is_same_v<T, float> || std::is_same_v<T, double> || is_half_float_v<T>;
 
 /**
- * @brief What sums accumulate in: 32-bit integers widen to 64 bits (2^28 int32 samples overflow
- * int32), 64-bit integers wrap modulo 2^64, floating types sum in their own precision.
+ * @brief What sums accumulate in: integers of up to 32 bits widen to 64 bits (2^28 int32 samples
+ * overflow int32), 64-bit integers wrap modulo 2^64, float and double sum in their own precision,
+ * and float16 and bfloat16 in float (their own 11 or 8 bits would lose a sum's low digits at the
+ * first thousands of samples). min and max come back in the same type, converted exactly.
  */
 template <class T>
-using accumulator_t = std::conditional_t<std::is_same_v<T, std::int32_t>, std::int64_t,
-                                         std::conditional_t<std::is_same_v<T, std::uint32_t>, std::uint64_t, T>>;
+using accumulator_t = std::conditional_t<
+    std::is_integral_v<T> && sizeof(T) <= 4, std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>,
+    std::conditional_t<is_half_float_v<T>, float, T>>;
 
 /** @brief The result of `reduce`. */
 template <class T>
@@ -85,7 +90,7 @@ inline constexpr std::uint64_t max_deterministic_samples = std::uint64_t{1} << 3
 namespace detail {
 template <class T>
 TALLY_HOST_DEVICE constexpr bool is_nan(T x) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (is_floating_sample_v<T>) {
     return x != x;
   } else {
     return false;
@@ -98,8 +103,8 @@ template <class T>
 TALLY_HOST_DEVICE constexpr accumulator_t<T> reduce_identity(reduce_op op) {
   using A = accumulator_t<T>;
   if (op == reduce_op::sum) return A{};
-  if constexpr (std::is_floating_point_v<T>) {
-    return op == reduce_op::min ? std::numeric_limits<T>::infinity() : -std::numeric_limits<T>::infinity();
+  if constexpr (is_floating_sample_v<T>) {
+    return op == reduce_op::min ? std::numeric_limits<A>::infinity() : -std::numeric_limits<A>::infinity();
   } else {
     return op == reduce_op::min ? static_cast<A>(std::numeric_limits<T>::max())
                                 : static_cast<A>(std::numeric_limits<T>::lowest());

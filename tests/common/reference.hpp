@@ -7,8 +7,9 @@
 // The rules it implements are tally's documented ones (include/tally/bins.hpp):
 //  - even bins: edge_i = lower + i * ((upper - lower) / num_bins) in double, the product and the
 //    sum rounded separately (numpy.linspace), the last edge is `upper` itself; float samples are
-//    compared with the edges rounded to float, in float; every other sample type is converted to
-//    double and compared in double;
+//    compared with the edges rounded to float, in float; float16 and bfloat16 samples with the
+//    edges rounded to their own precision (numpy's float16 edges); every other sample type is
+//    converted to double and compared in double;
 //  - a sample is in bin i when edge_i <= x < edge_{i+1}; with upper_edge::inclusive a sample equal
 //    to the last edge counts in the last bin; anything else is left out;
 //  - NaN and infinities are always left out (bins.hpp says so even when a float edge overflows to
@@ -20,6 +21,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <span>
 #include <type_traits>
 #include <vector>
@@ -38,6 +41,52 @@ struct reference_histogram {
 template <class Sample>
 using reference_compare_t = std::conditional_t<std::is_same_v<Sample, float>, float, double>;
 
+/**
+ * @brief `x` rounded to bfloat16 (ties to even, infinity beyond the largest finite value),
+ * written apart from tally's rounding: on the double's bits for normal values, as a multiple of
+ * 2^-133 (the subnormals' spacing) below 2^-126.
+ */
+inline double reference_round_bfloat16(double x) {
+  if (std::isnan(x) || std::isinf(x) || x == 0.0) return x;
+  const double magnitude = std::fabs(x);
+  double rounded = 0.0;
+  if (magnitude < 0x1p-126) {
+    rounded = std::nearbyint(magnitude * 0x1p133) * 0x1p-133;  // the default rounding mode: ties to even
+  } else {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, &magnitude, sizeof(bits));
+    constexpr int dropped = 52 - 7;  // a double keeps 52 fraction bits, a bfloat16 7
+    const std::uint64_t last_kept = (bits >> dropped) & 1u;
+    bits += (std::uint64_t{1} << (dropped - 1)) - 1u + last_kept;  // a carry may raise the exponent: right
+    bits &= ~((std::uint64_t{1} << dropped) - 1u);
+    std::memcpy(&rounded, &bits, sizeof(rounded));
+  }
+  if (rounded > 0x1.fep127) rounded = std::numeric_limits<double>::infinity();
+  return std::copysign(rounded, x);
+}
+
+#if defined(__FLT16_MAX__) && !defined(__CUDACC__)
+/** @brief `x` rounded to float16 by the compiler's _Float16 conversion (ties to even). */
+inline double reference_round_float16(double x) { return static_cast<double>(static_cast<_Float16>(x)); }
+#endif
+
+/** @brief An edge as the oracle compares it: rounded to float for float samples, to the sample's
+ * own precision for float16 and bfloat16 (numpy's float16 edges), else the double itself. */
+template <class Sample>
+double reference_edge(double edge) {
+  if constexpr (std::is_same_v<Sample, tally::bfloat16>) {
+    return reference_round_bfloat16(edge);
+  } else if constexpr (std::is_same_v<Sample, tally::float16>) {
+#if defined(__FLT16_MAX__) && !defined(__CUDACC__)
+    return reference_round_float16(edge);
+#else
+    static_assert(sizeof(Sample) == 0, "the float16 oracle needs the compiler's _Float16");
+#endif
+  } else {
+    return static_cast<double>(static_cast<reference_compare_t<Sample>>(edge));
+  }
+}
+
 /** @brief The num_bins + 1 even-bin edges, written out, in the precision `Sample` compares in. */
 template <class Sample>
 std::vector<reference_compare_t<Sample>> reference_even_edges(std::int64_t num_bins, double lower, double upper) {
@@ -48,9 +97,9 @@ std::vector<reference_compare_t<Sample>> reference_even_edges(std::int64_t num_b
     // volatile: the product must be rounded before the sum even where the compiler could fuse them.
     volatile double product = static_cast<double>(i) * step;
     const double edge = product + lower;
-    edges[static_cast<std::size_t>(i)] = static_cast<C>(edge);
+    edges[static_cast<std::size_t>(i)] = static_cast<C>(reference_edge<Sample>(edge));
   }
-  edges[static_cast<std::size_t>(num_bins)] = static_cast<C>(upper);
+  edges[static_cast<std::size_t>(num_bins)] = static_cast<C>(reference_edge<Sample>(upper));
   return edges;
 }
 

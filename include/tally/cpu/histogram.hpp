@@ -336,25 +336,33 @@ void check_no_negative(std::string_view function, std::span<const Sample> sample
 template <class Sample, class Counter>
 histogram_result histogram_even(std::span<const Sample> samples, std::span<Counter> counts, const even_bins& bins,
                                 const histogram_options& options = {}) {
-  static_assert(is_histogram_sample_v<Sample>, "histogram samples: uint8, int32, uint32, int64, float, double");
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float, double");
   static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
   constexpr std::string_view function = "tally::cpu::histogram_even";
   tally::detail::check_even_bins(function, bins);
   tally::detail::check_histogram_buffers(function, samples, counts, bins.num_bins);
   tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
   const even_bin_mapper<Sample> even(bins, options.last_edge);
-  if (tally::detail::even_bins_take_grid(even)) {  // as the GPU backend does
-    using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
-    const auto edge_at = [&even](std::int64_t i) { return static_cast<double>(even.edge(i)); };
-    std::vector<std::byte> tables(grid_mapper::table_bytes(bins.num_bins + 1));
-    const grid_mapper map =
-        grid_mapper::plan(edge_at, bins.num_bins + 1, options.last_edge).reading_tables_at(tables.data());
-    map.fill_tables(edge_at, tables);
-    return detail::run_histogram(samples, counts, map, options.algorithm);
+  if constexpr (is_small_sample_v<Sample>) {
+    // Few values, so no grid: the shortcuts or the general rule (the GPU's value tables are filled
+    // from this same mapper).
+    return tally::detail::with_fastest_mapper(even, [&](const auto& map) {
+      return detail::run_histogram(samples, counts, map, options.algorithm);
+    });
+  } else {
+    if (tally::detail::even_bins_take_grid(even)) {  // as the GPU backend does
+      using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
+      const auto edge_at = [&even](std::int64_t i) { return static_cast<double>(even.edge(i)); };
+      std::vector<std::byte> tables(grid_mapper::table_bytes(bins.num_bins + 1));
+      const grid_mapper map =
+          grid_mapper::plan(edge_at, bins.num_bins + 1, options.last_edge).reading_tables_at(tables.data());
+      map.fill_tables(edge_at, tables);
+      return detail::run_histogram(samples, counts, map, options.algorithm);
+    }
+    return tally::detail::with_fastest_mapper(even, [&](const auto& map) {
+      return detail::run_histogram(samples, counts, map, options.algorithm);
+    });
   }
-  return tally::detail::with_fastest_mapper(even, [&](const auto& map) {
-    return detail::run_histogram(samples, counts, map, options.algorithm);
-  });
 }
 
 /**
@@ -376,7 +384,7 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<Count
 template <class Sample, class Weight, class Sum>
 histogram_result histogram_even(std::span<const Sample> samples, std::span<const Weight> weights, std::span<Sum> sums,
                                 const even_bins& bins, const histogram_options& options = {}) {
-  static_assert(is_histogram_sample_v<Sample>, "histogram samples: uint8, int32, uint32, int64, float, double");
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float, double");
   static_assert(is_weight_v<Weight>, "weights: float or double");
   static_assert(is_weight_sum_v<Sum>, "weighted sums: double");
   constexpr std::string_view function = "tally::cpu::histogram_even";
@@ -394,18 +402,23 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<const
 template <class Sample, class Counter>
 histogram_result histogram_range(std::span<const Sample> samples, std::span<Counter> counts,
                                  std::span<const double> edges, const histogram_options& options = {}) {
-  static_assert(is_histogram_sample_v<Sample>, "histogram samples: uint8, int32, uint32, int64, float, double");
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float, double");
   static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
   constexpr std::string_view function = "tally::cpu::histogram_range";
   tally::detail::check_range_edges(function, edges);
   tally::detail::check_histogram_buffers(function, samples, counts, static_cast<std::int64_t>(edges.size()) - 1);
   tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
-  // The GPU's grid over the edges, its tables in host memory: a sample costs a cell and a compare
-  // or two, where a search over all the edges costs log2(edges) dependent loads.
-  using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
-  std::vector<std::byte> tables(grid_mapper::table_bytes(static_cast<std::int64_t>(edges.size())));
-  const grid_mapper map(edges, options.last_edge, tables, tables.data());
-  return detail::run_histogram(samples, counts, map, options.algorithm);
+  if constexpr (is_small_sample_v<Sample>) {
+    return detail::run_histogram(samples, counts, range_bin_mapper<Sample>(edges.data(), static_cast<std::int64_t>(edges.size()), options.last_edge),
+                                 options.algorithm);
+  } else {
+    // The GPU's grid over the edges, its tables in host memory: a sample costs a cell and a compare
+    // or two, where a search over all the edges costs log2(edges) dependent loads.
+    using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
+    std::vector<std::byte> tables(grid_mapper::table_bytes(static_cast<std::int64_t>(edges.size())));
+    const grid_mapper map(edges, options.last_edge, tables, tables.data());
+    return detail::run_histogram(samples, counts, map, options.algorithm);
+  }
 }
 
 /**
@@ -415,7 +428,7 @@ histogram_result histogram_range(std::span<const Sample> samples, std::span<Coun
 template <class Sample, class Counter>
 histogram_result bincount(std::span<const Sample> samples, std::span<Counter> counts,
                           const histogram_options& options = {}) {
-  static_assert(is_bincount_sample_v<Sample>, "bincount samples: uint8, int32, uint32, int64");
+  static_assert(is_bincount_sample_v<Sample>, "bincount samples: int8, uint8, int16, uint16, int32, uint32, int64");
   static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
   constexpr std::string_view function = "tally::cpu::bincount";
   const auto num_bins = static_cast<std::int64_t>(counts.size());

@@ -185,17 +185,26 @@ inline void check_deterministic(std::string_view function, strategy s, std::uint
  */
 template <class T>
 reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_options& options = {}) {
-  static_assert(is_reduce_sample_v<T>, "reduce samples: int32, uint32, int64, float, double");
+  static_assert(is_reduce_sample_v<T>, "reduce samples: int8, int16, uint16, int32, uint32, int64, float16, bfloat16, float, double");
   constexpr std::string_view function = "tally::cpu::reduce";
   choice chose = detail::check_and_choose(function, operation::reduce, samples, options.algorithm);
   using A = accumulator_t<T>;
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (is_floating_sample_v<T>) {
     if (options.deterministic && op == reduce_op::sum) {
       detail::check_deterministic(function, options.algorithm, samples.size());
       if (chose.used == strategy::reduction) {
         chose = {strategy::privatized, "deterministic: whole chunks per thread, exact integer partials merged"};
       }
-      return {detail::deterministic_sum(samples, chose.used == strategy::privatized), chose};
+      const bool parallel = chose.used == strategy::privatized;
+      if constexpr (is_half_float_v<T>) {
+        // Their sums are float's: the deterministic float sum of the values, widened exactly
+        // (the GPU widens them the same way, so the bits agree).
+        std::vector<float> widened(samples.size());
+        std::transform(samples.begin(), samples.end(), widened.begin(), [](T x) { return static_cast<float>(x); });
+        return {detail::deterministic_sum(std::span<const float>(widened), parallel), chose};
+      } else {
+        return {detail::deterministic_sum(samples, parallel), chose};
+      }
     }
   }
   const auto combine = [op](A a, A b) { return tally::detail::reduce_combine<T>(op, a, b); };

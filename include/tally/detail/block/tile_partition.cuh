@@ -23,8 +23,10 @@ namespace tally::detail {
 /// each width; the bits come back as the sample type).
 template <class Sample>
 __device__ __forceinline__ Sample load_streaming(const Sample* p) {
-  using bits = std::conditional_t<sizeof(Sample) == 1, unsigned char,
-                                  std::conditional_t<sizeof(Sample) == 4, unsigned int, unsigned long long>>;
+  using bits = std::conditional_t<
+      sizeof(Sample) == 1, unsigned char,
+      std::conditional_t<sizeof(Sample) == 2, unsigned short,
+                         std::conditional_t<sizeof(Sample) == 4, unsigned int, unsigned long long>>>;
   static_assert(sizeof(bits) == sizeof(Sample));
   const bits raw = __ldcs(reinterpret_cast<const bits*>(p));
   Sample value;

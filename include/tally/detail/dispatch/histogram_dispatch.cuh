@@ -197,7 +197,7 @@ auto shared_atomic_kernel_for(strategy s) {
   }
 }
 
-/// Byte values whose counts are folded into the bins (fold_byte_counts_kernel).
+/// Byte values whose counts are folded into the bins (fold_value_counts_kernel).
 inline constexpr int byte_values = 256;
 
 /// Whether automatic counts `Sample`s with `Mapper` over all 256 byte values first, then folds
@@ -314,6 +314,28 @@ cudaError_t make_histogram_policy(strategy requested, const Mapper& map, std::in
                         props, 1 << 30, blocks, policy.block_threads);
 }
 
+/// Zeroes `counts` and folds `value_counts` (one per value of `Sample`) into them by `map`
+/// (fold_value_counts_kernel); the values left out are added to `*left_out`.
+template <class Sample, class Counter, class Mapper>
+cudaError_t dispatch_value_fold(const std::uint64_t* value_counts, Counter* counts, std::int64_t num_bins,
+                                const Mapper& map, std::uint64_t* left_out, cudaStream_t stream) {
+  if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
+  constexpr std::uint32_t threads = 256;
+  constexpr std::uint32_t blocks = (small_values<Sample>::count + threads - 1) / threads;
+  fold_value_counts_kernel<Sample><<<blocks, threads, 0, stream>>>(value_counts, counts, map, left_out);
+  return cudaGetLastError();
+}
+
+/// Fills the value table of `window` at `table` by `map`, the type's own mapper, on `stream`.
+template <class Sample, class Mapper>
+cudaError_t dispatch_value_table(const Mapper& map, value_window window, std::byte* table, cudaStream_t stream) {
+  if (window.span == 0) return cudaSuccess;
+  constexpr std::uint32_t threads = 256;
+  fill_value_table_kernel<Sample><<<(window.span + threads - 1) / threads, threads, 0, stream>>>(
+      reinterpret_cast<std::uint16_t*>(table), window, map);
+  return cudaGetLastError();
+}
+
 /// Where the edges of a grid's tables come from on the device: range bins' edges, copied there.
 struct edges_in_memory {
   const double* edges;
@@ -378,9 +400,7 @@ cudaError_t dispatch_histogram(void* temp, const histogram_policy& policy, const
         all_bytes_histogram_kernel<tuning::all_bytes_tuning><<<blocks, threads, shared, stream>>>(
             samples, num_samples, byte_counts, byte_shift_mapper(0, byte_values), policy.copies, policy.adapt_to_data);
       }
-      if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
-      fold_byte_counts_kernel<<<1, byte_values, 0, stream>>>(byte_counts, counts, map, left_out);
-      return cudaGetLastError();
+      return dispatch_value_fold<Sample>(byte_counts, counts, num_bins, map, left_out, stream);
     }
   }
   std::size_t temp_bytes = policy.temp_bytes;

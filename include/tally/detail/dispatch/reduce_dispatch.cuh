@@ -41,7 +41,7 @@ choice choose_gpu_reduce(strategy requested, reduce_op op, bool deterministic) {
             "deterministic float sum: exact fixed-point chunk sums, block results added with integer atomics (the "
             "same bits for any launch, run or strategy)"};
   }
-  if (std::is_floating_point_v<T> && op == reduce_op::sum) {
+  if (is_floating_sample_v<T> && op == reduce_op::sum) {
     return {strategy::two_phase,
             "floating-point sum: block results combined in a fixed order with no atomics, so every run on this GPU "
             "gives the same bits, at the read bandwidth"};
@@ -98,7 +98,14 @@ inline int block_threads_or(const reduce_launch& launch, int tuned) {
 template <class T, reduce_op Op>
 cudaError_t cub_fold(void* temp, std::size_t& temp_bytes, const T* samples, std::int64_t num_samples,
                      const reduce_fold<T, Op>& fold, accumulator_t<T>* result, cudaStream_t stream) {
-  return cub::DeviceReduce::Reduce(temp, temp_bytes, samples, result, num_samples, fold, fold.identity(), stream);
+  if constexpr (is_half_float_v<T>) {
+    // CUB converts samples to the accumulator implicitly; float16 and bfloat16 widen explicitly.
+    const auto widen = [] __host__ __device__(T x) { return static_cast<float>(x); };
+    return cub::DeviceReduce::TransformReduce(temp, temp_bytes, samples, result, num_samples, fold, widen,
+                                              fold.identity(), stream);
+  } else {
+    return cub::DeviceReduce::Reduce(temp, temp_bytes, samples, result, num_samples, fold, fold.identity(), stream);
+  }
 }
 
 template <class T, class Predicate>
@@ -172,6 +179,16 @@ cudaError_t dispatch_fold(void* temp, std::size_t& temp_bytes, strategy s,
     case strategy::block_reduce_atomic: return launch_atomic(block_reduce_atomic_kernel<unroll, Fold>, per_block_step);
     default: return cudaErrorInvalidValue;
   }
+}
+
+/// Widens float16 or bfloat16 samples into floats (exact), for the deterministic sum of their values.
+template <class T>
+cudaError_t dispatch_widen_to_float(const T* samples, std::int64_t num_samples, float* widened, cudaStream_t stream) {
+  if (num_samples == 0) return cudaSuccess;
+  constexpr int threads = 256;
+  const std::int64_t blocks = std::min<std::int64_t>((num_samples + threads - 1) / threads, std::int64_t{1} << 16);
+  widen_to_float_kernel<<<static_cast<int>(blocks), threads, 0, stream>>>(samples, num_samples, widened);
+  return cudaGetLastError();
 }
 
 /**

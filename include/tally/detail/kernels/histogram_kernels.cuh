@@ -13,6 +13,7 @@
 #include "tally/detail/block/warp_sum.cuh"
 #include "tally/detail/kernels/common_kernels.cuh"
 #include "tally/detail/tuning/histogram_tuning.cuh"
+#include "tally/detail/value_tables.hpp"
 
 namespace tally::detail {
 
@@ -104,16 +105,17 @@ all_bytes_histogram_kernel(const std::uint8_t* samples, std::int64_t num_samples
   add_byte_copy<Tuning::block_threads>(shared_copy, map, copies, copy_words, counts);
 }
 
-/// Folds the counts of the 256 byte values into the bins: byte value x's count goes to bin map(x),
-/// mapped once by the mapper every strategy uses, or to the left-out count. One block of 256
-/// threads, one byte value each, into counts zeroed before it.
-template <class Counter, class Mapper>
-__global__ void fold_byte_counts_kernel(const std::uint64_t* byte_counts, Counter* counts, Mapper map,
-                                        std::uint64_t* left_out) {
-  const std::uint64_t count = byte_counts[threadIdx.x];
+/// Folds per-value counts into the bins: the count of the value with bits v (value_counts[v], one
+/// entry per value of `Sample`, a byte or a 16-bit type) goes to bin map(value), mapped once by
+/// the type's own mapper, or to the left-out count. A thread a value, into counts zeroed before it.
+template <class Sample, class Counter, class Mapper>
+__global__ void fold_value_counts_kernel(const std::uint64_t* value_counts, Counter* counts, Mapper map,
+                                         std::uint64_t* left_out) {
+  const std::uint32_t bits = blockIdx.x * blockDim.x + threadIdx.x;
+  const std::uint64_t count = bits < small_values<Sample>::count ? value_counts[bits] : 0;
   std::uint64_t dropped = 0;
   if (count != 0) {
-    const std::int64_t bin = map(static_cast<std::uint8_t>(threadIdx.x));
+    const std::int64_t bin = map(small_values<Sample>::from_bits(bits));
     if (bin >= 0) {
       cuda::atomic_ref<Counter, cuda::thread_scope_device>(counts[bin])
           .fetch_add(static_cast<Counter>(count), cuda::memory_order_relaxed);
@@ -122,6 +124,16 @@ __global__ void fold_byte_counts_kernel(const std::uint64_t* byte_counts, Counte
     }
   }
   warp_add_to(dropped, left_out);
+}
+
+/// Fills a value table (value_table_mapper): entry p is the bin of the value at position
+/// window.first + p, by the type's own mapper, or the left-out entry.
+template <class Sample, class Mapper>
+__global__ void fill_value_table_kernel(std::uint16_t* table, value_window window, Mapper map) {
+  const std::uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= window.span) return;
+  const std::int64_t bin = map(small_values<Sample>::at(window.first + p));
+  table[p] = bin < 0 ? std::uint16_t{0xffff} : static_cast<std::uint16_t>(bin);
 }
 
 /// A shared-memory histogram per block, written out whole to the block's slice of

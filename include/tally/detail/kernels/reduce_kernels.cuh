@@ -81,6 +81,15 @@ combine_block_results_kernel(const typename Fold::value_type* block_results, int
   if (threadIdx.x == 0) *result = total;
 }
 
+/// floats[i] = samples[i], widened exactly (float16, bfloat16).
+template <class T>
+__global__ void widen_to_float_kernel(const T* samples, std::int64_t num_samples, float* floats) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
+  for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < num_samples; i += stride) {
+    floats[i] = static_cast<float>(samples[i]);
+  }
+}
+
 /// The deterministic sum's one pass. Each warp sums whole chunks (chunk = global warp index,
 /// striding over the grid's warps) and its lane 0 adds each chunk's exact sum into the warp's own
 /// slots in shared memory; the block then adds its warps' slots, slot by slot, and either adds

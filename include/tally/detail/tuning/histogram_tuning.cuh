@@ -30,7 +30,8 @@ struct histogram_tuning_sm90 {
   /// one for 8-byte samples; two pipelined loads a chunk keep loads in flight while a long mapper
   /// computes. Bytes (16 samples a load already) run one 1024-thread block, unpipelined: fewer
   /// copies to zero and merge.
-  using privatized = counting_tuning<SampleBytes == 1 ? 1024 : 512, SampleBytes == 4 ? 2 : 1, 2, SampleBytes != 1>;
+  using privatized = counting_tuning<SampleBytes == 1 ? 1024 : 512, SampleBytes == 2 || SampleBytes == 4 ? 2 : 1, 2,
+                                     SampleBytes != 1>;
   /// packed16: one large block a multiprocessor (65536 bins take 128 KiB), four loads a tile (one
   /// for bytes).
   using packed = counting_tuning<1024, 1, SampleBytes == 1 ? 1 : 4, false>;

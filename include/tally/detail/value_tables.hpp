@@ -1,0 +1,248 @@
+// How the GPU bins 8- and 16-bit samples: such a type has at most 65536 values, so a bin is decided
+// once per value, not once per sample. Samples are counted by their bits, whatever the type (one
+// set of kernels per width): through a window of unit-width bins (value_window_mapper), through a
+// table of each value's bin filled on the device from the type's own mapper (value_table_mapper),
+// or, for more bins than a 16-bit table entry holds and for bytes, counted per value and folded
+// into the bins afterwards. The type's mapper (even_bin_mapper, range_bin_mapper) stays the one
+// definition of its bins; the CPU backend maps with it directly.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "tally/bins.hpp"
+#include "tally/config.hpp"
+#include "tally/small_float.hpp"
+
+namespace tally::detail {
+
+/// The bits a small sample is counted by.
+template <class Sample>
+using sample_bits_t = std::conditional_t<sizeof(Sample) == 1, std::uint8_t, std::uint16_t>;
+
+/// How a width's values are ordered by their bits: integers by the bits themselves (a signed
+/// type's values in order are a rotation of them, which windows taken modulo 2^16 follow), floats
+/// by sign and magnitude (negatives reversed below the positives).
+enum class value_order : std::uint8_t { bits, sign_magnitude };
+
+/// What the window and the table index by: the bits, or for floats a key that orders the values
+/// (-0 and +0 adjacent, NaN at both ends).
+template <value_order Order>
+TALLY_HOST_DEVICE inline std::uint32_t order_key(std::uint32_t bits) {
+  if constexpr (Order == value_order::bits) {
+    return bits;
+  } else {
+    return bits ^ ((bits & 0x8000u) != 0 ? 0xffffu : 0x8000u);
+  }
+}
+
+/// The values of one small sample type, by position: position p is the p-th value in increasing
+/// order (NaN excluded from the finite range), which windows and tables are planned over.
+template <class Sample>
+struct small_values {
+  static constexpr std::uint32_t count = std::uint32_t{1} << (8 * sizeof(Sample));
+  static constexpr value_order order = is_half_float_v<Sample> ? value_order::sign_magnitude : value_order::bits;
+
+  /// The position of the value with these bits.
+  TALLY_HOST_DEVICE static std::uint32_t position(std::uint32_t bits) {
+    if constexpr (is_half_float_v<Sample>) {
+      return order_key<value_order::sign_magnitude>(bits);
+    } else if constexpr (std::is_signed_v<Sample>) {
+      return bits ^ (count >> 1);  // offset binary
+    } else {
+      return bits;
+    }
+  }
+  /// The bits of the value at `position` (the inverse of position()).
+  TALLY_HOST_DEVICE static std::uint32_t bits_at(std::uint32_t position) {
+    if constexpr (is_half_float_v<Sample>) {
+      return position ^ ((position & 0x8000u) != 0 ? 0x8000u : 0xffffu);
+    } else if constexpr (std::is_signed_v<Sample>) {
+      return position ^ (count >> 1);
+    } else {
+      return position;
+    }
+  }
+  /// The key the device indexes by (order_key of the bits) for the value at `position`.
+  TALLY_HOST_DEVICE static std::uint32_t key_at(std::uint32_t position) { return order_key<order>(bits_at(position)); }
+
+  TALLY_HOST_DEVICE static Sample from_bits(std::uint32_t bits) {
+    Sample sample;
+    const auto word = static_cast<sample_bits_t<Sample>>(bits);
+    memcpy(&sample, &word, sizeof(sample));
+    return sample;
+  }
+  TALLY_HOST_DEVICE static Sample at(std::uint32_t position) { return from_bits(bits_at(position)); }
+
+  /// Positions of the finite values: all of an integer type's; a float type's from its most
+  /// negative finite value to its largest (infinities are never counted).
+  static constexpr std::uint32_t first_finite = is_half_float_v<Sample> ? (std::is_same_v<Sample, float16> ? 0x03ffu : 0x007fu) + 1 : 0;
+  static constexpr std::uint32_t last_finite =
+      is_half_float_v<Sample> ? (std::is_same_v<Sample, float16> ? 0xfbffu : 0xff7fu) : count - 1;
+};
+
+/// The values a histogram can count: the positions [first, first + span) (span 0: none).
+struct value_window {
+  std::uint32_t first = 0;
+  std::uint32_t span = 0;
+};
+
+/// The window of values with first_edge <= x < last_edge (x <= last_edge when `inclusive`), for
+/// edges in double: found by two binary searches over the finite values' positions.
+template <class Sample>
+value_window counted_values(double first_edge, double last_edge, bool inclusive) {
+  using values = small_values<Sample>;
+  const auto value = [](std::uint32_t p) { return static_cast<double>(values::at(p)); };
+  const std::uint32_t lo = partition_point(values::first_finite, values::last_finite + 1,
+                                           [&](std::uint32_t p) { return value(p) < first_edge; });
+  const std::uint32_t end = partition_point(values::first_finite, values::last_finite + 1, [&](std::uint32_t p) {
+    return inclusive ? value(p) <= last_edge : value(p) < last_edge;
+  });
+  return end > lo ? value_window{lo, end - lo} : value_window{lo, 0};
+}
+
+/// 16-bit integer samples, as their bits, in bins of width one (even bins of step one, bincount):
+/// bin = (bits - first) mod 2^16 + bin_offset, for the `span` values from `first` on. One
+/// subtraction, a mask and a compare a sample.
+class value_window_mapper {
+ public:
+  value_window_mapper() = default;
+  value_window_mapper(std::uint32_t first_bits, std::uint32_t span, std::int64_t bin_offset, std::int64_t num_bins)
+      : first_(first_bits), span_(span), bin_offset_(static_cast<int>(bin_offset)), num_bins_(num_bins) {}
+
+  TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
+
+  TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const {
+    const std::uint32_t offset = (static_cast<std::uint32_t>(bits) - first_) & 0xffffu;
+    return offset < span_ ? static_cast<std::int64_t>(static_cast<int>(offset) + bin_offset_) : left_out_bin;
+  }
+
+ private:
+  std::uint32_t first_ = 0;
+  std::uint32_t span_ = 0;
+  int bin_offset_ = 0;  // the bin of the first value (bins never reach 2^31 here)
+  std::int64_t num_bins_ = 0;
+};
+
+/// 16-bit integer samples, as their bits, in even bins of a whole step: the value's offset from
+/// the bins' lower edge, divided by the step with one multiply-high (exact while
+/// num_bins * step^2 < 2^32, which `fits` checks; a table takes the others). The last value,
+/// counted in the last bin with an inclusive upper edge, is clamped there.
+class value_step_mapper {
+ public:
+  /// Whether floor(x * magic / 2^32), magic = floor(2^32 / step) + 1, is floor(x / step) for
+  /// every offset x up to num_bins * step: the error x * (magic - 2^32 / step) / 2^32, at most
+  /// x / 2^32, stays below 1 / step (the least distance from x / step up to the next whole
+  /// number) while x * step < 2^32.
+  static bool fits(std::int64_t num_bins, std::int64_t step) {
+    return step >= 2 &&
+           static_cast<double>(num_bins) * static_cast<double>(step) * static_cast<double>(step) < 4294967296.0;
+  }
+
+  value_step_mapper() = default;
+  /// Values from `first_bits` on, `span` of them, whose offsets from the lower edge start at
+  /// `start` (the first counted value less the lower edge).
+  value_step_mapper(std::uint32_t first_bits, std::uint32_t span, std::uint32_t start, std::int64_t step,
+                    std::int64_t num_bins)
+      : first_(first_bits), span_(span), start_(start),
+        magic_(static_cast<std::uint32_t>((std::uint64_t{1} << 32) / static_cast<std::uint64_t>(step) + 1)),
+        num_bins_(num_bins) {}
+
+  TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
+
+  TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const {
+    const std::uint32_t offset = (static_cast<std::uint32_t>(bits) - first_) & 0xffffu;
+    const std::uint32_t x = offset + start_;
+#if defined(__CUDA_ARCH__)
+    const std::uint32_t quotient = __umulhi(x, magic_);
+#else
+    const auto quotient = static_cast<std::uint32_t>((static_cast<std::uint64_t>(x) * magic_) >> 32);
+#endif
+    const auto last = static_cast<std::uint32_t>(num_bins_ - 1);
+    return offset < span_ ? static_cast<std::int64_t>(quotient < last ? quotient : last) : left_out_bin;
+  }
+
+ private:
+  std::uint32_t first_ = 0;
+  std::uint32_t span_ = 0;
+  std::uint32_t start_ = 0;
+  std::uint32_t magic_ = 0;
+  std::int64_t num_bins_ = 0;
+};
+
+/// float16 or bfloat16 samples, as their bits, in even bins whose edges are all exact in the
+/// type (a power-of-two step): the exact-float shortcut on the value widened to float, which
+/// then compares as the edges rounded to the type do (they are the same numbers).
+template <class Half>
+class half_exact_mapper {
+ public:
+  half_exact_mapper() = default;
+  explicit half_exact_mapper(const exact_float_bin_mapper& map) : map_(map) {}
+
+  TALLY_HOST_DEVICE std::int64_t num_bins() const { return map_.num_bins(); }
+  TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const {
+    Half h;
+    memcpy(&h, &bits, sizeof(h));
+    return map_(static_cast<float>(h));
+  }
+
+ private:
+  exact_float_bin_mapper map_;
+};
+
+/// 16-bit samples, as their bits, through a table of each counted value's bin: the key (order_key)
+/// less the window's first, modulo 2^16, indexes `span` 16-bit entries; 0xffff leaves a value out.
+/// For at most 65535 bins. The table is filled on the device (fill_value_table_kernel) and, like
+/// the range-bin grid's, copied to a block's shared memory where it fits (has_tables).
+template <value_order Order>
+class value_table_mapper {
+ public:
+  using entry_type = std::uint16_t;
+  static constexpr entry_type left_out_entry = 0xffff;
+  static constexpr std::int64_t max_bins = left_out_entry;
+
+  value_table_mapper() = default;
+  value_table_mapper(std::uint32_t first_key, std::uint32_t span, std::int64_t num_bins, const std::byte* table)
+      : first_(first_key), span_(span), num_bins_(num_bins), table_(reinterpret_cast<const entry_type*>(table)) {}
+
+  /// Bytes of a table of `span` entries, in whole 16-byte vectors (the blocks copy it so).
+  static std::size_t table_bytes(std::uint32_t span) { return (span * sizeof(entry_type) + 15) / 16 * 16; }
+
+  TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
+
+  TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const {
+    const std::uint32_t offset = (order_key<Order>(bits) - first_) & 0xffffu;
+    if (offset >= span_) return left_out_bin;
+    entry_type entry;
+#if defined(__CUDA_ARCH__)
+    if (__isShared(table_)) {
+      // A shared-memory load, not a generic one: the compiler cannot tell where the copy lives.
+      const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(table_ + offset));
+      asm("ld.shared.u16 %0, [%1];" : "=h"(entry) : "r"(address));
+    } else {
+      entry = table_[offset];
+    }
+#else
+    entry = table_[offset];
+#endif
+    return entry == left_out_entry ? left_out_bin : static_cast<std::int64_t>(entry);
+  }
+
+  TALLY_HOST_DEVICE std::size_t tables_bytes() const { return (span_ * sizeof(entry_type) + 15) / 16 * 16; }
+  TALLY_HOST_DEVICE const std::byte* tables() const { return reinterpret_cast<const std::byte*>(table_); }
+  TALLY_HOST_DEVICE value_table_mapper reading_tables_at(const std::byte* tables) const {
+    value_table_mapper moved = *this;
+    moved.table_ = reinterpret_cast<const entry_type*>(tables);
+    return moved;
+  }
+
+ private:
+  std::uint32_t first_ = 0;
+  std::uint32_t span_ = 0;
+  std::int64_t num_bins_ = 0;
+  const entry_type* table_ = nullptr;
+};
+
+}  // namespace tally::detail

@@ -1,0 +1,297 @@
+// Histograms and bincounts of 8- and 16-bit samples on the GPU (detail/value_tables.hpp): counted
+// by their bits, through a window of unit-width bins, a table of each value's bin, or per value
+// and then folded into the bins. Included by operations.cuh, whose checks run first.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+#include "tally/detail/value_tables.hpp"
+
+namespace tally::gpu::detail {
+
+using tally::detail::small_values;
+using tally::detail::value_window;
+
+/// The samples as the bits they are counted by.
+template <class Sample>
+std::span<const tally::detail::sample_bits_t<Sample>> sample_bits(std::span<const Sample> samples) {
+  return {reinterpret_cast<const tally::detail::sample_bits_t<Sample>*>(samples.data()), samples.size()};
+}
+
+/// What the cub strategy runs for small samples other than uint16: nothing (refused first).
+struct no_cub_histogram {
+  std::int64_t num_samples = 0;
+  cudaError_t operator()(void*, std::size_t&, const double*, cudaStream_t) const { return cudaErrorNotSupported; }
+};
+
+/// CUB's DeviceHistogram is known to miscount these types (NVIDIA/cccl#10975, #10976, #10977,
+/// #10940): the cub strategy refuses them rather than give other counts than numpy's. uint16 runs
+/// up to 65536 bins: past that its range histogram miscounted uint16 samples in tally's tests
+/// (H100, CCCL 3.0, 70000 random edges).
+template <class Sample>
+void refuse_cub_for_small(std::string_view function, const histogram_options& options, std::int64_t num_bins) {
+  if constexpr (std::is_same_v<Sample, std::uint16_t>) {
+    if (options.algorithm == strategy::cub && num_bins > 65536) {
+      throw_unsupported(function, strategy::cub,
+                        "takes at most 65536 bins of uint16 samples: past that CUB's DeviceHistogram miscounted them "
+                        "in tally's tests (" + std::to_string(num_bins) + " bins)");
+    }
+  }
+  if constexpr (!std::is_same_v<Sample, std::uint16_t>) {
+    if (options.algorithm == strategy::cub) {
+      throw_unsupported(function, strategy::cub,
+                        "is not run for int8, int16, float16 or bfloat16 samples: CUB's DeviceHistogram drops negative "
+                        "int8 samples, puts full-range int8 and int16 levels in one bin, miscounts bfloat16 even "
+                        "bins and more than 32768 int16 or 2048 float16 bins (NVIDIA/cccl#10975, #10976, #10977, "
+                        "#10940)");
+    }
+  }
+}
+
+/// Counts the samples per value (by bits, with the strategy asked for: the count is a histogram of
+/// 256 or 65536 unit bins), then folds the values' counts into `counts` by the mapper that
+/// `prepare(storage)` returns (after `extra_bytes` of its own at the start of the storage).
+template <class Sample, class Counter, class Prepare>
+choice run_value_fold(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
+                      std::int64_t num_bins, workspace& ws, const histogram_options& options, stream_t stream,
+                      std::size_t extra_bytes, Prepare prepare) {
+  using Bits = tally::detail::sample_bits_t<Sample>;
+  constexpr std::uint32_t values = small_values<Sample>::count;
+  const auto bits = sample_bits(samples);
+  const auto counting = [] {
+    if constexpr (sizeof(Sample) == 1) {
+      return tally::detail::byte_shift_mapper(0, values);
+    } else {
+      return tally::detail::value_window_mapper(0, values, 0, values);
+    }
+  }();
+  const device_properties props = current_properties();
+  const auto n = static_cast<std::int64_t>(samples.size());
+  tally::detail::histogram_policy policy;
+  check_cuda(tally::detail::make_histogram_policy<Bits, std::uint64_t>(options.algorithm, counting, n, props, policy),
+             std::string(function) + " (sizing)");
+  if (policy.unfit != nullptr) {
+    throw_unsupported(function, policy.chosen.used,
+                      std::string(policy.unfit) + " (these samples are counted per value, " + std::to_string(values) +
+                          " of them, then folded into " + std::to_string(num_bins) + " bins)");
+  }
+  constexpr std::size_t align = 256;
+  const std::size_t extra = (extra_bytes + align - 1) / align * align;
+  const std::size_t value_bytes = sizeof(std::uint64_t) * values;
+  check_temporary_storage_fits(function, policy.chosen.used, extra + value_bytes + policy.temp_bytes, ws, n, num_bins);
+  auto* storage = static_cast<char*>(ws.reserve(extra + value_bytes + policy.temp_bytes, stream));
+  const auto map = prepare(storage);
+  auto* value_counts = reinterpret_cast<std::uint64_t*>(storage + extra);
+  check_cuda(tally::detail::dispatch_histogram(storage + extra + value_bytes, policy, bits.data(), n, value_counts,
+                                               counting, ws.scalar(), props, stream),
+             function);
+  check_cuda(tally::detail::dispatch_value_fold<Sample>(value_counts, counts.data(), num_bins, map, ws.scalar(), stream),
+             function);
+  choice chose = policy.chosen;
+  if (options.algorithm == strategy::automatic) {
+    chose.reason = sizeof(Sample) == 1
+                       ? "8-bit samples: each of the 256 values counted (each lane into a replica of its own, or one "
+                         "copy where values pile up), then each value mapped to its bin once and its count added there"
+                       : "more bins than a 16-bit table entry holds: each of the 65536 values counted in 16-bit "
+                         "shared-memory counters, then each value mapped to its bin once and its count added there";
+  }
+  return chose;
+}
+
+/// Counts 16-bit samples through a table of the bins of the values in `window`, filled on the
+/// device by the mapper `prepare_reference(storage)` returns (after `extra_bytes` of its own).
+template <class Sample, class Counter, class PrepareReference, class MakeCubHistogram>
+choice run_value_table(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
+                       std::int64_t num_bins, value_window window, workspace& ws, const histogram_options& options,
+                       stream_t stream, std::size_t extra_bytes, PrepareReference prepare_reference,
+                       MakeCubHistogram make_cub_histogram) {
+  using table_mapper = tally::detail::value_table_mapper<small_values<Sample>::order>;
+  const std::uint32_t first_key = small_values<Sample>::key_at(window.first);
+  constexpr std::size_t align = 256;
+  const std::size_t extra = (extra_bytes + align - 1) / align * align;
+  auto prepare = [&](char* storage) {
+    if (storage == nullptr) return table_mapper(first_key, window.span, num_bins, nullptr);
+    auto* table = reinterpret_cast<std::byte*>(storage + extra);
+    const auto reference = prepare_reference(storage);
+    check_cuda(tally::detail::dispatch_value_table<Sample>(reference, window, table, stream),
+               "filling the value table on the device");
+    return table_mapper(first_key, window.span, num_bins, table);
+  };
+  choice chose = run_histogram(function, sample_bits(samples), counts, num_bins, ws, options, stream,
+                               extra + table_mapper::table_bytes(window.span), prepare, make_cub_histogram);
+  if (options.algorithm == strategy::automatic) {
+    chose.reason = chose.used == strategy::shared_atomic
+                       ? "16-bit samples: each value's bin looked up in a table (one entry per value in range, "
+                         "filled once a call, in shared memory where it fits), counted in shared memory"
+                       : "16-bit samples: each value's bin looked up in a table filled once a call; the bins fit in "
+                         "shared memory only as 16-bit counters";
+  }
+  return chose;
+}
+
+/// Copies `edges` to the start of the storage; the range mapper over that copy.
+template <class Sample>
+range_bin_mapper<Sample> edges_on_device(std::span<const double> edges, char* storage, upper_edge last_edge,
+                                         stream_t stream) {
+  check_cuda(cudaMemcpyAsync(storage, edges.data(), edges.size_bytes(), cudaMemcpyHostToDevice, stream),
+             "copying the edges to the device");
+  return range_bin_mapper<Sample>(reinterpret_cast<const double*>(storage), static_cast<std::int64_t>(edges.size()),
+                                  last_edge);
+}
+
+/// The exact-float shortcut for float16 or bfloat16 samples where every edge is exact in the
+/// type itself (then rounding the edges to it changes nothing): a power-of-two step, both bounds
+/// within 2^digits steps of zero, the step no finer than the type's subnormals, the upper bound
+/// finite in the type.
+template <class Half>
+std::optional<tally::detail::exact_float_bin_mapper> half_exact_bins(const even_bins& bins, upper_edge last_edge) {
+  const even_bin_mapper<float> as_float(bins, last_edge);
+  if (as_float.shortcut() != even_shortcut::exact_float_edges) return std::nullopt;
+  const double step = (bins.upper - bins.lower) / static_cast<double>(bins.num_bins);
+  const double reach = std::max(std::fabs(bins.lower), std::fabs(bins.upper)) / step;
+  const double quantum = std::ldexp(1.0, Half::min_exponent - Half::digits + 1);
+  if (reach >= std::ldexp(1.0, Half::digits) || step < quantum || std::fabs(bins.upper) > Half::largest) {
+    return std::nullopt;
+  }
+  return as_float.exact_float_mapper();
+}
+
+template <class Sample, class Counter>
+choice small_histogram_even(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
+                            const even_bins& bins, workspace& ws, const histogram_options& options, stream_t stream) {
+  refuse_cub_for_small<Sample>(function, options, bins.num_bins);
+  const even_bin_mapper<Sample> map(bins, options.last_edge);
+  const auto same_map = [map](char*) { return map; };
+  if constexpr (sizeof(Sample) == 1) {
+    return run_value_fold(function, samples, counts, bins.num_bins, ws, options, stream, 0, same_map);
+  } else {
+    auto make_cub_histogram = [&] {
+      if constexpr (std::is_same_v<Sample, std::uint16_t>) {
+        check_cub_bins(function, bins.num_bins);
+        if (const char* why = tally::detail::cub_even_bins_unfit<Sample>(bins, options.last_edge)) {
+          throw_unsupported(function, strategy::cub, std::string("would count other bins than numpy's here: ") + why);
+        }
+        const auto [lower, upper] = cub_levels<Sample>(function, bins);
+        return cub_even_histogram_for(samples, counts, bins.num_bins, lower, upper);
+      } else {
+        return no_cub_histogram{static_cast<std::int64_t>(samples.size())};
+      }
+    };
+    if constexpr (std::is_integral_v<Sample>) {
+      if (map.unit_step()) {
+        // Bins of width one: the values from max(lower, the type's least) on, each its own bin.
+        const auto lowest = static_cast<std::int64_t>(std::numeric_limits<Sample>::lowest());
+        const auto highest = static_cast<std::int64_t>(std::numeric_limits<Sample>::max());
+        const auto lower = static_cast<std::int64_t>(bins.lower);
+        const std::int64_t first = std::clamp(lower, lowest, highest + 1);
+        const std::int64_t end = std::clamp(lower + bins.num_bins, lowest, highest + 1);
+        const tally::detail::value_window_mapper window(static_cast<std::uint16_t>(first),
+                                                        static_cast<std::uint32_t>(end - first), first - lower,
+                                                        bins.num_bins);
+        return run_histogram(function, sample_bits(samples), counts, bins.num_bins, ws, options, stream, 0,
+                             [window](char*) { return window; }, make_cub_histogram);
+      }
+    }
+    if constexpr (std::is_integral_v<Sample>) {
+      const auto step = static_cast<std::int64_t>((bins.upper - bins.lower) / static_cast<double>(bins.num_bins));
+      if (map.shortcut() == even_shortcut::integer_step && tally::detail::value_step_mapper::fits(bins.num_bins, step)) {
+        // A whole step: the offset from the lower edge over the step, by a multiply-high, no table.
+        const auto lowest = static_cast<std::int64_t>(std::numeric_limits<Sample>::lowest());
+        const auto highest = static_cast<std::int64_t>(std::numeric_limits<Sample>::max());
+        const auto lower = static_cast<std::int64_t>(bins.lower);
+        const auto upper = static_cast<std::int64_t>(bins.upper);
+        const std::int64_t first = std::clamp(lower, lowest, highest + 1);
+        const std::int64_t last = std::clamp(options.last_edge == upper_edge::inclusive ? upper : upper - 1, lowest - 1,
+                                             highest);
+        const tally::detail::value_step_mapper stepped(
+            static_cast<std::uint16_t>(first), static_cast<std::uint32_t>(std::max<std::int64_t>(last - first + 1, 0)),
+            static_cast<std::uint32_t>(first - lower), step, bins.num_bins);
+        return run_histogram(function, sample_bits(samples), counts, bins.num_bins, ws, options, stream, 0,
+                             [stepped](char*) { return stepped; }, make_cub_histogram);
+      }
+    } else {
+      if (const auto exact = half_exact_bins<Sample>(bins, options.last_edge)) {
+        const tally::detail::half_exact_mapper<Sample> halves(*exact);
+        return run_histogram(function, sample_bits(samples), counts, bins.num_bins, ws, options, stream, 0,
+                             [halves](char*) { return halves; }, make_cub_histogram);
+      }
+    }
+    if (bins.num_bins > tally::detail::value_table_mapper<tally::detail::value_order::bits>::max_bins &&
+        options.algorithm != strategy::cub) {
+      return run_value_fold(function, samples, counts, bins.num_bins, ws, options, stream, 0, same_map);
+    }
+    const value_window window = tally::detail::counted_values<Sample>(
+        static_cast<double>(map.edge(0)), static_cast<double>(map.edge(bins.num_bins)),
+        options.last_edge == upper_edge::inclusive);
+    return run_value_table(function, samples, counts, bins.num_bins, window, ws, options, stream, 0, same_map,
+                           make_cub_histogram);
+  }
+}
+
+template <class Sample, class Counter>
+choice small_histogram_range(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
+                             std::span<const double> edges, workspace& ws, const histogram_options& options,
+                             stream_t stream) {
+  const auto num_bins = static_cast<std::int64_t>(edges.size()) - 1;
+  refuse_cub_for_small<Sample>(function, options, num_bins);
+  const std::size_t edges_bytes = (edges.size_bytes() + 15) / 16 * 16;
+  const auto reference = [&](char* storage) {
+    return edges_on_device<Sample>(edges, storage, options.last_edge, stream);
+  };
+  auto make_cub_histogram = [&] {
+    if constexpr (std::is_same_v<Sample, std::uint16_t>) {
+      check_cub_bins(function, num_bins);
+      return tally::detail::cub_range_histogram<Sample, cub_counter_t<Counter>>{
+          samples.data(), as_cub_counters(counts), static_cast<int>(edges.size()),
+          static_cast<std::int64_t>(samples.size())};
+    } else {
+      return no_cub_histogram{static_cast<std::int64_t>(samples.size())};
+    }
+  };
+  if (sizeof(Sample) == 1 ||
+      (num_bins > tally::detail::value_table_mapper<tally::detail::value_order::bits>::max_bins &&
+       options.algorithm != strategy::cub)) {
+    return run_value_fold(function, samples, counts, num_bins, ws, options, stream, edges_bytes, reference);
+  }
+  const value_window window =
+      tally::detail::counted_values<Sample>(edges.front(), edges.back(), options.last_edge == upper_edge::inclusive);
+  return run_value_table(function, samples, counts, num_bins, window, ws, options, stream, edges_bytes, reference,
+                         make_cub_histogram);
+}
+
+template <class Sample, class Counter>
+choice small_bincount(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
+                      workspace& ws, const histogram_options& options, stream_t stream) {
+  const auto num_bins = static_cast<std::int64_t>(counts.size());
+  refuse_cub_for_small<Sample>(function, options, num_bins);
+  if constexpr (sizeof(Sample) == 1) {
+    const bincount_mapper<Sample> map(num_bins);
+    return run_value_fold(function, samples, counts, num_bins, ws, options, stream, 0, [map](char*) { return map; });
+  } else {
+    auto make_cub_histogram = [&] {
+      if constexpr (std::is_same_v<Sample, std::uint16_t>) {
+        check_cub_bins(function, num_bins);
+        const auto [lower, upper] =
+            cub_levels<Sample>(function, even_bins{num_bins, 0.0, static_cast<double>(num_bins)});
+        return cub_even_histogram_for(samples, counts, num_bins, lower, upper);
+      } else {
+        return no_cub_histogram{static_cast<std::int64_t>(samples.size())};
+      }
+    };
+    // Value v in bin v: the window of the values 0 .. min(num_bins, the type's largest + 1) - 1.
+    const auto span = static_cast<std::uint32_t>(
+        std::min<std::int64_t>(num_bins, static_cast<std::int64_t>(std::numeric_limits<Sample>::max()) + 1));
+    const tally::detail::value_window_mapper window(0, span, 0, num_bins);
+    return run_histogram(function, sample_bits(samples), counts, num_bins, ws, options, stream, 0,
+                         [window](char*) { return window; }, make_cub_histogram);
+  }
+}
+
+}  // namespace tally::gpu::detail

@@ -1,0 +1,350 @@
+// The 8- and 16-bit sample types (int8, int16, uint16, float16, bfloat16) on the CPU backend:
+// every value of each type through even bins, range bins and bincount with every CPU strategy,
+// against the brute-force oracle (float16 edges rounded by the compiler's _Float16, bfloat16
+// edges on the double's bits); reductions, count_if and find_first_if against plain loops; and
+// the half types' conversions against the compiler's.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "common/reference.hpp"
+#include "tally/cpu.hpp"
+#include "test_support.hpp"
+
+namespace {
+
+using tally::bfloat16;
+using tally::float16;
+using tally::upper_edge;
+
+template <class T>
+constexpr std::uint32_t value_count = std::uint32_t{1} << (8 * sizeof(T));
+
+template <class T>
+T from_bits(std::uint32_t bits) {
+  T value;
+  const auto word = static_cast<std::conditional_t<sizeof(T) == 1, std::uint8_t, std::uint16_t>>(bits);
+  std::memcpy(&value, &word, sizeof(value));
+  return value;
+}
+
+/// Every value of the type, each once, in the order of its bits (NaN and infinities included).
+template <class T>
+std::vector<T> every_value() {
+  std::vector<T> values;
+  for (std::uint32_t bits = 0; bits < value_count<T>; ++bits) values.push_back(from_bits<T>(bits));
+  return values;
+}
+
+/// Random values by their bits, so each value (NaN payloads, subnormals) is as likely as any other.
+template <class T>
+std::vector<T> random_values(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> values(n);
+  for (T& v : values) v = from_bits<T>(static_cast<std::uint32_t>(rng() % value_count<T>));
+  return values;
+}
+
+template <class T>
+double as_double(T x) {
+  return static_cast<double>(x);
+}
+
+template <class T>
+std::string type_label() {
+  if constexpr (std::is_same_v<T, std::int8_t>) return "int8";
+  else if constexpr (std::is_same_v<T, std::int16_t>) return "int16";
+  else if constexpr (std::is_same_v<T, std::uint16_t>) return "uint16";
+  else if constexpr (std::is_same_v<T, float16>) return "float16";
+  else return "bfloat16";
+}
+
+/// Ranges that each path of each type meets: unit steps (also past the type's ends), whole and
+/// fractional steps, ranges whose edges round onto each other in a half type (empty bins), an
+/// upper edge that rounds to infinity, subnormal edges, one bin.
+template <class T>
+std::vector<tally::even_bins> ranges_for() {
+  if constexpr (std::is_integral_v<T>) {
+    const double lo = std::numeric_limits<T>::lowest();
+    const double hi = std::numeric_limits<T>::max();
+    return {{7, -0.25, 99.75},
+            {256, -10.0, 246.0},
+            {static_cast<std::int64_t>(hi - lo + 1), lo, hi + 1},
+            {1000, lo - 1000.0, hi + 1000.0},
+            {4096, 0.0, 1000.0},
+            {3, -1e9, 1e9},
+            {1, 5.0, 5.5},
+            {70000, lo, hi + 1},
+            {100, -3.0, 97.0}};
+  } else if constexpr (std::is_same_v<T, float16>) {
+    return {{4096, 0.0, 1000.0},  {256, -1.0, 1.0},        {1000, -65504.0, 65504.0}, {64, 1e-7, 1e-3},
+            {10, 0.0, 1e6},       {100, -3.3, 7.9},        {16, 1.0, 1.001},          {1, -0.0, 0.0001},
+            {70000, -60000.0, 60000.0}, {65536, -2.0, 2.0}};
+  } else {
+    return {{4096, 0.0, 1000.0}, {77, -1e30, 1e30},  {33, 1e-40, 1e-38}, {100, 1.0, 1.1},
+            {256, -1.0, 1.0},    {70000, -1e3, 1e3}, {1, -5.0, 5.0}};
+  }
+}
+
+template <class T>
+class CpuSmallTypes : public ::testing::Test {};
+using SmallTypes = ::testing::Types<std::int8_t, std::int16_t, std::uint16_t, float16, bfloat16>;
+TYPED_TEST_SUITE(CpuSmallTypes, SmallTypes);
+
+template <class T>
+void expect_strategies_match(std::span<const T> samples, const tally_test::reference_histogram& want,
+                             const auto& run) {
+  for (const tally::strategy s : tally_test::cpu_strategies_and_automatic(tally::operation::histogram)) {
+    SCOPED_TRACE(std::string(tally::to_string(s)));
+    std::vector<std::uint64_t> counts(want.counts.size(), tally_test::poison<std::uint64_t>);
+    try {
+      const tally::histogram_result got = run(std::span<std::uint64_t>(counts), s);
+      ASSERT_EQ(counts, want.counts);
+      ASSERT_EQ(got.left_out, want.left_out);
+    } catch (const tally::error& e) {
+      // reduction keeps its copy on each thread's stack and refuses many bins, naming the strategy.
+      ASSERT_EQ(s, tally::strategy::reduction) << e.what();
+      ASSERT_EQ(e.code(), tally::errc::not_supported) << e.what();
+    }
+  }
+  (void)samples;
+}
+
+TYPED_TEST(CpuSmallTypes, EveryValueInEvenBinsMatchesTheOracle) {
+  using T = TypeParam;
+  const auto values = every_value<T>();
+  const std::span<const T> samples(values);
+  for (const tally::even_bins& bins : ranges_for<T>()) {
+    for (const upper_edge mode : {upper_edge::exclusive, upper_edge::inclusive}) {
+      SCOPED_TRACE(::testing::Message() << type_label<T>() << " bins=" << bins.num_bins << " [" << bins.lower << ", "
+                                        << bins.upper << ") inclusive=" << (mode == upper_edge::inclusive));
+      const auto want = tally_test::reference_histogram_even(samples, bins, mode);
+      expect_strategies_match(samples, want, [&](std::span<std::uint64_t> counts, tally::strategy s) {
+        return tally::cpu::histogram_even(samples, counts, bins, {s, mode});
+      });
+    }
+  }
+}
+
+TYPED_TEST(CpuSmallTypes, EveryValueInRangeBinsMatchesTheOracle) {
+  using T = TypeParam;
+  const auto values = every_value<T>();
+  const std::span<const T> samples(values);
+  std::mt19937_64 rng(tally_test::test_seed());
+  SCOPED_TRACE(tally_test::seed_trace(tally_test::test_seed()));
+  std::vector<double> finite;
+  for (const T v : values) {
+    if (std::isfinite(as_double(v))) finite.push_back(as_double(v));
+  }
+  std::sort(finite.begin(), finite.end());
+  for (const std::size_t num_edges : {2, 3, 9, 300, 5000}) {
+    for (int trial = 0; trial < 3; ++trial) {
+      // Edges on values of the type (duplicates included), between two of them, and in any
+      // window of the type's span: narrow ones pile many edges between two values.
+      const double a = finite[rng() % finite.size()];
+      const double b = finite[rng() % finite.size()];
+      std::uniform_real_distribution<double> between(std::min(a, b), std::max(a, b) + 1e-3);
+      std::vector<double> edges(num_edges);
+      for (double& e : edges) {
+        switch (rng() % 3) {
+          case 0: e = finite[rng() % finite.size()]; break;
+          case 1: e = std::nextafter(finite[rng() % finite.size()], 0.0); break;
+          default: e = between(rng); break;
+        }
+      }
+      std::sort(edges.begin(), edges.end());
+      for (const upper_edge mode : {upper_edge::exclusive, upper_edge::inclusive}) {
+        SCOPED_TRACE(::testing::Message() << type_label<T>() << " edges=" << num_edges << " trial=" << trial
+                                          << " inclusive=" << (mode == upper_edge::inclusive));
+        const auto want = tally_test::reference_histogram_range(samples, std::span<const double>(edges), mode);
+        expect_strategies_match(samples, want, [&](std::span<std::uint64_t> counts, tally::strategy s) {
+          return tally::cpu::histogram_range(samples, counts, std::span<const double>(edges), {s, mode});
+        });
+      }
+    }
+  }
+}
+
+TYPED_TEST(CpuSmallTypes, BincountOfEveryNonNegativeValueMatchesTheOracle) {
+  using T = TypeParam;
+  if constexpr (std::is_integral_v<T>) {
+    std::vector<T> values;
+    for (const T v : every_value<T>()) {
+      if (v >= 0) values.push_back(v);
+    }
+    for (const std::int64_t num_bins : {1, 100, 300, 70000}) {
+      SCOPED_TRACE(::testing::Message() << type_label<T>() << " bins=" << num_bins);
+      const auto want = tally_test::reference_bincount_counts(std::span<const T>(values), num_bins);
+      expect_strategies_match(std::span<const T>(values), want, [&](std::span<std::uint64_t> counts, tally::strategy s) {
+        return tally::cpu::bincount(std::span<const T>(values), counts, {s});
+      });
+    }
+    if constexpr (std::is_signed_v<T>) {
+      const std::vector<T> negative{T{3}, T{-1}};
+      std::vector<std::uint64_t> counts(4);
+      tally_test::expect_tally_error(
+          [&] { (void)tally::cpu::bincount(std::span<const T>(negative), std::span<std::uint64_t>(counts)); },
+          tally::errc::invalid_argument, "samples", {"negative"});
+    }
+  } else {
+    GTEST_SKIP() << "bincount takes integer samples";
+  }
+}
+
+TYPED_TEST(CpuSmallTypes, WeightedEvenBinsAddTheWeightsOfTheOraclesBins) {
+  using T = TypeParam;
+  const auto values = random_values<T>(20000, tally_test::test_seed());
+  std::vector<double> weights(values.size());
+  std::mt19937_64 rng(tally_test::test_seed() + 1);
+  for (double& w : weights) w = static_cast<double>(rng() % 1000) / 8.0;  // exact sums in any order
+  const tally::even_bins bins = ranges_for<T>().front();
+  const tally_test::reference_even<T> oracle(bins, upper_edge::inclusive);
+  std::vector<double> want(static_cast<std::size_t>(bins.num_bins), 0.0);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    const std::int64_t bin = oracle.bin(values[i]);
+    if (bin >= 0) want[static_cast<std::size_t>(bin)] += weights[i];
+  }
+  for (const bool deterministic : {false, true}) {
+    std::vector<double> sums(want.size(), -1.0);
+    tally::histogram_options options;
+    options.last_edge = upper_edge::inclusive;
+    options.deterministic = deterministic;
+    (void)tally::cpu::histogram_even(std::span<const T>(values), std::span<const double>(weights),
+                                     std::span<double>(sums), bins, options);
+    EXPECT_EQ(sums, want) << "deterministic=" << deterministic;
+  }
+}
+
+TYPED_TEST(CpuSmallTypes, ReductionsMatchPlainLoops) {
+  using T = TypeParam;
+  using A = tally::accumulator_t<T>;
+  auto values = random_values<T>(100003, tally_test::test_seed());
+  if constexpr (tally::is_half_float_v<T>) {
+    // Whole numbers in [-8, 8] (and NaN below): their float sums are exact in any order, so every
+    // strategy must give the sequential sum, and the double sum.
+    std::mt19937_64 rng(tally_test::test_seed());
+    for (T& v : values) v = T::nearest(static_cast<double>(static_cast<int>(rng() % 17) - 8));
+  }
+  const std::span<const T> samples(values);
+  A sequential{};
+  A lowest = std::numeric_limits<A>::max();
+  A highest = std::numeric_limits<A>::lowest();
+  double exact = 0.0;
+  for (const T v : values) {
+    sequential = static_cast<A>(sequential + static_cast<A>(v));
+    lowest = std::min(lowest, static_cast<A>(v));
+    highest = std::max(highest, static_cast<A>(v));
+    exact += as_double(v);
+  }
+  for (const tally::strategy s : tally_test::cpu_strategies_and_automatic(tally::operation::reduce)) {
+    SCOPED_TRACE(std::string(tally::to_string(s)));
+    const A sum = tally::cpu::reduce(samples, tally::reduce_op::sum, {s}).value;
+    EXPECT_EQ(sum, sequential);
+    EXPECT_EQ(static_cast<double>(sum), exact);
+    EXPECT_EQ(tally::cpu::reduce(samples, tally::reduce_op::min, {s}).value, lowest);
+    EXPECT_EQ(tally::cpu::reduce(samples, tally::reduce_op::max, {s}).value, highest);
+  }
+  if constexpr (tally::is_half_float_v<T>) {
+    // The deterministic sum is float's over the widened values: the same bits for every strategy.
+    std::vector<float> widened(values.size());
+    std::transform(values.begin(), values.end(), widened.begin(), [](T x) { return static_cast<float>(x); });
+    tally::reduce_options det;
+    det.deterministic = true;
+    const float want = tally::cpu::reduce(std::span<const float>(widened), tally::reduce_op::sum, det).value;
+    for (const tally::strategy s : {tally::strategy::sequential, tally::strategy::privatized, tally::strategy::automatic}) {
+      det.algorithm = s;
+      EXPECT_EQ(tally::cpu::reduce(samples, tally::reduce_op::sum, det).value, want) << tally::to_string(s);
+    }
+    values[values.size() / 2] = from_bits<T>(std::is_same_v<T, float16> ? 0x7e00u : 0x7fc0u);  // NaN
+    EXPECT_TRUE(std::isnan(tally::cpu::reduce(samples, tally::reduce_op::min).value));
+    EXPECT_TRUE(std::isnan(tally::cpu::reduce(samples, tally::reduce_op::max).value));
+  }
+}
+
+TYPED_TEST(CpuSmallTypes, CountIfAndFindFirstIfMatchPlainLoops) {
+  using T = TypeParam;
+  const auto values = random_values<T>(50001, tally_test::test_seed());
+  const std::span<const T> samples(values);
+  for (const tally::comparison op : {tally::comparison::less, tally::comparison::less_equal, tally::comparison::greater,
+                                     tally::comparison::greater_equal, tally::comparison::equal,
+                                     tally::comparison::not_equal}) {
+    const tally::compare_to<T> predicate{op, values[values.size() / 3]};
+    std::uint64_t count = 0;
+    std::int64_t first = static_cast<std::int64_t>(values.size());
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const double x = as_double(values[i]);
+      const double v = as_double(predicate.value);
+      const bool match = op == tally::comparison::less ? x < v
+                         : op == tally::comparison::less_equal ? x <= v
+                         : op == tally::comparison::greater ? x > v
+                         : op == tally::comparison::greater_equal ? x >= v
+                         : op == tally::comparison::equal ? x == v
+                                                          : x != v;
+      if (match) {
+        ++count;
+        first = std::min(first, static_cast<std::int64_t>(i));
+      }
+    }
+    for (const tally::strategy s : tally_test::cpu_strategies_and_automatic(tally::operation::count_if)) {
+      EXPECT_EQ(tally::cpu::count_if(samples, predicate, {s}).count, count) << tally::to_string(s);
+    }
+    for (const tally::strategy s : tally_test::cpu_strategies_and_automatic(tally::operation::find_first_if)) {
+      EXPECT_EQ(tally::cpu::find_first_if(samples, predicate, {s}).index, first) << tally::to_string(s);
+    }
+  }
+}
+
+TEST(HalfTypes, Float16ConvertsAndRoundsAsTheCompilersFloat16) {
+  for (std::uint32_t bits = 0; bits < 65536; ++bits) {
+    const auto h = from_bits<float16>(bits);
+    _Float16 compiler;
+    const auto word = static_cast<std::uint16_t>(bits);
+    std::memcpy(&compiler, &word, sizeof(compiler));
+    const double want = static_cast<double>(compiler);
+    if (std::isnan(want)) {
+      ASSERT_TRUE(std::isnan(as_double(h))) << bits;
+    } else {
+      ASSERT_EQ(as_double(h), want) << bits;
+      ASSERT_EQ(std::signbit(as_double(h)), std::signbit(want)) << bits;
+    }
+  }
+  std::mt19937_64 rng(tally_test::test_seed());
+  std::vector<double> probes{0.0, -0.0, 65504.0, 65519.999, 65520.0, 1e6, -1e6, 0x1p-24, 0x1p-25, 0x1.8p-25, 0x1p-26,
+                             1.0 + 0x1p-11, 1.0 + 0x1p-11 + 0x1p-40, 1.0 + 3 * 0x1p-11};
+  std::uniform_real_distribution<double> exponent(-30.0, 17.0);
+  for (int i = 0; i < 200000; ++i) probes.push_back((rng() % 2 ? 1.0 : -1.0) * std::exp2(exponent(rng)));
+  for (const double x : probes) {
+    const double want = static_cast<double>(static_cast<_Float16>(x));
+    ASSERT_EQ(as_double(float16::nearest(x)), want) << std::hexfloat << x;
+    ASSERT_EQ(std::signbit(as_double(float16::nearest(x))), std::signbit(want)) << std::hexfloat << x;
+  }
+}
+
+TEST(HalfTypes, Bfloat16ConvertsExactlyAndRoundsAsTheOracle) {
+  for (std::uint32_t bits = 0; bits < 65536; ++bits) {
+    const float value = static_cast<float>(from_bits<bfloat16>(bits));
+    std::uint32_t word = 0;
+    std::memcpy(&word, &value, sizeof(word));
+    ASSERT_EQ(word, bits << 16) << bits;
+  }
+  std::mt19937_64 rng(tally_test::test_seed());
+  std::vector<double> probes{0.0, -0.0, 0x1.fep127, 0x1.ffp127, 0x1p128, 0x1p-133, 0x1p-134, 0x1.8p-134, 0x1p-126,
+                             1.0 + 0x1p-8, 1.0 + 0x1p-8 + 0x1p-40, 1.0 + 3 * 0x1p-8};
+  std::uniform_real_distribution<double> exponent(-140.0, 129.0);
+  for (int i = 0; i < 200000; ++i) probes.push_back((rng() % 2 ? 1.0 : -1.0) * std::exp2(exponent(rng)));
+  for (const double x : probes) {
+    const double want = tally_test::reference_round_bfloat16(x);
+    ASSERT_EQ(as_double(bfloat16::nearest(x)), want) << std::hexfloat << x;
+  }
+}
+
+}  // namespace
