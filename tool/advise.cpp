@@ -130,8 +130,33 @@ void describe_order(std::span<const T> samples, const even_bins& bins, input_sha
   shape.window_depth = depth_sum / static_cast<double>(windows);
 }
 
+/// The next value above `x`, a finite T, that bins of T samples tell apart from it: the next double
+/// up, or for float16 and bfloat16 (whose bins' edges are rounded to them) the next value of theirs.
+template <class T>
+double next_up(double x) {
+  if constexpr (is_half_float_v<T>) {
+    const T h = T::from_exact(x);
+    T up = h;
+    if (x == 0.0) {
+      up.bits = 1;  // the smallest positive subnormal, above -0 and +0
+    } else {
+      up.bits = static_cast<std::uint16_t>(x > 0 ? h.bits + 1 : h.bits - 1);  // magnitudes order as their bits
+    }
+    if (!std::isfinite(static_cast<double>(up))) {
+      // x is the largest finite value: one step past it (an edge the library rounds to infinity).
+      T below = h;
+      below.bits = static_cast<std::uint16_t>(h.bits - 1);
+      return x + (x - static_cast<double>(below));
+    }
+    return static_cast<double>(up);
+  } else {
+    return std::nextafter(x, std::numeric_limits<double>::infinity());
+  }
+}
+
 /// The data's range as bins: integers [min, max + 1) (every value in a bin of its own when the
-/// bin count is the value count), floating point [min, max] with max just inside; equal min and
+/// bin count is the value count), floating point [min, max] with max just inside (float16 and
+/// bfloat16: the next value of theirs, as their bins' edges are rounded to them); equal min and
 /// max widened by 0.5 each way, as numpy does. NaN and infinities take no part.
 template <class T>
 even_bins data_range(std::span<const T> samples, std::int64_t num_bins, const std::string& path) {
@@ -142,7 +167,7 @@ even_bins data_range(std::span<const T> samples, std::int64_t num_bins, const st
                             path));
   }
   if (lo == hi) return {num_bins, lo - 0.5, hi + 0.5};
-  const double just_above = std::nextafter(hi, std::numeric_limits<double>::infinity());
+  const double just_above = next_up<T>(hi);
   // Integers beyond 2^53 have no hi + 1 in double: the next double up keeps the largest inside.
   if constexpr (std::is_integral_v<T>) return {num_bins, lo, std::max(hi + 1, just_above)};
   return {num_bins, lo, just_above};
@@ -434,10 +459,12 @@ int run_advise(const advise_arguments& args) {
                                                  : parse_count(args.samples, command_name, "--samples");
   if (size < 1) throw_invalid_argument(command_name, "--samples", "must be >= 1");
   const std::optional<dtype> type = parse_dtype(args.type_name.empty() ? "int32" : args.type_name);
-  if (*type == dtype::uint8 && args.bins > 256) {
-    throw_invalid_argument(command_name, "--bins", "must be <= 256 for uint8 samples of a distribution");
-  }
   return visit_dtype(*type, [&]<class T>(std::type_identity<T>) {
+    if (args.bins > most_generated_bins<T>()) {
+      throw_invalid_argument(command_name, "--bins",
+                             fmt::format("must be <= {} for {} samples of a distribution (they reach no further bin)",
+                                         most_generated_bins<T>(), to_string(*type)));
+    }
     std::vector<T> samples(static_cast<std::size_t>(size));
     generate_samples<T>(*dist, args.bins, args.seed, samples);
     const std::string text =

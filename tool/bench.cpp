@@ -26,6 +26,7 @@
 #include "arguments.hpp"
 #include "bench_report.hpp"
 #include "commands.hpp"
+#include "data_file.hpp"
 #include "distributions.hpp"
 #include "histogram_measure.hpp"
 #include "host_timing.hpp"
@@ -86,7 +87,10 @@ void add_bench_options(CLI::App& command, bench_config& cfg) {
   add_list_option(command, "--edges", cfg.edge_layouts,
                   "Edges of histogram_range's B bins over [0, B]: log, e_k = (B + 1)^(k / B) - 1; random, "
                   "B - 1 interior edges drawn uniformly from (0, B) from the seed");
-  add_list_option(command, "--types", cfg.types, "Sample types: uint8, int32, uint32, int64, float32, float64");
+  add_list_option(command, "--types", cfg.types,
+                  "Sample types: " + dtype_names() +
+                      "; the narrow ones count the bins their values reach (int8: 128, uint8: 256, float16: 2048, "
+                      "bfloat16: 256, int16: 32768, uint16: 65536) and skip the rest");
   add_list_option(command, "--bins", cfg.bins, "Bin counts, e.g. 256,4096");
   command.add_option("--sizes", cfg.sizes, "Sample counts, e.g. 2^28 or 1e6 (default: 2^28 on a GPU, 2^22 on CPUs)")
       ->delimiter(',');
@@ -131,8 +135,8 @@ histogram_bins bins_of_kind(const std::string& kind, std::int64_t num_bins, std:
 /// weighted_histogram) covers: each size, bin count and distribution asked for, with that
 /// distribution's samples generated from the seed (the same inputs for every such operation, so
 /// their rows compare), and each bins kind of `kinds` (bins_of_kind). Fills the row fields of the
-/// case, reports uint8 beyond 256 bins as skipped, and calls `run_case(base, samples, bins)` for
-/// the rest.
+/// case, reports the bin counts that T's values cannot reach (most_generated_bins: uint8 beyond 256
+/// bins, ...) as skipped, and calls `run_case(base, samples, bins)` for the rest.
 template <class T, class RunCase>
 void for_each_binned_case(const bench_case& bc, const std::string& type_name, const std::string& operation,
                           const std::vector<std::string>& kinds, const RunCase& run_case) {
@@ -148,9 +152,10 @@ void for_each_binned_case(const bench_case& bc, const std::string& type_name, co
         base.num_samples = size;
         base.distribution = std::string(to_string(dist));
         base.num_bins = num_bins;
-        if (std::is_same_v<T, std::uint8_t> && num_bins > 256) {
+        if (num_bins > most_generated_bins<T>()) {
           base.strategy = "all";
-          base.verdict = "skipped: uint8 samples take 256 values";
+          base.verdict = fmt::format("skipped: {} samples reach the bins 0 to {} only", type_name,
+                                     most_generated_bins<T>() - 1);
           bc.rows.push_back(base);
           continue;
         }
@@ -197,22 +202,57 @@ void run_type(const bench_case& bc, const std::string& type_name, const std::str
 
 // ---- reduce, count_if and find_first_if rows ----------------------------------------------------
 
-/// Reduction inputs: the uniform distribution over 2^21 values, shifted to [-2^20, 2^20) for
-/// signed types (zero mean: sums cancel); floats carry eighths, so every sample is exact.
+/// Reductions treat float16 and bfloat16 as the signed types they are.
+template <class T>
+inline constexpr bool is_signed_sample_v = std::is_signed_v<T> || is_half_float_v<T>;
+
+/// How many consecutive values reduction inputs take: 2^21, or for the narrow types as many as
+/// leave a value above them all (find_first_if's target): int8 128, int16 32768, uint16 32768,
+/// float16 2048, bfloat16 256 (every integer of those, and the top one, exact).
+template <class T>
+constexpr std::int64_t reduce_value_count() {
+  if constexpr (is_half_float_v<T>) {
+    return std::int64_t{1} << T::digits;
+  } else if constexpr (std::is_integral_v<T> && sizeof(T) <= 2) {
+    const auto values = static_cast<std::int64_t>(std::numeric_limits<T>::max()) + 1;
+    return std::is_signed_v<T> ? values : values / 2;
+  } else {
+    return std::int64_t{1} << 21;
+  }
+}
+
+/// Reduction inputs: the uniform distribution over reduce_value_count values, shifted to start at
+/// minus half of them for signed types (zero mean: sums cancel); floats carry eighths (float16
+/// and bfloat16 what their precision holds of them), so every sample is exact.
 template <class T>
 void generate_reduce_samples(std::uint64_t seed, std::span<T> out) {
-  generate_samples<T>(distribution::uniform, std::int64_t{1} << 21, seed, out);
-  if constexpr (std::is_signed_v<T>) {
+  constexpr std::int64_t values = reduce_value_count<T>();
+  generate_samples<T>(distribution::uniform, values, seed, out);
+  if constexpr (is_signed_sample_v<T>) {
     const auto n = static_cast<std::int64_t>(out.size());
 #pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) out[static_cast<std::size_t>(i)] -= static_cast<T>(1 << 20);
+    for (std::int64_t i = 0; i < n; ++i) {
+      T& x = out[static_cast<std::size_t>(i)];
+      if constexpr (is_half_float_v<T>) {
+        x = sample_from<T>(static_cast<double>(x) - static_cast<double>(values / 2));
+      } else {
+        x -= static_cast<T>(values / 2);
+      }
+    }
   }
 }
 
 /// Every sample is below this; find_first_if looks for samples >= it.
 template <class T>
-constexpr T reduce_sample_top() {
-  return std::is_signed_v<T> ? T(1 << 20) : T(1 << 21);
+T reduce_sample_top() {
+  constexpr std::int64_t values = reduce_value_count<T>();
+  return sample_from<T>(static_cast<double>(is_signed_sample_v<T> ? values / 2 : values));
+}
+
+/// count_if's threshold: about half the samples are below it.
+template <class T>
+T reduce_sample_middle() {
+  return sample_from<T>(is_signed_sample_v<T> ? 0.0 : static_cast<double>(reduce_value_count<T>() / 2));
 }
 
 /// Verifies one reduction result: bit-exact where the answer is exact, the stated bound for float
@@ -337,22 +377,29 @@ template <class T>
 sum_reference long_double_sum(std::span<const T> samples) {
   sum_reference r;
   for (const T x : samples) {
-    r.sum += static_cast<long double>(x);
-    r.magnitude += std::fabs(static_cast<long double>(x));
+    long double value = 0;
+    if constexpr (is_half_float_v<T>) {
+      value = static_cast<double>(x);  // exact: every float16 and bfloat16 is a double
+    } else {
+      value = static_cast<long double>(x);
+    }
+    r.sum += value;
+    r.magnitude += std::fabs(value);
   }
   return r;
 }
 
 /// Bit-exact where the answer is exact (integers, min/max, deterministic sums against the CPU's
-/// bits); a float sum within (n - 1) eps sum|x| (+ long double's own n 2^-63 sum|x|) of `reference`.
+/// bits); a float sum within (n - 1) eps sum|x| (+ long double's own n 2^-63 sum|x|) of `reference`,
+/// eps of the type the sum accumulates in (float for float16 and bfloat16).
 template <class T>
 verification check_sum(accumulator_t<T> got, accumulator_t<T> want, std::int64_t n, const sum_reference& reference,
                        bool exact) {
-  if constexpr (std::is_floating_point_v<T>) {
+  if constexpr (is_floating_sample_v<T>) {
     if (!exact) {
       const long double bound =
-          static_cast<long double>(n) * (std::numeric_limits<T>::epsilon() + std::ldexp(1.0L, -63)) *
-          reference.magnitude;
+          static_cast<long double>(n) *
+          (std::numeric_limits<accumulator_t<T>>::epsilon() + std::ldexp(1.0L, -63)) * reference.magnitude;
       const long double error = std::fabs(static_cast<long double>(got) - reference.sum);
       if (error <= bound) return {"within bound", false};
       return {fmt::format("MISMATCH sum {} off by {:.3g} > bound {:.3g}", got, static_cast<double>(error),
@@ -399,12 +446,12 @@ void run_reduce_type(const bench_case& bc, const std::string& type_name, const s
 
     if (wants("reduce")) {
       std::vector<std::pair<reduce_op, bool>> cases{{reduce_op::sum, false}};
-      if (std::is_floating_point_v<T>) cases.emplace_back(reduce_op::sum, true);
+      if (is_floating_sample_v<T>) cases.emplace_back(reduce_op::sum, true);
       if (with_min_max) {
         cases.emplace_back(reduce_op::min, false);
         cases.emplace_back(reduce_op::max, false);
       }
-      const sum_reference reference = std::is_floating_point_v<T> ? long_double_sum(host) : sum_reference{};
+      const sum_reference reference = is_floating_sample_v<T> ? long_double_sum(host) : sum_reference{};
       for (const auto& [op, deterministic] : cases) {
         reduce_options reference_options{on_gpu ? strategy::privatized : strategy::sequential};
         reference_options.deterministic = deterministic;
@@ -443,7 +490,7 @@ void run_reduce_type(const bench_case& bc, const std::string& type_name, const s
       }
     }
 
-    const compare_to<T> below_middle{comparison::less, std::is_signed_v<T> ? T(0) : T(1 << 20)};
+    const compare_to<T> below_middle{comparison::less, reduce_sample_middle<T>()};
     if (wants("count_if")) {
       const std::uint64_t want = cpu::count_if(host, below_middle, {strategy::privatized}).count;
       for (const strategy s : with_automatic(bc.where, operation::count_if)) {
@@ -469,7 +516,7 @@ void run_reduce_type(const bench_case& bc, const std::string& type_name, const s
           const bench_row& done = bc.rows.back();
           if (done.timed && at == size) full_pass_ms[done.strategy] = done.median_ms;
         }
-        if (at < size) samples[static_cast<std::size_t>(at)] = T(0);
+        if (at < size) samples[static_cast<std::size_t>(at)] = sample_from<T>(0.0);
       }
       // The early-exit rows say what fraction of a full pass they took.
       for (bench_row& row : bc.rows) {
@@ -622,15 +669,10 @@ void run_weighted_type(const bench_case& bc, const std::string& type_name) {
   });
 }
 
-/// Calls `run.template operator()<T>()` with the sample type named `type` (one of --types).
+/// Calls `run.template operator()<T>()` with the sample type named `type` (one of --types, checked).
 template <class Run>
 void with_sample_type(const std::string& type, const Run& run) {
-  if (type == "uint8") run.template operator()<std::uint8_t>();
-  if (type == "int32") run.template operator()<std::int32_t>();
-  if (type == "uint32") run.template operator()<std::uint32_t>();
-  if (type == "int64") run.template operator()<std::int64_t>();
-  if (type == "float32") run.template operator()<float>();
-  if (type == "float64") run.template operator()<double>();
+  visit_dtype(*parse_dtype(type), [&]<class T>(std::type_identity<T>) { run.template operator()<T>(); });
 }
 
 int run_bench(const bench_config& cfg) {
@@ -709,10 +751,9 @@ int run_bench(const bench_config& cfg) {
                            "must stay below 2^32 for weighted_histogram (its rows are checked against the "
                            "deterministic CPU result, which takes fewer than 2^32 samples)");
   }
-  static const std::vector<std::string> known_types{"uint8", "int32", "uint32", "int64", "float32", "float64"};
   for (const std::string& type : cfg.types) {
-    if (std::find(known_types.begin(), known_types.end(), type) == known_types.end()) {
-      throw_invalid_argument("tally bench", "--types", "has an unknown type '" + type + "'");
+    if (!parse_dtype(type)) {
+      throw_invalid_argument("tally bench", "--types", "has an unknown type '" + type + "' (" + dtype_names() + ")");
     }
   }
   cfg.given.check("tally bench");
@@ -752,7 +793,7 @@ int run_bench(const bench_config& cfg) {
   bool first_reduce_type = true;
   for (const std::string& type : reductions ? cfg.types : std::vector<std::string>{}) {
     with_sample_type(type, [&]<class T>() {
-      if constexpr (!std::is_same_v<T, std::uint8_t>) {
+      if constexpr (is_reduce_sample_v<T>) {
         run_reduce_type<T>(run, type, cfg.ops, first_reduce_type);
         first_reduce_type = false;
       }

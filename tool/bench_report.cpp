@@ -62,7 +62,7 @@ void print_binned_table(std::FILE* out, const std::vector<bench_row>& rows, cons
   const bool with_variant = operation == "weighted_histogram";
   const auto left = [&](const std::string& type, const auto& samples, const std::string& dist, const auto& bins,
                         const std::string& kind, const std::string& variant) {
-    return fmt::format("{:<7} {:>11} {:<10} {:>8} {:<7}  ", type, samples, dist, bins, kind) +
+    return fmt::format("{:<8} {:>11} {:<10} {:>8} {:<7}  ", type, samples, dist, bins, kind) +
            (with_variant ? fmt::format("{:<28}  ", variant) : std::string());
   };
   fmt::print(out, "{}{:<34} {:<16} {:>10} {:>6} {:>10} {:>9} {:>6}\n",
@@ -102,17 +102,17 @@ void print_table(std::FILE* out, const std::vector<bench_row>& rows) {
 
 void print_reduce_table(std::FILE* out, const std::vector<bench_row>& rows) {
   if (std::all_of(rows.begin(), rows.end(), is_binned)) return;
-  fmt::print(out, "\n{:<7} {:>11} {:<14} {:<18}  {:<34} {:<16} {:>10} {:>6} {:>10} {:>9} {:>6}  {}\n", "type",
+  fmt::print(out, "\n{:<8} {:>11} {:<14} {:<18}  {:<34} {:<16} {:>10} {:>6} {:>10} {:>9} {:>6}  {}\n", "type",
              "samples", "operation", "variant", "strategy", "check", "median ms", "noise", "Gsample/s", "GB/s", "read",
              "note");
   for (const bench_row& row : rows) {
     if (is_binned(row)) continue;
     if (!row.timed) {
-      fmt::print(out, "{:<7} {:>11} {:<14} {:<18}  {:<34} {}\n", row.sample_type, row.num_samples, row.operation,
+      fmt::print(out, "{:<8} {:>11} {:<14} {:<18}  {:<34} {}\n", row.sample_type, row.num_samples, row.operation,
                  row.variant, strategy_label(row), row.verdict);
       continue;
     }
-    fmt::print(out, "{:<7} {:>11} {:<14} {:<18}  {:<34} {:<16} {:>10.3f} {:>5.1f}% {:>10.2f} {:>9.1f} {:>6.3f}  {}\n",
+    fmt::print(out, "{:<8} {:>11} {:<14} {:<18}  {:<34} {:<16} {:>10.3f} {:>5.1f}% {:>10.2f} {:>9.1f} {:>6.3f}  {}\n",
                row.sample_type, row.num_samples, row.operation, row.variant, strategy_label(row), row.verdict,
                row.median_ms, row.noise_percent, row.samples_per_s * 1e-9, row.bytes_per_s * 1e-9, row.read_fraction,
                row.note);
@@ -145,11 +145,11 @@ void print_reduce_summary(std::FILE* out, const std::vector<bench_row>& rows) {
     }
   }
   fmt::print(out, "\nsummary of reductions (fraction of the read bandwidth; verified rows only)\n");
-  fmt::print(out, "{:<14} {:<18} {:<7} {:>11}", "operation", "variant", "type", "samples");
+  fmt::print(out, "{:<14} {:<18} {:<8} {:>11}", "operation", "variant", "type", "samples");
   for (const std::string& c : shown) fmt::print(out, " {:>19}", c);
   fmt::print(out, "\n");
   for (const key& k : order) {
-    fmt::print(out, "{:<14} {:<18} {:<7} {:>11}", std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k));
+    fmt::print(out, "{:<14} {:<18} {:<8} {:>11}", std::get<0>(k), std::get<1>(k), std::get<2>(k), std::get<3>(k));
     const auto& cell = cells[k];
     for (const std::string& c : shown) {
       const auto it = cell.find(c);
@@ -189,19 +189,19 @@ void print_binned_summary(std::FILE* out, const bench_environment& env, const st
     fmt::print(out, "\nsummary of weighted histograms ({} backend, fraction of the {:.0f} GB/s read bandwidth; "
                     "verified results only; CUB has no weighted histogram)\n",
                env.backend, env.read_bytes_per_s * 1e-9);
-    fmt::print(out, "{:<7} {:>11} {:>8} {:<7} {:<10}  {:<28}  {:<20} {:>6}  {:<28} {:>6}\n", "type", "samples",
+    fmt::print(out, "{:<8} {:>11} {:>8} {:<7} {:<10}  {:<28}  {:<20} {:>6}  {:<28} {:>6}\n", "type", "samples",
                "bins", "kind", "dist", "variant", "best", "read", "automatic", "read");
   } else {
     fmt::print(out, "\nsummary{} ({} backend, fraction of the {:.0f} GB/s read bandwidth; exact results only)\n",
                operation == "histogram_range" ? " of range-bin histograms" : "", env.backend,
                env.read_bytes_per_s * 1e-9);
-    fmt::print(out, "{:<7} {:>11} {:>8} {:<7} {:<10}  {:<20} {:>6}  {:<28} {:>6}  {:>6}\n", "type", "samples", "bins",
+    fmt::print(out, "{:<8} {:>11} {:>8} {:<7} {:<10}  {:<20} {:>6}  {:<28} {:>6}  {:>6}\n", "type", "samples", "bins",
                "kind", "dist", "best", "read", "automatic", "read", "cub");
   }
   for (const key& k : order) {
     const cell& c = cells[k];
     const auto fraction = [](const bench_row* r) { return r ? fmt::format("{:.3f}", r->read_fraction) : std::string("-"); };
-    const std::string start = fmt::format("{:<7} {:>11} {:>8} {:<7} {:<10}  ", std::get<1>(k), std::get<2>(k),
+    const std::string start = fmt::format("{:<8} {:>11} {:>8} {:<7} {:<10}  ", std::get<1>(k), std::get<2>(k),
                                           std::get<3>(k), std::get<5>(k), std::get<4>(k)) +
                               (weighted ? fmt::format("{:<28}  ", std::get<0>(k)) : std::string());
     fmt::print(out, "{}{:<20} {:>6}  {:<28} {:>6}{}\n", start, c.best ? c.best->strategy : "-", fraction(c.best),

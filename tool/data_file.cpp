@@ -23,11 +23,16 @@ struct dtype_spelling {
   std::size_t size;
   std::string_view descr;
 };
-constexpr std::array<dtype_spelling, 6> dtype_spellings{{
+constexpr std::array<dtype_spelling, 11> dtype_spellings{{
+    {dtype::int8, "int8", 1, "|i1"},
     {dtype::uint8, "uint8", 1, "|u1"},
+    {dtype::int16, "int16", 2, "<i2"},
+    {dtype::uint16, "uint16", 2, "<u2"},
     {dtype::int32, "int32", 4, "<i4"},
     {dtype::uint32, "uint32", 4, "<u4"},
     {dtype::int64, "int64", 8, "<i8"},
+    {dtype::float16, "float16", 2, "<f2"},
+    {dtype::bfloat16, "bfloat16", 2, ""},  // numpy has no bfloat16: raw files only
     {dtype::float32, "float32", 4, "<f4"},
     {dtype::float64, "float64", 8, "<f8"},
 }};
@@ -171,10 +176,13 @@ class npy_dict_parser {
 /// The dtype of a .npy `descr`, or an error that says why it is not read.
 dtype dtype_of_descr(const std::string& descr, const std::string& path, const std::string& argument) {
   for (const auto& entry : dtype_spellings) {
-    if (descr == entry.descr) return entry.type;
+    if (!entry.descr.empty() && descr == entry.descr) return entry.type;
   }
-  // One-byte types have no byte order: numpy writes '|u1', but '<u1' and '>u1' mean the same.
-  if (descr == "<u1" || descr == ">u1" || descr == "=u1") return dtype::uint8;
+  // One-byte types have no byte order: numpy writes '|u1' and '|i1', but '<', '>' and '=' mean the same.
+  if (descr.size() == 3 && (descr[0] == '<' || descr[0] == '>' || descr[0] == '=')) {
+    if (descr.substr(1) == "u1") return dtype::uint8;
+    if (descr.substr(1) == "i1") return dtype::int8;
+  }
   if (descr.size() >= 2 && descr[0] == '>') {
     fail(errc::invalid_argument, argument, path,
          ".npy header field 'descr' is '" + descr +
@@ -183,6 +191,7 @@ dtype dtype_of_descr(const std::string& descr, const std::string& path, const st
   }
   std::string supported;
   for (const auto& entry : dtype_spellings) {
+    if (entry.descr.empty()) continue;
     supported += (supported.empty() ? "" : ", ") + std::string(entry.descr) + " (" + std::string(entry.name) + ")";
   }
   fail(errc::invalid_argument, argument, path,
@@ -213,6 +222,18 @@ std::string_view npy_descr(dtype type) { return spelling_of(type).descr; }
 std::string dtype_names() {
   std::string names;
   for (const auto& entry : dtype_spellings) names += (names.empty() ? "" : ", ") + std::string(entry.name);
+  return names;
+}
+
+bool is_integer(dtype type) {
+  return type != dtype::float16 && type != dtype::bfloat16 && type != dtype::float32 && type != dtype::float64;
+}
+
+std::string integer_dtype_names() {
+  std::string names;
+  for (const auto& entry : dtype_spellings) {
+    if (is_integer(entry.type)) names += (names.empty() ? "" : ", ") + std::string(entry.name);
+  }
   return names;
 }
 
@@ -392,7 +413,11 @@ sample_file::sample_file(const std::filesystem::path& path, std::optional<dtype>
       throw error(errc::invalid_argument, "--dtype",
                   "argument '--dtype' is " + std::string(to_string(*requested)) + " but " + file_label(argument, name) +
                       " holds " + std::string(to_string(type_)) + " (.npy header field 'descr' is '" + header.descr +
-                      "'); leave --dtype out for .npy files");
+                      "'); " +
+                      (*requested == dtype::bfloat16
+                           ? "numpy has no bfloat16, so bfloat16 samples come in raw files (their 16 bits each, "
+                             "little-endian), not .npy files"
+                           : "leave --dtype out for .npy files"));
     }
     const std::uint64_t size = size_of(type_);
     const std::uint64_t available = file_bytes >= header.data_offset ? file_bytes - header.data_offset : 0;

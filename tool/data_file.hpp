@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -18,40 +20,56 @@
 #include <type_traits>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include "tally/small_float.hpp"
+
 namespace tally::cli {
 
 static_assert(std::endian::native == std::endian::little,
               ".npy files and raw files are read as little-endian; this host is not");
 
 /** @brief The sample types a data file may hold (the types tally histograms accept). */
-enum class dtype : std::uint8_t { uint8, int32, uint32, int64, float32, float64 };
+enum class dtype : std::uint8_t { int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float32, float64 };
 
 /** @brief Every dtype, in the order the CLI lists them. */
-inline constexpr std::array all_dtypes{dtype::uint8, dtype::int32,   dtype::uint32,
-                                       dtype::int64, dtype::float32, dtype::float64};
+inline constexpr std::array all_dtypes{dtype::int8,    dtype::uint8,    dtype::int16,   dtype::uint16,
+                                       dtype::int32,   dtype::uint32,   dtype::int64,   dtype::float16,
+                                       dtype::bfloat16, dtype::float32, dtype::float64};
 
-/** @brief The dtype's name as `--dtype` spells it ("uint8", ..., "float64"). */
+/** @brief The dtype's name as `--dtype` spells it ("int8", ..., "float64"). */
 std::string_view to_string(dtype type);
 /** @brief The dtype `--dtype` names, if it is one. */
 std::optional<dtype> parse_dtype(std::string_view name);
 /** @brief Bytes per sample. */
 std::size_t size_of(dtype type);
-/** @brief The .npy `descr` numpy writes for the dtype ("|u1", "<i4", ...). */
+/** @brief The .npy `descr` numpy writes for the dtype ("|u1", "<i4", ...); empty for bfloat16, which numpy lacks. */
 std::string_view npy_descr(dtype type);
 /** @brief The names of every dtype, comma-separated, for messages and help. */
 std::string dtype_names();
+/** @brief Whether the dtype holds integers (the dtypes --bincount takes). */
+bool is_integer(dtype type);
+/** @brief The names of the integer dtypes, comma-separated. */
+std::string integer_dtype_names();
 
 /** @brief The dtype of a C++ sample type. */
 template <class T>
 constexpr dtype dtype_of() {
-  static_assert(std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::int32_t> ||
-                    std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::int64_t> || std::is_same_v<T, float> ||
+  static_assert(std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::uint8_t> || std::is_same_v<T, std::int16_t> ||
+                    std::is_same_v<T, std::uint16_t> || std::is_same_v<T, std::int32_t> ||
+                    std::is_same_v<T, std::uint32_t> || std::is_same_v<T, std::int64_t> ||
+                    std::is_same_v<T, float16> || std::is_same_v<T, bfloat16> || std::is_same_v<T, float> ||
                     std::is_same_v<T, double>,
                 "no dtype for this type");
+  if constexpr (std::is_same_v<T, std::int8_t>) return dtype::int8;
   if constexpr (std::is_same_v<T, std::uint8_t>) return dtype::uint8;
+  if constexpr (std::is_same_v<T, std::int16_t>) return dtype::int16;
+  if constexpr (std::is_same_v<T, std::uint16_t>) return dtype::uint16;
   if constexpr (std::is_same_v<T, std::int32_t>) return dtype::int32;
   if constexpr (std::is_same_v<T, std::uint32_t>) return dtype::uint32;
   if constexpr (std::is_same_v<T, std::int64_t>) return dtype::int64;
+  if constexpr (std::is_same_v<T, float16>) return dtype::float16;
+  if constexpr (std::is_same_v<T, bfloat16>) return dtype::bfloat16;
   if constexpr (std::is_same_v<T, float>) return dtype::float32;
   return dtype::float64;
 }
@@ -60,14 +78,38 @@ constexpr dtype dtype_of() {
 template <class Visit>
 decltype(auto) visit_dtype(dtype type, Visit&& visit) {
   switch (type) {
+    case dtype::int8: return visit(std::type_identity<std::int8_t>{});
     case dtype::uint8: return visit(std::type_identity<std::uint8_t>{});
+    case dtype::int16: return visit(std::type_identity<std::int16_t>{});
+    case dtype::uint16: return visit(std::type_identity<std::uint16_t>{});
     case dtype::int32: return visit(std::type_identity<std::int32_t>{});
     case dtype::uint32: return visit(std::type_identity<std::uint32_t>{});
     case dtype::int64: return visit(std::type_identity<std::int64_t>{});
+    case dtype::float16: return visit(std::type_identity<float16>{});
+    case dtype::bfloat16: return visit(std::type_identity<bfloat16>{});
     case dtype::float32: return visit(std::type_identity<float>{});
     case dtype::float64: break;
   }
   return visit(std::type_identity<double>{});
+}
+
+/**
+ * @brief A sample as messages and tables write it: integers in full, floating samples in the
+ * fewest digits that read back as the same value of their own type (numpy's repr of a float16).
+ */
+template <class T>
+std::string format_sample(T x) {
+  if constexpr (is_half_float_v<T>) {
+    const double value = static_cast<double>(x);
+    if (!std::isfinite(value)) return fmt::format("{}", value);
+    for (int digits = 1; digits < 17; ++digits) {
+      const std::string text = fmt::format("{:.{}g}", value, digits);
+      if (T::nearest(std::strtod(text.c_str(), nullptr)).bits == x.bits) return text;
+    }
+    return fmt::format("{}", value);
+  } else {
+    return fmt::format("{}", x);
+  }
 }
 
 /** @brief What a .npy header says. */

@@ -182,9 +182,9 @@ void generate_samples(distribution d, std::int64_t num_bins, std::uint64_t seed,
   const std::array<std::int64_t, 4> hot = hot_bins(num_bins);
   fill_in_chunks(size, seed, [&](std::int64_t i, splitmix64& rng) {
     const std::int64_t bin = draw_bin(d, num_bins, hot, i, size, rng);
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (is_floating_sample_v<T>) {
       const double fraction = num_bins < (1 << 20) ? static_cast<double>(rng.next() % 8) / fraction_steps : 0.0;
-      out[static_cast<std::size_t>(i)] = static_cast<T>(static_cast<double>(bin) + fraction);
+      out[static_cast<std::size_t>(i)] = sample_from<T>(static_cast<double>(bin) + fraction);
     } else {
       out[static_cast<std::size_t>(i)] = static_cast<T>(bin);
     }
@@ -214,12 +214,22 @@ void generate_weights(std::uint64_t seed, std::span<float> out) {
   });
 }
 
+template std::pair<double, double> finite_extremes<std::int8_t>(std::span<const std::int8_t>);
+template std::pair<double, double> finite_extremes<std::int16_t>(std::span<const std::int16_t>);
+template std::pair<double, double> finite_extremes<std::uint16_t>(std::span<const std::uint16_t>);
+template std::pair<double, double> finite_extremes<float16>(std::span<const float16>);
+template std::pair<double, double> finite_extremes<bfloat16>(std::span<const bfloat16>);
 template std::pair<double, double> finite_extremes<std::uint8_t>(std::span<const std::uint8_t>);
 template std::pair<double, double> finite_extremes<std::int32_t>(std::span<const std::int32_t>);
 template std::pair<double, double> finite_extremes<std::uint32_t>(std::span<const std::uint32_t>);
 template std::pair<double, double> finite_extremes<std::int64_t>(std::span<const std::int64_t>);
 template std::pair<double, double> finite_extremes<float>(std::span<const float>);
 template std::pair<double, double> finite_extremes<double>(std::span<const double>);
+template void generate_samples<std::int8_t>(distribution, std::int64_t, std::uint64_t, std::span<std::int8_t>);
+template void generate_samples<std::int16_t>(distribution, std::int64_t, std::uint64_t, std::span<std::int16_t>);
+template void generate_samples<std::uint16_t>(distribution, std::int64_t, std::uint64_t, std::span<std::uint16_t>);
+template void generate_samples<float16>(distribution, std::int64_t, std::uint64_t, std::span<float16>);
+template void generate_samples<bfloat16>(distribution, std::int64_t, std::uint64_t, std::span<bfloat16>);
 template void generate_samples<std::uint8_t>(distribution, std::int64_t, std::uint64_t, std::span<std::uint8_t>);
 template void generate_samples<std::int32_t>(distribution, std::int64_t, std::uint64_t, std::span<std::int32_t>);
 template void generate_samples<std::uint32_t>(distribution, std::int64_t, std::uint64_t, std::span<std::uint32_t>);

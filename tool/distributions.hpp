@@ -4,13 +4,19 @@
 // and thread count.
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
+
+#include "tally/small_float.hpp"
 
 namespace tally::cli {
 
@@ -33,8 +39,45 @@ std::vector<distribution> standard_distributions();
 std::string distribution_names();
 
 /**
+ * @brief `x` as a T sample: integers converted (x must be one that T holds), float and double
+ * rounded, float16 and bfloat16 rounded toward zero to their precision (and kept finite), so that
+ * a value inside a bin whose lower edge T holds stays inside that bin.
+ */
+template <class T>
+T sample_from(double x) {
+  if constexpr (is_half_float_v<T>) {
+    if (x == 0.0 || !std::isfinite(x)) return T::from_exact(x);
+    int exponent = 0;
+    (void)std::frexp(x, &exponent);  // |x| in [2^(exponent-1), 2^exponent)
+    const int unit = std::max(exponent, T::min_exponent + 1) - T::digits;
+    const double truncated = std::ldexp(std::trunc(std::ldexp(x, -unit)), unit);
+    return T::from_exact(std::clamp(truncated, -T::largest, T::largest));
+  } else {
+    return static_cast<T>(x);
+  }
+}
+
+/**
+ * @brief The most bins over [0, B) that generate_samples can fill with T samples, one value or
+ * more a bin: the integers 0 to B - 1 must all be T values (uint8: 256, int8: 128, int16: 32768,
+ * uint16: 65536, float16: 2048, bfloat16: 256; the wider types set no limit).
+ */
+template <class T>
+constexpr std::int64_t most_generated_bins() {
+  if constexpr (std::is_same_v<T, float16> || std::is_same_v<T, bfloat16>) {
+    return std::int64_t{1} << T::digits;  // beyond 2^digits, not every integer is one
+  } else if constexpr (std::is_integral_v<T> && sizeof(T) <= 2) {
+    return static_cast<std::int64_t>(std::numeric_limits<T>::max()) + 1;
+  } else {
+    return std::numeric_limits<std::int64_t>::max();
+  }
+}
+
+/**
  * @brief Fills `out` with samples whose bins over [0, num_bins) follow `d`. Integer samples are
- * the bin itself; floating samples are the bin plus a fraction that keeps them inside the bin.
+ * the bin itself; floating samples are the bin plus a fraction that keeps them inside the bin
+ * (sample_from: float16 and bfloat16 keep what of it their precision holds). num_bins must not
+ * exceed most_generated_bins<T>().
  */
 template <class T>
 void generate_samples(distribution d, std::int64_t num_bins, std::uint64_t seed, std::span<T> out);

@@ -76,8 +76,12 @@ struct bin_plan {
   std::int64_t num_bins = 0;
   even_bins even;                   ///< bin_kind::even: what the library is given
   std::vector<double> edges;        ///< even and range bins: the num_bins + 1 edges samples are compared with
-  bool edges_in_float = false;      ///< float32 samples compared in float32: edges print as float32
-  bool float32_arithmetic = false;  ///< numpy computes these even edges in float32 (range from float32 data)
+  /// What samples are compared with the edges in, and the edges print in: float64, or the
+  /// samples' own float32, float16 or bfloat16 (even bins of those).
+  dtype edge_precision = dtype::float64;
+  /// What numpy computes these even edges in: float64, or the data's float32 or float16 when the
+  /// range is the data's.
+  dtype arithmetic = dtype::float64;
   std::string description;          ///< one line for the report
 };
 
@@ -209,7 +213,8 @@ void check_no_negative(const sample_file& file, std::span<const T> chunk, std::u
       invalid(
           "--bincount",
           fmt::format("counts non-negative integers only (numpy.bincount raises too), but sample {} of {} is {}",
-                      first_index + static_cast<std::uint64_t>(negative - chunk.begin()), file_label(file), *negative));
+                      first_index + static_cast<std::uint64_t>(negative - chunk.begin()), file_label(file),
+                      format_sample(*negative)));
     }
   }
 }
@@ -226,13 +231,15 @@ template <class T>
 sample_extent<T> scan_extent(chunk_reader<T>& reader, const sample_file& file, bool for_bincount) {
   sample_extent<T> extent;
   reader.for_each_chunk([&](std::span<const T> chunk, std::uint64_t first_index) {
-    if constexpr (std::is_floating_point_v<T>) {
-      const auto odd = std::find_if(chunk.begin(), chunk.end(), [](T x) { return !std::isfinite(x); });
+    if constexpr (is_floating_sample_v<T>) {
+      const auto odd =
+          std::find_if(chunk.begin(), chunk.end(), [](T x) { return !std::isfinite(static_cast<double>(x)); });
       if (odd != chunk.end()) {
         invalid("--range",
                 fmt::format("is needed: without it the range is the data's min and max, which must be finite "
                             "(numpy raises too), but sample {} of {} is {}",
-                            first_index + static_cast<std::uint64_t>(odd - chunk.begin()), file_label(file), *odd));
+                            first_index + static_cast<std::uint64_t>(odd - chunk.begin()), file_label(file),
+                            format_sample(*odd)));
       }
     }
     if (for_bincount) check_no_negative(file, chunk, first_index);
@@ -246,62 +253,88 @@ sample_extent<T> scan_extent(chunk_reader<T>& reader, const sample_file& file, b
 
 // ---- bins ---------------------------------------------------------------------------------
 
-/// numpy.linspace(start, stop, num_bins + 1) in the precision Edge, as numpy computes it.
-template <class Edge>
-std::vector<Edge> numpy_linspace(Edge start, Edge stop, std::int64_t num_bins) {
+/// `x` rounded to `arithmetic`: float64 (as it is), float32 or float16.
+double round_to(dtype arithmetic, double x) {
+  if (arithmetic == dtype::float32) return static_cast<double>(static_cast<float>(x));
+  if (arithmetic == dtype::float16) return static_cast<double>(float16::nearest(x));
+  return x;
+}
+
+/// numpy.linspace(start, stop, num_bins + 1) as numpy computes it in `arithmetic` (float64, or
+/// float32 or float16 for data of those). Each operation is done in double and rounded once to
+/// `arithmetic`, which gives the bits of the narrower type's own operation: double holds more than
+/// twice its digits, so the second rounding cannot land elsewhere.
+std::vector<double> numpy_linspace(double start, double stop, std::int64_t num_bins, dtype arithmetic) {
+  const auto round = [arithmetic](double x) { return round_to(arithmetic, x); };
   const auto n = static_cast<std::size_t>(num_bins);
-  std::vector<Edge> edges(n + 1);
-  const Edge delta = stop - start;
-  const auto div = static_cast<Edge>(num_bins);
-  const Edge step = delta / div;
+  std::vector<double> edges(n + 1);
+  const double delta = round(stop - start);
+  const double div = round(static_cast<double>(num_bins));
+  const double step = round(delta / div);
   for (std::size_t i = 0; i <= n; ++i) {
-    const auto index = static_cast<Edge>(i);
+    const double index = round(static_cast<double>(i));  // numpy's arange in that type
     // numpy's special case for a step that underflows to 0 (gh-5437).
-    const Edge offset = step == 0 ? (index / div) * delta : index * step;
-    edges[i] = offset + start;
+    const double offset = step == 0 ? round(round(index / div) * delta) : round(index * step);
+    edges[i] = round(offset + start);
   }
   edges[n] = stop;
   return edges;
 }
 
+/// The precision T samples are compared with even edges in: float32, float16 and bfloat16 in their
+/// own, the others in float64.
+template <class T>
+constexpr dtype edge_precision_of() {
+  if constexpr (std::is_same_v<T, float> || is_half_float_v<T>) return dtype_of<T>();
+  return dtype::float64;
+}
+
 /**
- * Even bins as numpy.histogram makes them. numpy computes the edges in float32 when the range
- * comes from float32 data (a.min() and a.max() are float32) and in float64 otherwise (then
- * rounds them to float32 for float32 data). The library computes in float64; where its edges
- * differ from numpy's, the run uses range bins over numpy's edges, so the counts still match.
+ * Even bins as numpy.histogram makes them. numpy computes the edges in the data's own float32 or
+ * float16 when the range comes from such data (a.min() and a.max() keep the type) and in float64
+ * otherwise, then rounds them to float32 or float16 for data of those. The library computes in
+ * float64 and rounds to the samples' precision; where its edges differ from numpy's, the run uses
+ * range bins over numpy's edges, so the counts still match. bfloat16, which numpy lacks, takes the
+ * library's rule: float64 edges rounded to bfloat16.
  */
 template <class T>
-bin_plan plan_even_bins(std::int64_t num_bins, double lower, double upper, bool float32_arithmetic,
+bin_plan plan_even_bins(std::int64_t num_bins, double lower, double upper, dtype arithmetic, bool range_from_data,
                         const hist_settings& settings) {
-  using compare_type = typename even_bin_mapper<T>::compare_type;
   bin_plan plan;
   plan.kind = bin_kind::even;
   plan.num_bins = num_bins;
   plan.even = {num_bins, lower, upper};
-  plan.edges_in_float = std::is_same_v<compare_type, float>;
-  plan.float32_arithmetic = float32_arithmetic;
+  plan.edge_precision = edge_precision_of<T>();
+  plan.arithmetic = arithmetic;
 
-  std::vector<compare_type> numpy_edges;
-  if (float32_arithmetic) {
-    const std::vector<float> in_float = numpy_linspace(static_cast<float>(lower), static_cast<float>(upper), num_bins);
-    numpy_edges.assign(in_float.begin(), in_float.end());
-  } else {
-    const std::vector<double> in_double = numpy_linspace(lower, upper, num_bins);
-    numpy_edges.reserve(in_double.size());
-    for (const double edge : in_double) numpy_edges.push_back(static_cast<compare_type>(edge));
+  std::vector<double> numpy_edges = numpy_linspace(lower, upper, num_bins, arithmetic);
+  for (double& edge : numpy_edges) edge = static_cast<double>(even_bin_mapper<T>::to_compare(edge));
+  const std::string_view precision = to_string(plan.edge_precision);
+  for (std::int64_t i = 0; i <= num_bins; ++i) {
+    // An infinite edge would count infinite samples in numpy, which the library leaves out; a
+    // NaN edge (numpy's float16 max - min overflowing) counts nothing sensible.
+    if (std::isfinite(numpy_edges[i])) continue;
+    if (range_from_data) {
+      invalid("--range", fmt::format("is needed: numpy computes the edges of the data's range [{}, {}] in {}, where "
+                                     "edge {} is {} (max - min overflows; numpy fails too)",
+                                     lower, upper, to_string(arithmetic), i, numpy_edges[i]));
+    }
+    invalid("--range", fmt::format("is [{}, {}]: edge {} is {} in {}, the precision {} samples are compared in; "
+                                   "keep the range within {}'s finite values",
+                                   lower, upper, i, numpy_edges[i], precision, to_string(dtype_of<T>()), precision));
   }
   for (std::int64_t i = 0; i < num_bins; ++i) {
     if (!(numpy_edges[i] < numpy_edges[i + 1])) {
       invalid("--bins", fmt::format("is {}: too many bins for the range [{}, {}]; edges {} and {} are equal in {} "
                                     "(numpy raises 'Too many bins for data range' too)",
-                                    num_bins, lower, upper, i, i + 1, plan.edges_in_float ? "float32" : "float64"));
+                                    num_bins, lower, upper, i, i + 1, precision));
     }
   }
-  plan.edges.assign(numpy_edges.begin(), numpy_edges.end());
+  plan.edges = std::move(numpy_edges);
 
   const even_bin_mapper<T> library(plan.even, settings.last_edge);
   for (std::int64_t i = 0; i <= num_bins; ++i) {
-    if (library.edge(i) != numpy_edges[i]) {
+    if (static_cast<double>(library.edge(i)) != plan.edges[i]) {
       plan.kind = bin_kind::range;  // numpy's edges, counted by binary search
       break;
     }
@@ -309,55 +342,66 @@ bin_plan plan_even_bins(std::int64_t num_bins, double lower, double upper, bool 
   return plan;
 }
 
-std::string format_edge(double edge, bool in_float) {
-  return in_float ? fmt::format("{}", static_cast<float>(edge)) : fmt::format("{}", edge);
+/// An edge as the table prints it: in the fewest digits that give it back in `precision`.
+std::string format_edge(double edge, dtype precision) {
+  switch (precision) {
+    case dtype::float32: return format_sample(static_cast<float>(edge));
+    case dtype::float16: return format_sample(float16::from_exact(edge));
+    case dtype::bfloat16: return format_sample(bfloat16::from_exact(edge));
+    default: return format_sample(edge);
+  }
 }
 
 std::string describe_even(const bin_plan& plan, const hist_settings& settings, std::string_view origin) {
   std::string text =
-      fmt::format("{} even bins over [{}, {}{} {}", plan.num_bins, format_edge(plan.edges.front(), plan.edges_in_float),
-                  format_edge(plan.edges.back(), plan.edges_in_float),
+      fmt::format("{} even bins over [{}, {}{} {}", plan.num_bins, format_edge(plan.edges.front(), plan.edge_precision),
+                  format_edge(plan.edges.back(), plan.edge_precision),
                   settings.last_edge == upper_edge::inclusive ? "]" : ")", origin);
   if (plan.kind == bin_kind::range) {
     text += fmt::format(
         "; numpy's edges (computed in {}) differ from the library's even edges, so they are "
         "counted as range bins",
-        plan.float32_arithmetic ? "float32" : "float64");
+        to_string(plan.arithmetic));
   }
   return text;
+}
+
+/// Bincount bins: as many as --bins says, or the largest sample + 1 (an extra pass).
+template <class T>
+bin_plan plan_bincount(const hist_arguments& args, sample_file& file, chunk_reader<T>& reader) {
+  bin_plan plan;
+  plan.kind = bin_kind::bincount;
+  if (args.bins_option->count() > 0) {
+    plan.num_bins = args.bins;
+    plan.description = fmt::format("bincount of {} values (0 to {}, from --bins); larger values are left out",
+                                   plan.num_bins, plan.num_bins - 1);
+    return plan;
+  }
+  const sample_extent<T> extent = scan_extent(reader, file, true);
+  if (extent.empty) {
+    plan.description = "bincount of an empty file: no values";
+    return plan;
+  }
+  const auto length = static_cast<std::uint64_t>(extent.highest) + 1;
+  if (length > most_bins) {
+    invalid("--bincount",
+            fmt::format(
+                "would make {} bins (the largest sample, {}, plus one); pass --bins N to count values below N only",
+                length, extent.highest));
+  }
+  plan.num_bins = static_cast<std::int64_t>(length);
+  plan.description =
+      fmt::format("bincount of {} values (0 to {}, the largest sample)", plan.num_bins, extent.highest);
+  return plan;
 }
 
 template <class T>
 bin_plan plan_bins(const hist_arguments& args, const hist_settings& settings, sample_file& file,
                    chunk_reader<T>& reader) {
   const std::string closing = settings.last_edge == upper_edge::inclusive ? "]" : ")";
-  if (args.bincount) {
-    bin_plan plan;
-    plan.kind = bin_kind::bincount;
-    if (args.bins_option->count() > 0) {
-      plan.num_bins = args.bins;
-      plan.description = fmt::format("bincount of {} values (0 to {}, from --bins); larger values are left out",
-                                     plan.num_bins, plan.num_bins - 1);
-      return plan;
-    }
-    const sample_extent<T> extent = scan_extent(reader, file, true);
-    if (extent.empty) {
-      plan.description = "bincount of an empty file: no values";
-      return plan;
-    }
-    const auto length = static_cast<std::uint64_t>(extent.highest) + 1;
-    if (length > most_bins) {
-      invalid("--bincount",
-              fmt::format(
-                  "would make {} bins (the largest sample, {}, plus one); pass --bins N to count values below N only",
-                  length, extent.highest));
-    }
-    plan.num_bins = static_cast<std::int64_t>(length);
-    plan.description =
-        fmt::format("bincount of {} values (0 to {}, the largest sample)", plan.num_bins, extent.highest);
-    return plan;
+  if constexpr (is_bincount_sample_v<T>) {
+    if (args.bincount) return plan_bincount(args, file, reader);
   }
-
   if (args.edges_option->count() > 0) {
     bin_plan plan;
     plan.kind = bin_kind::range;
@@ -369,7 +413,7 @@ bin_plan plan_bins(const hist_arguments& args, const hist_settings& settings, sa
   }
 
   if (args.range_option->count() > 0) {
-    bin_plan plan = plan_even_bins<T>(args.bins, args.range[0], args.range[1], false, settings);
+    bin_plan plan = plan_even_bins<T>(args.bins, args.range[0], args.range[1], dtype::float64, false, settings);
     plan.description = describe_even(plan, settings, "(--range)");
     return plan;
   }
@@ -377,22 +421,19 @@ bin_plan plan_bins(const hist_arguments& args, const hist_settings& settings, sa
   // No range: numpy's rule, the data's min and max, widened by 0.5 each way when they are equal.
   const sample_extent<T> extent = scan_extent(reader, file, false);
   if (extent.empty) {
-    bin_plan plan = plan_even_bins<T>(args.bins, 0.0, 1.0, false, settings);  // numpy: (0, 1) for no data
+    bin_plan plan = plan_even_bins<T>(args.bins, 0.0, 1.0, dtype::float64, false, settings);  // numpy: (0, 1) for no data
     plan.description = describe_even(plan, settings, "(an empty file: numpy's default range)");
     return plan;
   }
   const bool widen = extent.lowest == extent.highest;
-  bin_plan plan;
-  if constexpr (std::is_same_v<T, float>) {
-    // a.min() - 0.5 stays float32 in numpy, and so does the whole linspace.
-    const float lower = widen ? extent.lowest - 0.5f : extent.lowest;
-    const float upper = widen ? extent.highest + 0.5f : extent.highest;
-    plan = plan_even_bins<T>(args.bins, lower, upper, true, settings);
-  } else {
-    const double lower = static_cast<double>(extent.lowest) - (widen ? 0.5 : 0.0);
-    const double upper = static_cast<double>(extent.highest) + (widen ? 0.5 : 0.0);
-    plan = plan_even_bins<T>(args.bins, lower, upper, false, settings);
-  }
+  // a.min() - 0.5 stays float32 or float16 in numpy for data of those, and so does the whole
+  // linspace; bfloat16, which numpy lacks, keeps the library's float64.
+  constexpr dtype arithmetic = std::is_same_v<T, float>     ? dtype::float32
+                               : std::is_same_v<T, float16> ? dtype::float16
+                                                            : dtype::float64;
+  const double lower = round_to(arithmetic, static_cast<double>(extent.lowest) - (widen ? 0.5 : 0.0));
+  const double upper = round_to(arithmetic, static_cast<double>(extent.highest) + (widen ? 0.5 : 0.0));
+  bin_plan plan = plan_even_bins<T>(args.bins, lower, upper, arithmetic, true, settings);
   plan.description = describe_even(plan, settings,
                                    widen ? "(no --range: the data's only value, widened by 0.5 as numpy does)"
                                          : "(no --range: the data's min and max, as numpy)");
@@ -484,9 +525,9 @@ count_totals count_file(const bin_plan& plan, const hist_settings& settings, con
   chunk_counter<T> counter(settings.where, plan.num_bins, reader.capacity());
   reader.for_each_chunk([&](std::span<const T> chunk, std::uint64_t first_index) {
     if (check_negative) check_no_negative(file, chunk, first_index);
-    if constexpr (std::is_floating_point_v<T>) {
-      totals.not_finite +=
-          static_cast<std::uint64_t>(std::count_if(chunk.begin(), chunk.end(), [](T x) { return !std::isfinite(x); }));
+    if constexpr (is_floating_sample_v<T>) {
+      totals.not_finite += static_cast<std::uint64_t>(
+          std::count_if(chunk.begin(), chunk.end(), [](T x) { return !std::isfinite(static_cast<double>(x)); }));
     }
     const histogram_result result = counter.add(chunk, run);
     totals.left_out += result.left_out;
@@ -505,8 +546,8 @@ void write_text(std::FILE* out, const std::string& path, const std::vector<std::
   auto row = [&](std::size_t i) {
     std::vector<std::string> cells{std::to_string(i)};
     if (!bincount) {
-      cells.push_back(format_edge(plan.edges[i], plan.edges_in_float));
-      cells.push_back(format_edge(plan.edges[i + 1], plan.edges_in_float));
+      cells.push_back(format_edge(plan.edges[i], plan.edge_precision));
+      cells.push_back(format_edge(plan.edges[i + 1], plan.edge_precision));
     }
     cells.push_back(std::to_string(counts[i]));
     return cells;
@@ -613,7 +654,7 @@ void report(const hist_arguments& args, const hist_settings& settings, const sam
 template <class T>
 void run_typed(const hist_arguments& args, const hist_settings& settings, sample_file& file) {
   if (args.bincount && !is_bincount_sample_v<T>) {
-    invalid("--bincount", fmt::format("counts integer samples only (uint8, int32, uint32, int64), but {} holds {}",
+    invalid("--bincount", fmt::format("counts integer samples only ({}), but {} holds {}", integer_dtype_names(),
                                       file_label(file), to_string(file.type())));
   }
   chunk_reader<T> reader(file, settings.chunk_bytes);
@@ -641,7 +682,9 @@ constexpr const char* hist_footer = R"(Bins:
   [lower, upper] and counts it, as numpy.histogram does. The same rule applies to --edges.
   Even bins (--bins N, default 10) have numpy.histogram's edges exactly. Without --range the range
   is the data's min and max (an extra pass over the file), widened by 0.5 each way when they are
-  equal, as numpy does; NaN or infinity in the data is then an error, as in numpy.
+  equal, as numpy does; NaN or infinity in the data is then an error, as in numpy. float16 data
+  has numpy's float16 edges; bfloat16 data (numpy has none) has edges computed in float64 and
+  rounded to bfloat16, the library's rule, whatever the range.
   NaN, infinities and samples outside the bins are left out and reported.
   --bincount counts value v in bin v, like numpy.bincount: the length is the largest value + 1, or
   --bins N (values >= N are left out and reported). Negative values are an error.
@@ -649,8 +692,8 @@ constexpr const char* hist_footer = R"(Bins:
 Output:
   A table on stdout (bin, lower, upper, count; for --bincount: value, count), or --output FILE.npy
   (the uint64 counts) or FILE.csv (the table's columns). Edges print in the precision samples are
-  compared in (float32 for float32 data). A report on stderr gives the samples, counted, left out,
-  the backend and the strategy that ran.
+  compared in (float32, float16 or bfloat16 for even bins of such data). A report on stderr gives
+  the samples, counted, left out, the backend and the strategy that ran.
 
 Large files are read in chunks of --chunk-mb; each is counted and added to a uint64 total.)";
 
@@ -663,8 +706,8 @@ void add_hist_command(CLI::App& app, int& exit_code) {
   hist->footer(hist_footer);
 
   hist->add_option("FILE", args->file,
-                   "The samples: a .npy file (|u1, <i4, <u4, <i8, <f4, <f8; C order, any shape) or a raw binary file "
-                   "(little-endian, with --dtype)")
+                   "The samples: a .npy file (|i1, |u1, <i2, <u2, <i4, <u4, <i8, <f2, <f4, <f8; C order, any shape) "
+                   "or a raw binary file (little-endian, with --dtype; the only form for bfloat16)")
       ->required();
   std::vector<std::string> dtype_choices;
   for (const dtype type : all_dtypes) dtype_choices.emplace_back(to_string(type));

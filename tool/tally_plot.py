@@ -154,7 +154,7 @@ def bench_panels(rows):
     sizes = {r["samples"] for r in rows}
     panels = {}
     for row in rows:
-        if row["strategy"] == "all":  # "skipped: uint8 samples take 256 values": a case with nothing to draw
+        if row["strategy"] == "all":  # "skipped: uint8 samples reach the bins 0 to 255 only": nothing to draw
             continue
         operation = row.get("operation", "histogram")
         binned = operation in BINNED

@@ -115,6 +115,51 @@ def test_named_distribution_uniform_plots_like_a_bench(tmp_path):
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+@pytest.mark.parametrize("narrow, wide", [("int8", "int32"), ("int16", "int32"), ("uint16", "int32"),
+                                          ("float16", "float32"), ("bfloat16", "float32")])
+def test_narrow_types_generate_the_same_bins_as_wide_ones(tmp_path, narrow, wide):
+    # One random stream draws the same bins in every integer type, and the same bins and fractions
+    # in every floating one (float16 and bfloat16 keep what of the fraction they hold, inside the bin).
+    for dist in ("few_hot", "loguniform", "sorted"):
+        shapes = {}
+        for sample_type in (narrow, wide):
+            json_path = tmp_path / f"{sample_type}.json"
+            result = run("advise", "--distribution", dist, "--type", sample_type, "--bins", "128", "--samples",
+                         "2^14", "--backend", "cpu", "--runs", "1", "--quiet", "--json", str(json_path))
+            assert result.returncode == 0, result.stderr
+            shape = json.loads(json_path.read_text())["input"]
+            assert sample_type in shape.pop("description")
+            shapes[sample_type] = shape
+        assert shapes[narrow] == shapes[wide], (dist, shapes)
+        assert shapes[narrow]["counted"] == 2**14 and shapes[narrow]["left_out"] == 0
+
+
+@pytest.mark.parametrize("sample_type", ["float16", "bfloat16"])
+def test_half_float_file_keeps_its_largest_sample_inside_the_data_range(tmp_path, sample_type):
+    # The range is [min, max] with max just inside: the next value of the samples' own type above max,
+    # since their bins' edges are rounded to it.
+    values = np.random.default_rng(5).uniform(-3, 1000, 4096).astype(np.float32)
+    path = tmp_path / "samples.bin"
+    if sample_type == "float16":
+        values = values.astype(np.float16)
+        values.tofile(path)
+        top, above = float(values.max()), float(np.nextafter(values.max(), np.float16(np.inf)))
+    else:
+        bits = (values.view(np.uint32) >> 16).astype("<u2")  # truncated: bfloat16 values exactly
+        bits.tofile(path)
+        as_float = (bits.astype(np.uint32) << 16).view(np.float32)
+        top = float(as_float.max())
+        top_bits = int(as_float.max().view(np.uint32)) >> 16  # positive: the next bfloat16 up is one more
+        above = float(np.array([(top_bits + 1) << 16], np.uint32).view(np.float32)[0])
+    json_path = tmp_path / "advice.json"
+    result = run("advise", "--file", str(path), "--type", sample_type, "--bins", "16", "--backend", "cpu", "--runs",
+                 "1", "--quiet", "--json", str(json_path))
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(json_path.read_text())["input"]
+    assert stats["upper"] == above and above > top, (stats, top)
+    assert stats["counted"] == 4096 and stats["left_out"] == 0, stats
+
+
 @pytest.mark.parametrize("args, flag", [
     (["--bins", "16"], "--file"),                                             # neither input
     (["--distribution", "uniform"], "--bins"),                                # --bins is required
@@ -123,7 +168,9 @@ def test_named_distribution_uniform_plots_like_a_bench(tmp_path):
     (["--distribution", "uniform", "--bins", "16", "--lower", "1"], "--upper"),
     (["--distribution", "uniform", "--bins", "16", "--lower", "2", "--upper", "1"], "--upper"),
     (["--distribution", "uniform", "--bins", "16", "--samples", "lots"], "--samples"),
-    (["--distribution", "uniform", "--bins", "16", "--type", "int16"], "--dtype"),  # one flag, two names
+    (["--distribution", "uniform", "--bins", "16", "--type", "int128"], "--dtype"),  # one flag, two names
+    (["--distribution", "uniform", "--bins", "129", "--type", "int8"], "--bins"),    # int8 reaches bin 127
+    (["--distribution", "uniform", "--bins", "2049", "--type", "float16"], "--bins"),
     (["--distribution", "uniform", "--bins", "16", "--plot", "x.gif"], "--plot"),
     (["--file", "/no/such/file.npy", "--bins", "16"], "/no/such/file.npy"),
     (["--file", "a.npy", "--distribution", "uniform", "--bins", "16"], "--distribution"),

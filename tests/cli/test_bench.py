@@ -234,6 +234,63 @@ def test_cpu_bench_weighted_histograms_verify_every_strategy_both_ways(tmp_path)
     assert all(float(row["read_fraction"]) > 0 for row in table)
 
 
+# The narrow types: bytes a sample, and how many bins of [0, bins) their values reach (int8: 0..127;
+# float16 holds every integer to 2048, bfloat16 to 256).
+NARROW_TYPES = {"int8": (1, 128), "int16": (2, 32768), "uint16": (2, 65536), "float16": (2, 2048),
+                "bfloat16": (2, 256)}
+
+
+def test_cpu_bench_runs_the_narrow_types_on_every_operation(tmp_path):
+    json_path = tmp_path / "bench.json"
+    ops = ["histogram", "histogram_range", "weighted_histogram", "reduce", "count_if", "find_first_if"]
+    result = run("bench", "--backend", "cpu", "--types", ",".join(NARROW_TYPES), "--ops", ",".join(ops),
+                 "--range-kind", "exact,general", "--sizes", "3000", "--bins", "7,256,4096", "--runs", "1",
+                 "--strategies", "sequential,privatized", "--quiet", "--json", str(json_path))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr
+    assert result.stdout.rstrip().endswith("0 verification mismatches")
+    rows = json.loads(json_path.read_text())["rows"]
+    assert {r["type"] for r in rows} == set(NARROW_TYPES)
+    assert {r["operation"] for r in rows} == set(ops)
+    for sample_type, (size, reach) in NARROW_TYPES.items():
+        for operation, kinds in (("histogram", ("exact", "general")), ("histogram_range", ("log", "random")),
+                                 ("weighted_histogram", ("exact", "general"))):
+            for bins in (7, 256, 4096):
+                case = [r for r in rows if (r["type"], r["operation"], r["bins"]) == (sample_type, operation, bins)]
+                if bins > reach:
+                    # one row a distribution, skipped: the type's values reach no further bin
+                    assert len(case) == len(DISTRIBUTIONS), case
+                    assert all(r["strategy"] == "all" and r["check"] == f"skipped: {sample_type} samples reach the "
+                               f"bins 0 to {reach - 1} only" for r in case), case
+                    continue
+                assert {(r["distribution"], r["bins_kind"]) for r in case} == {
+                    (d, k) for d in DISTRIBUTIONS for k in kinds}, (sample_type, operation, bins)
+                for r in case:
+                    weighted = operation == "weighted_histogram"
+                    want = ("exact", "within bound") if weighted else ("exact",)
+                    assert r["check"] in want and r["timed"], r
+                    assert r["bytes_per_s"] == pytest.approx(
+                        r["samples"] * (size + 4 * weighted) / (r["median_ms"] * 1e-3), rel=1e-6), r
+        reductions = {(r["operation"], r["variant"], r["strategy"]): r for r in rows
+                      if r["type"] == sample_type and r["operation"] in ("reduce", "count_if", "find_first_if")}
+        floating = sample_type.startswith(("float", "bfloat"))
+        for strategy in CPU_STRATEGIES:
+            sum_row = reductions[("reduce", "sum", strategy)]
+            assert sum_row["check"] == ("within bound" if floating else "exact"), sum_row
+            assert reductions[("count_if", "half match", strategy)]["check"] == "exact"
+            assert reductions[("find_first_if", "match at 1%", strategy)]["check"] == "exact"
+            assert reductions[("find_first_if", "no match", strategy)]["check"] == "exact"
+            assert sum_row["bytes_per_s"] == pytest.approx(3000 * size / (sum_row["median_ms"] * 1e-3), rel=1e-6)
+            if floating:
+                deterministic = reductions[("reduce", "sum deterministic", strategy)]
+                if strategy in ("critical", "atomic", "reduction"):
+                    assert deterministic["check"].startswith("skipped:"), deterministic
+                else:
+                    assert deterministic["check"] == "exact", deterministic
+        min_max = sample_type == "int8"  # min and max for the first type only
+        assert (("reduce", "min", "sequential") in reductions) == min_max
+        assert (("reduce", "max", "sequential") in reductions) == min_max
+
+
 @pytest.mark.parametrize("args, argument", [
     (("--ops", "sort"), "--ops"),
     (("--ops", "weighted_histogram,weighted"), "--ops"),
@@ -245,7 +302,8 @@ def test_cpu_bench_weighted_histograms_verify_every_strategy_both_ways(tmp_path)
     (("--strategies", "nonsense"), "--strategies"),
     (("--strategies", "shared_atomic", "--backend", "cpu"), "--strategies"),
     (("--dists", "zipf"), "--dists"),
-    (("--types", "int16"), "--types"),
+    (("--types", "int128"), "--types"),
+    (("--types", "int8,bf16"), "--types"),
     (("--sizes", "lots"), "--sizes"),
     (("--bins", "0"), "--bins"),
     (("--backend", "tpu"), "--backend"),

@@ -1,6 +1,7 @@
 """Tests of `tally hist`: the built binary (TALLY_BIN) against numpy.histogram and numpy.bincount.
 
-Every comparison is exact. Random inputs are seeded; the seed is in every failure message and
+Every comparison is exact. bfloat16, which numpy lacks, is written here as raw files from float32
+bits and compared with the library's rule computed here in float64. Random inputs are seeded; the seed is in every failure message and
 TALLY_TEST_SEED=N replays a run with another base seed. The GPU backend is compared too when
 TALLY_TEST_GPU=1 (a machine with a GPU and a CUDA build); otherwise those cases are skipped.
 """
@@ -17,9 +18,9 @@ TALLY = os.environ.get("TALLY_BIN")
 BASE_SEED = int(os.environ.get("TALLY_TEST_SEED", "20240611"))
 GPU_WANTED = os.environ.get("TALLY_TEST_GPU") == "1"
 
-DTYPES = ["uint8", "int32", "uint32", "int64", "float32", "float64"]
-INT_DTYPES = ["uint8", "int32", "uint32", "int64"]
-FLOAT_DTYPES = ["float32", "float64"]
+DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "float16", "float32", "float64"]
+INT_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64"]
+FLOAT_DTYPES = ["float16", "float32", "float64"]
 
 BACKENDS = [
     "cpu",
@@ -99,6 +100,32 @@ def check_report(stderr, n, expected_counts, seed, what):
     )
 
 
+def edge_rule_counts(x, edges, include_upper):
+    """Counts of the float64 values x in the bins [edges[i], edges[i + 1]), compared exactly; the
+    last bin closed when `include_upper`; NaN, infinities and values outside left out."""
+    x = np.asarray(x, np.float64)
+    edges = np.asarray(edges, np.float64)
+    x = x[np.isfinite(x)]
+    n = len(edges) - 1
+    index = np.searchsorted(edges, x, side="right") - 1
+    if include_upper:
+        index[x == edges[-1]] = n - 1
+    keep = (index >= 0) & (index < n)
+    return np.bincount(index[keep], minlength=n).astype(np.uint64)
+
+
+def numpy_histogram(a, bins, range=None):
+    """numpy.histogram(a, bins, range), checked against numpy's own edges: numpy finds float16
+    samples' bins in float16 arithmetic, and a case is a test only where that agrees with the edges
+    (edge_rule_counts over them, the rule tally follows)."""
+    counts, edges = np.histogram(a, bins=bins, range=range)
+    by_edges = edge_rule_counts(np.asarray(a, np.float64).ravel(), edges.astype(np.float64), True)
+    assert np.array_equal(counts, by_edges), (
+        f"numpy.histogram's counts differ from its own edges for {a.dtype} data, bins={bins}, range={range}; "
+        f"not a case to compare with: {counts} vs {by_edges}")
+    return counts, edges
+
+
 def exclusive_counts(inclusive_counts, a, last_edge):
     """numpy's counts with samples equal to the last edge moved out, the default half-open rule.
     `last_edge` has the dtype samples are compared in (numpy's bin_edges dtype)."""
@@ -141,11 +168,18 @@ def random_samples(rng, dtype, lo, hi, n):
 # (lower, upper, bins) per dtype: one range with integral edges, one with awkward fractional ones.
 # Whole-number and power-of-two steps are here too: the library may count those by a shortcut.
 RANGES = {
+    "int8": [(-100.0, 100.0, 20), (-3.3, 100.7, 7), (-128.0, 128.0, 256), (-128.0, 127.0, 5), (16.0, 64.0, 3)],
     "uint8": [(0.0, 250.0, 25), (3.3, 200.7, 7), (0.0, 256.0, 256), (16.0, 64.0, 3)],
+    "int16": [(-1000.0, 1000.0, 20), (-32768.0, 32768.0, 64), (-1234.5, 20000.25, 13), (-5.0, 5.0, 10)],
+    "uint16": [(0.0, 65536.0, 16), (100.5, 60000.25, 11), (0.0, 1000.0, 1000), (7.0, 65535.0, 1)],
     "int32": [(-100.0, 100.0, 20), (-1234.567, 98765.4321, 13), (-2.0**31, 2.0**31, 16), (-5.0, 5.0, 10)],
     "uint32": [(0.0, 4e9, 8), (1000.5, 3.9e9 + 0.25, 11), (0.0, 2.0**32, 16), (7.0, 2.0**32 - 1, 1)],
     "int64": [(-1e6, 1e6, 20), (2.0**53, 2.0**53 + 4096.0, 7), (-7.7e15, 3.3e15, 9),
               (-(2.0**52), 2.0**52, 8), (0.0, 2.0**53 - 1, 1), (2.0**53 - 64, 2.0**53 + 64, 4), (-9.0, 9.0, 6)],
+    # float16: edges rounded to float16; subnormal edges; wide ranges kept where numpy's own float16
+    # arithmetic (x - lower) does not overflow.
+    "float16": [(-1.0, 1.0, 20), (0.1, 3.3333333333, 7), (-8.0, 8.0, 64), (0.0, 1.0, 1024), (1000.0, 1064.0, 64),
+                (-3.0, 5.0, 32), (-30000.0, 30000.0, 16), (-1e-4, 1e-4, 8), (-3e-5, 7e-5, 10)],
     "float32": [(-1.0, 1.0, 20), (0.1000000020, 3.3333333333, 7), (-1.2345678901234, 1e-3, 33),
                 (-8.0, 8.0, 64), (0.0, 1.0, 1024), (1e6, 1e6 + 64.0, 512), (-3.0, 5.0, 32)],
     "float64": [(-1.0, 1.0, 20), (0.1, 0.7, 3), (-1e-300, 5e-301, 9), (-3.14159, 2.71828, 1000), (-8.0, 8.0, 64)],
@@ -181,7 +215,7 @@ def test_even_bins_match_numpy_histogram(tmp_path, dtype, kind, backend):
         seed = seed_for("even", dtype, kind, lo, hi, bins)
         a = even_case(dtype, lo, hi, bins, seed)
         data = save(tmp_path, a, kind)
-        expected, edges = np.histogram(a, bins=bins, range=(lo, hi))
+        expected, edges = numpy_histogram(a, bins=bins, range=(lo, hi))
         what = f"{dtype} {kind} --bins {bins} --range {lo!r} {hi!r}"
         args = ["--bins", bins, "--range", repr(lo), repr(hi)]
 
@@ -234,7 +268,7 @@ def test_automatic_range_matches_numpy(tmp_path, dtype, backend):
             near = neighbours(edges, dtype)
             a = np.concatenate([base, near[(near >= base.min()) & (near <= base.max())]])
             (path,) = save(tmp_path, a, "npy", name.replace(" ", "_"))
-            expected, edges_again = np.histogram(a, bins=bins)
+            expected, edges_again = numpy_histogram(a, bins=bins)
             assert np.array_equal(edges, edges_again)
             got, stderr = hist_counts(tmp_path, path, "--bins", bins, "--include-upper-edge", backend=backend)
             check_equal(got, expected, what + " --include-upper-edge", seed)
@@ -271,7 +305,12 @@ def test_default_is_ten_bins_like_numpy(tmp_path):
 # ---- range bins (--edges) -------------------------------------------------------------------
 
 EDGE_SETS = {
+    "int8": [-128.0, -3.5, 0.0, 0.0, 7.0, 127.0],
     "uint8": [0.0, 1.0, 2.5, 10.0, 10.0, 100.0, 254.5],
+    "int16": [-32768.0, -1000.5, 0.0, 0.0, 255.0, 32767.0],
+    "uint16": [0.0, 1.0, 255.5, 256.0, 65535.0],
+    # float16(0.1) = 0.0999755859375 < 0.1 < the next float16, 0.10003662109375: compared in float64
+    "float16": [-1.0, -0.1, 0.0999755859375, 0.1, 0.10003662109375, 1.0 / 3.0, 2.0, 50000.0],
     "int32": [-1000.0, -3.5, 0.0, 0.0, 7.0, 1e6],
     "uint32": [0.0, 1.0, 65536.0, 2.0**31, 4294967295.0],
     "int64": [-2.0**62, -1.0, 0.0, 2.0**53, 2.0**53 + 2.0, 2.0**62],
@@ -324,7 +363,7 @@ def test_range_bins_match_numpy_histogram(tmp_path, dtype, edges_format, backend
 def test_bincount_matches_numpy(tmp_path, dtype, kind, backend):
     seed = seed_for("bincount", dtype, kind)
     rng = np.random.default_rng(seed)
-    top = 255 if dtype == "uint8" else 5000
+    top = {"uint8": 255, "int8": 127}.get(dtype, 5000)
     a = np.concatenate([rng.integers(0, top + 1, size=30000), [0, top]]).astype(dtype)
     rng.shuffle(a)
     data = save(tmp_path, a, kind)
@@ -351,7 +390,7 @@ def test_bincount_of_an_empty_file_is_empty_like_numpy(tmp_path):
 # ---- streaming ------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("dtype", ["uint8", "int64", "float32", "float64"])
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int64", "float16", "float32", "float64"])
 def test_streamed_chunks_give_the_same_counts(tmp_path, dtype, backend):
     seed = seed_for("stream", dtype)
     rng = np.random.default_rng(seed)
@@ -368,7 +407,7 @@ def test_streamed_chunks_give_the_same_counts(tmp_path, dtype, backend):
         check_equal(chunked, whole, f"{dtype} {mode}: --chunk-mb 1 vs one chunk", seed)
         assert report_numbers(chunked_err) == report_numbers(whole_err), (whole_err, chunked_err)
         assert "4 chunks" in chunked_err and "1 chunk " in whole_err, (whole_err, chunked_err)
-    expected, _ = np.histogram(a, bins=13, range=(10, 200))
+    expected, _ = numpy_histogram(a, bins=13, range=(10, 200))
     check_equal(hist_counts(tmp_path, path, "--bins", 13, "--range", 10, 200, "--chunk-mb", 1,
                             "--include-upper-edge", backend=backend)[0], expected, f"{dtype} streamed vs numpy", seed)
 
@@ -380,6 +419,281 @@ def test_streamed_raw_file_matches_numpy(tmp_path):
     got, stderr = hist_counts(tmp_path, *data, "--bins", 50, "--chunk-mb", 1, "--include-upper-edge")
     check_equal(got, np.histogram(a, bins=50)[0], "float64 raw, automatic range, 5 chunks", seed)
     assert "5 chunks" in stderr, stderr
+
+
+# ---- float16 at its limits ------------------------------------------------------------------
+
+# Zeros of both signs, the smallest subnormal, the largest subnormal, the smallest normal, the
+# largest finite value and its neighbour, infinities, NaN.
+FLOAT16_SPECIALS = np.array([0.0, -0.0, 2.0**-24, -2.0**-24, 2.0**-14 - 2.0**-24, -(2.0**-14 - 2.0**-24), 2.0**-14,
+                             -2.0**-14, 65504.0, -65504.0, 65472.0, np.inf, -np.inf, np.nan, 1.0, -1.0], np.float16)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("kind", ["npy", "raw"])
+def test_float16_specials_and_subnormal_bins_match_numpy(tmp_path, kind, backend):
+    for lo, hi, bins in [(-1.0, 1.0, 16), (-2.0**-14, 2.0**-14, 8), (0.0, 0.1, 10), (-3e-5, 7e-5, 10),
+                         (-2.0**-24, 2.0**-23, 3), (0.0, 2.0**-14, 1024)]:
+        seed = seed_for("float16 specials", kind, lo, hi, bins)
+        rng = np.random.default_rng(seed)
+        _, numpy_edges = np.histogram(np.zeros(0, np.float16), bins=bins, range=(lo, hi))
+        a = np.concatenate([FLOAT16_SPECIALS, random_samples(rng, "float16", lo, hi, 5000),
+                            neighbours(numpy_edges, "float16"), neighbours(np.linspace(lo, hi, bins + 1), "float16")])
+        rng.shuffle(a)
+        data = save(tmp_path, a, kind)
+        expected, edges = numpy_histogram(a, bins=bins, range=(lo, hi))
+        what = f"float16 {kind} --bins {bins} --range {lo!r} {hi!r}"
+        args = ["--bins", bins, "--range", repr(lo), repr(hi)]
+        got, stderr = hist_counts(tmp_path, *data, *args, "--include-upper-edge", backend=backend)
+        check_equal(got, expected, what + " --include-upper-edge", seed)
+        check_report(stderr, a.size, expected, seed, what)
+        assert re.search(r"NaN or infinite: 3;", stderr), stderr
+        got, stderr = hist_counts(tmp_path, *data, *args, backend=backend)
+        check_equal(got, exclusive_counts(expected, a, edges[-1]), what + " (half-open)", seed)
+
+
+# numpy finds a sample's bin from its proportion of the range, then moves it at most one bin to agree
+# with the edges. Over [-0, 2^-14] in 100 bins its float16 linspace rounds the step, 10.24 subnormal
+# units, to 10, so the edges drift two bins from the proportions and some samples land in other bins
+# than numpy's own edges say; these are compared with numpy's edges only.
+NUMPY_FLOAT16_SEARCH_MISSES = {("subnormals and zeros", 100)}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_float16_range_from_the_data_has_numpys_float16_edges(tmp_path, backend):
+    # numpy computes these edges in float16 arithmetic; the table must print them and the counts
+    # follow them (numpy's counts too, but where its float16 search misses).
+    seed = seed_for("float16 data range")
+    rng = np.random.default_rng(seed)
+    cases = {
+        "subnormals and zeros": np.array([-0.0, 0.0, 2.0**-24, 3 * 2.0**-24, 2.0**-14, 100 * 2.0**-24], np.float16),
+        "minus zero lowest": np.array([-0.0, 1.0, 0.5, 0.25], np.float16),
+        "largest magnitudes apart": np.array([-30000.0, 32000.0, 0.0, 1.0], np.float16),
+        "awkward": rng.uniform(0.1, 0.7, size=3000).astype(np.float16),
+        "wide": (rng.normal(size=3000) * 1000).astype(np.float16),
+        "near the top": rng.uniform(60000, 65504, size=3000).astype(np.float16),
+    }
+    for name, base in cases.items():
+        for bins in (3, 7, 10, 33, 100):
+            what = f"float16 {name}, --bins {bins}, no --range"
+            try:
+                _, edges = np.histogram(base, bins=bins)
+            except ValueError:  # numpy: too many bins for the range; tally must refuse too
+                (path,) = save(tmp_path, base, "npy", "too_many")
+                result = run_tally("hist", path, "--bins", bins, "--backend", backend, expect=2)
+                assert "--bins" in result.stderr and "float16" in result.stderr, f"{what}: {result.stderr}"
+                continue
+            with np.errstate(over="ignore"):  # the neighbour of 65504 is infinite
+                near = neighbours(edges, "float16")
+            a = np.concatenate([base, near[(near >= base.min()) & (near <= base.max())]])
+            (path,) = save(tmp_path, a, "npy", "data")
+            if (name, bins) in NUMPY_FLOAT16_SEARCH_MISSES:
+                _, edges_again = np.histogram(a, bins=bins)
+                expected = edge_rule_counts(a, edges_again, True)
+            else:
+                expected, edges_again = numpy_histogram(a, bins=bins)
+            assert np.array_equal(edges, edges_again) and edges.dtype == np.float16
+            out = tmp_path / "table.csv"
+            result = run_tally("hist", path, "--bins", bins, "--include-upper-edge", "--backend", backend,
+                               "--output", out)
+            table = np.loadtxt(out, delimiter=",", skiprows=1, dtype=np.float64, ndmin=2)
+            check_equal(table[:, 3].astype(np.uint64), expected, what, seed)
+            # The printed edges read back as numpy's float16 edges, bit for bit.
+            assert np.array_equal(table[:, 1].astype(np.float16).view(np.uint16), edges[:-1].view(np.uint16)), (
+                what, table[:, 1], edges)
+            assert np.array_equal(table[:, 2].astype(np.float16).view(np.uint16), edges[1:].view(np.uint16)), (
+                what, table[:, 2], edges)
+            check_report(result.stderr, a.size, expected, seed, what)
+
+
+def test_float16_edges_numpy_rounds_from_float64_print_as_numpy_prints_them(tmp_path):
+    (path,) = save(tmp_path, np.array([0.1, 0.2, 3.3], np.float16), "npy")
+    out = tmp_path / "table.csv"
+    run_tally("hist", path, "--bins", 3, "--range", 0.1, 3.3, "--output", out, "--backend", "cpu")
+    _, edges = np.histogram(np.zeros(0, np.float16), bins=3, range=(0.1, 3.3))
+    lines = out.read_text().splitlines()[1:]
+    assert [line.split(",")[1] for line in lines] == [str(e) for e in edges[:-1]], (lines, edges)
+    assert [line.split(",")[2] for line in lines] == [str(e) for e in edges[1:]], (lines, edges)
+
+
+def test_float16_data_whose_range_overflows_float16_needs_a_range(tmp_path):
+    # max - min = 120000 is infinite in float16: numpy's edges are NaN and infinite, and it raises.
+    a = np.array([-60000.0, 60000.0, 1.0], np.float16)
+    with np.errstate(over="ignore", invalid="ignore"), pytest.raises(ValueError):
+        np.histogram(a, bins=4)
+    (path,) = save(tmp_path, a, "npy")
+    result = run_tally("hist", path, "--bins", 4, "--backend", "cpu", expect=2)
+    assert "--range" in result.stderr and "float16" in result.stderr, result.stderr
+    got, _ = hist_counts(tmp_path, path, "--bins", 4, "--range", -60000, 60000, "--include-upper-edge")
+    check_equal(got, numpy_histogram(a.astype(np.float64), bins=4, range=(-60000, 60000))[0],
+                "float16 with --range", "fixed")
+
+
+def test_one_byte_npy_descr_of_any_byte_order_is_int8(tmp_path):
+    a = np.array([5, 0, 127, 5, 3], np.int8)
+    path = npy(tmp_path, a)
+    content = path.read_bytes()
+    assert b"'|i1'" in content
+    for order in (b"<", b">", b"="):
+        path.write_bytes(content.replace(b"'|i1'", b"'" + order + b"i1'"))
+        got, stderr = hist_counts(tmp_path, path, "--bincount")
+        check_equal(got, np.bincount(a), f"{order!r}i1 .npy", "fixed")
+        assert "int8 samples (.npy)" in stderr, stderr
+
+
+# ---- bfloat16: raw files, the library's rule -------------------------------------------------
+
+BFLOAT16_LARGEST = float.fromhex("0x1.fep127")
+
+
+def bfloat16_bits(values):
+    """The bfloat16 bits of float32 `values`: the top 16 bits, rounded to nearest, ties to even
+    (NaN stays a quiet NaN of its sign)."""
+    f = np.asarray(values, np.float32)
+    bits = f.view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return np.where(np.isnan(f), 0x7FC0 | ((bits >> 16) & 0x8000), rounded).astype(np.uint16)
+
+
+def bfloat16_values(bits):
+    """bfloat16 bits as the float64 values they are."""
+    return (np.asarray(bits, np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
+
+
+def round_to_bfloat16(x):
+    """float64 `x` rounded to the nearest bfloat16 in float64 arithmetic, ties to even (8
+    significant bits, subnormals from 2^-126 down, infinity beyond the largest): the rounding of
+    the library's bfloat16 edges, done apart from bfloat16_bits."""
+    x = np.asarray(x, np.float64)
+    _, exponent = np.frexp(x)  # |x| in [2^(exponent - 1), 2^exponent)
+    unit = np.ldexp(1.0, np.maximum(exponent, -125) - 8)
+    rounded = np.round(x / unit) * unit  # x / unit is exact; np.round rounds half to even
+    return np.where(np.abs(rounded) > BFLOAT16_LARGEST, np.copysign(np.inf, x), rounded)
+
+
+def bfloat16_edges(lo, hi, bins):
+    """The library's even edges for bfloat16 samples: lo + i * ((hi - lo) / bins) in float64 (as
+    numpy.linspace computes it), the last one hi, each rounded to bfloat16."""
+    return round_to_bfloat16(np.linspace(lo, hi, bins + 1))
+
+
+def bfloat16_neighbours(values):
+    """The bfloat16 nearest to each value and the next ones down and up, as bits."""
+    bits = bfloat16_bits(np.asarray(values, np.float32)).astype(np.int32)
+    finite = np.isfinite(bfloat16_values(bits.astype(np.uint16)))
+    bits = bits[finite]
+    # bits + 1 and - 1 step the magnitude; for negative values that steps the other way, just as well
+    return np.concatenate([bits, bits + 1, bits - 1]).clip(0, 0xFFFF).astype(np.uint16)
+
+
+# Zeros, the smallest subnormal, the smallest normal, the largest finite value, infinities and NaN.
+BFLOAT16_SPECIAL_BITS = np.array([0x0000, 0x8000, 0x0001, 0x8001, 0x0080, 0x8080, 0x007F, 0x7F7F, 0xFF7F, 0x7F80,
+                                  0xFF80, 0x7FC0, 0x3F80, 0xBF80], np.uint16)
+
+
+def save_bfloat16(tmp_path, bits, name="data"):
+    path = tmp_path / f"{name}.bf16"
+    np.asarray(bits, "<u2").tofile(path)
+    return [path, "--dtype", "bfloat16"]
+
+
+def test_bfloat16_rounding_here_agrees_with_itself():
+    # The two roundings the bfloat16 tests rest on, done two ways, must agree on float32 inputs,
+    # ties included (bit patterns with the low 16 bits 0x8000).
+    rng = np.random.default_rng(seed_for("bfloat16 rounding"))
+    bits = rng.integers(0, 2**32, size=200000, dtype=np.uint64)
+    bits[:1000] = (bits[:1000] & 0xFFFF0000) | 0x8000
+    f = bits.astype(np.uint32).view(np.float32)
+    f = f[np.isfinite(f)]
+    f = f[np.abs(f.astype(np.float64)) < BFLOAT16_LARGEST]
+    assert np.array_equal(bfloat16_values(bfloat16_bits(f)), round_to_bfloat16(f.astype(np.float64)))
+    assert bfloat16_values(bfloat16_bits(np.float32(1.0 + 2.0**-8)))[()] == 1.0  # a tie to even, down
+    assert bfloat16_values(bfloat16_bits(np.float32(1.0 + 3 * 2.0**-8)))[()] == 1.0 + 2.0**-6  # up
+
+
+def bfloat16_case(rng, lo, hi, edges, n=20000):
+    """bfloat16 bits: random values over [lo, hi] and beyond, the specials, values on and next to
+    `edges` and to lo and hi."""
+    width = hi - lo
+    largest32 = float(np.finfo(np.float32).max)
+    spread = bfloat16_bits(np.clip(rng.uniform(lo - 0.1 * width, hi + 0.1 * width, size=n), -largest32, largest32)
+                           .astype(np.float32))
+    bits = np.concatenate([spread, BFLOAT16_SPECIAL_BITS, bfloat16_neighbours(edges), bfloat16_neighbours([lo, hi])])
+    rng.shuffle(bits)
+    return bits
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bfloat16_even_bins_follow_the_rule_computed_here(tmp_path, backend):
+    for lo, hi, bins in [(-1.0, 1.0, 20), (0.1, 3.3333333333, 7), (-8.0, 8.0, 64), (0.0, 1000.0, 100),
+                         (-1e-38, 1e-38, 10), (1e30, 3e30, 5), (-3e38, 3e38, 6), (0.0, 256.0, 256)]:
+        seed = seed_for("bfloat16 even", lo, hi, bins)
+        edges = bfloat16_edges(lo, hi, bins)
+        assert np.all(edges[:-1] < edges[1:]) and np.all(np.isfinite(edges)), (lo, hi, bins, edges)
+        bits = bfloat16_case(np.random.default_rng(seed), lo, hi, edges)
+        x = bfloat16_values(bits)
+        data = save_bfloat16(tmp_path, bits)
+        what = f"bfloat16 --bins {bins} --range {lo!r} {hi!r}"
+        args = ["--bins", bins, "--range", repr(lo), repr(hi)]
+        for include_upper in (True, False):
+            expected = edge_rule_counts(x, edges, include_upper)
+            flags = ["--include-upper-edge"] if include_upper else []
+            got, stderr = hist_counts(tmp_path, *data, *args, *flags, backend=backend)
+            check_equal(got, expected, f"{what} {flags}", seed)
+            check_report(stderr, x.size, expected, seed, what)
+            assert f"NaN or infinite: {np.count_nonzero(~np.isfinite(x))};" in stderr, stderr
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bfloat16_range_from_the_data_follows_the_rule_computed_here(tmp_path, backend):
+    seed = seed_for("bfloat16 data range")
+    rng = np.random.default_rng(seed)
+    cases = {
+        "normal": bfloat16_bits(rng.normal(size=5000).astype(np.float32)),
+        "one value": bfloat16_bits(np.full(100, 7, np.float32)),
+        "two values": bfloat16_bits(np.array([3, 9, 9, 3, 9], np.float32)),
+        "subnormals": np.array([0x0000, 0x8000, 0x0001, 0x0005, 0x0080, 0x0040], np.uint16),
+        "extremes": np.array([0x7F7F, 0xFF7F, 0x3F80, 0x0000], np.uint16),
+    }
+    for name, bits in cases.items():
+        x = bfloat16_values(bits)
+        lo, hi = x.min(), x.max()
+        if lo == hi:
+            lo, hi = lo - 0.5, hi + 0.5
+        for bins in (1, 7, 10, 64):
+            what = f"bfloat16 {name}, --bins {bins}, no --range"
+            edges = bfloat16_edges(lo, hi, bins)
+            data = save_bfloat16(tmp_path, bits)
+            if not np.all(edges[:-1] < edges[1:]):  # edges equal in bfloat16: too many bins, as numpy would say
+                result = run_tally("hist", *data, "--bins", bins, "--backend", backend, expect=2)
+                assert "--bins" in result.stderr and "bfloat16" in result.stderr, f"{what}: {result.stderr}"
+                continue
+            for include_upper in (True, False):
+                expected = edge_rule_counts(x, edges, include_upper)
+                flags = ["--include-upper-edge"] if include_upper else []
+                got, stderr = hist_counts(tmp_path, *data, "--bins", bins, *flags, backend=backend)
+                check_equal(got, expected, f"{what} {flags}", seed)
+                check_report(stderr, x.size, expected, seed, what)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bfloat16_range_bins_compare_in_float64_like_numpy(tmp_path, backend):
+    seed = seed_for("bfloat16 edges")
+    rng = np.random.default_rng(seed)
+    # 0.1 lies between the bfloat16s 0.099609375 and 0.10009765625.
+    edges = np.array([-1.0, -0.1, 0.099609375, 0.1, 0.10009765625, 1.0 / 3.0, 2.0, 3e38])
+    bits = bfloat16_case(rng, -1.0, 2.0, edges)
+    x = bfloat16_values(bits)
+    edges_path = tmp_path / "edges.npy"
+    np.save(edges_path, edges)
+    data = save_bfloat16(tmp_path, bits)
+    finite = x[np.isfinite(x)]
+    expected, _ = np.histogram(finite, bins=edges)  # float64 samples: numpy compares exactly
+    got, stderr = hist_counts(tmp_path, *data, "--edges", edges_path, "--include-upper-edge", backend=backend)
+    check_equal(got, expected, "bfloat16 --edges --include-upper-edge", seed)
+    check_report(stderr, x.size, expected, seed, "bfloat16 --edges")
+    got, _ = hist_counts(tmp_path, *data, "--edges", edges_path, backend=backend)
+    check_equal(got, exclusive_counts(expected, finite, edges[-1]), "bfloat16 --edges (half-open)", seed)
 
 
 # ---- .npy files -----------------------------------------------------------------------------
@@ -442,7 +756,7 @@ def write_raw(tmp_path, data, name="raw.bin"):
 
 ERROR_CASES = {
     "missing file": (lambda p: [p / "nope.npy"], ["nope.npy"]),
-    "unknown dtype": (lambda p: [write_raw(p, b"\0" * 8), "--dtype", "float16"], ["--dtype"]),
+    "unknown dtype": (lambda p: [write_raw(p, b"\0" * 8), "--dtype", "complex64"], ["--dtype"]),
     "raw file without --dtype": (lambda p: [write_raw(p, b"\0" * 8)], ["--dtype", "raw.bin"]),
     "--bins 0": (lambda p: [npy(p, np.arange(5.0)), "--bins", 0], ["--bins"]),
     "--bins negative": (lambda p: [npy(p, np.arange(5.0)), "--bins", -3], ["--bins"]),
@@ -481,11 +795,31 @@ ERROR_CASES = {
     "big-endian .npy": (lambda p: [npy(p, np.arange(5.0).astype(">f8"))], ["descr", "big-endian", "data.npy"]),
     "Fortran-order .npy": (lambda p: [npy(p, np.asfortranarray(np.ones((3, 4))))], ["fortran_order", "data.npy"]),
     "unsupported .npy dtype": (lambda p: [npy(p, np.arange(5, dtype=np.uint64))], ["descr", "<u8", "data.npy"]),
-    "float16 .npy": (lambda p: [npy(p, np.arange(5, dtype=np.float16))], ["descr", "<f2"]),
+    "complex .npy": (lambda p: [npy(p, np.arange(5, dtype=np.complex64))], ["descr", "<c8", "<f2"]),
     "truncated .npy": (lambda p: [truncated_npy(p)], ["data.npy", "truncated"]),
     "misnamed raw .npy": (lambda p: [write_raw(p, b"\0" * 16, "data.npy")], ["data.npy", "magic"]),
     "too many bins for the range": (lambda p: [npy(p, np.arange(5.0)), "--range", 1.0, 1.0 + 2e-16, "--bins", 4],
                                     ["--bins", "too many bins"]),
+    "too many bins for float16": (lambda p: [npy(p, np.arange(5, dtype=np.float16)), "--range", 0, 1, "--bins", 5000],
+                                  ["--bins", "too many bins", "float16"]),
+    "too many bins for bfloat16": (lambda p: [write_raw(p, b"\0" * 8), "--dtype", "bfloat16", "--range", 1, 2,
+                                              "--bins", 200], ["--bins", "too many bins", "bfloat16"]),
+    "--range beyond float16": (lambda p: [npy(p, np.arange(5, dtype=np.float16)), "--range", 0, 70000, "--bins", 2],
+                               ["--range", "float16"]),
+    "float16 NaN without --range": (lambda p: [npy(p, np.array([1, np.nan], np.float16))], ["--range", "sample 1"]),
+    "float16 file with --bincount": (lambda p: [npy(p, np.arange(5, dtype=np.float16)), "--bincount"],
+                                     ["--bincount", "float16", "int8"]),
+    "bfloat16 file with --bincount": (lambda p: [write_raw(p, b"\0" * 8), "--dtype", "bfloat16", "--bincount"],
+                                      ["--bincount", "bfloat16"]),
+    "--dtype bfloat16 for a .npy": (lambda p: [npy(p, np.arange(5, dtype=np.float16)), "--dtype", "bfloat16"],
+                                    ["--dtype", "bfloat16", "raw"]),
+    "misaligned bfloat16 raw file": (lambda p: [write_raw(p, b"\0" * 7), "--dtype", "bfloat16"],
+                                     ["raw.bin", "multiple of 2"]),
+    "negative int8 with --bincount": (lambda p: [npy(p, np.array([3, -128, 1], np.int8)), "--bincount"],
+                                      ["--bincount", "sample 1", "-128"]),
+    "negative int16 with --bincount --bins": (
+        lambda p: [npy(p, np.array([3, 1, -300], np.int16)), "--bincount", "--bins", 4],
+        ["--bincount", "sample 2", "-300"]),
 }
 
 
