@@ -56,20 +56,49 @@ tally::histogram_options histogram_options_for(const std::string& strategy, bool
   return options;
 }
 
-/// Calls `f` with a null pointer of the C++ type of `a`'s dtype (uint8, int32, uint32, int64,
-/// float32, float64), or raises TypeError naming `argument`.
+/// DLPack's 16-bit floats, which nanobind names by no C++ type (tally's float16 and bfloat16 are its own).
+const nb::dlpack::dtype float16_dtype{static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), 16, 1};
+const nb::dlpack::dtype bfloat16_dtype{static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bfloat), 16, 1};
+constexpr const char* sample_dtypes =
+    "int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float32 and float64";
+
+/// Calls `f` with a null pointer of the C++ type of the sample dtype `t`, or raises TypeError
+/// naming `argument`.
 template <class F>
-decltype(auto) with_sample_type(const array& a, const char* argument, F&& f) {
-  const nb::dlpack::dtype t = a.dtype();
+decltype(auto) with_sample_type(const nb::dlpack::dtype& t, const char* argument, F&& f) {
+  if (t == nb::dtype<std::int8_t>()) return f(static_cast<std::int8_t*>(nullptr));
   if (t == nb::dtype<std::uint8_t>()) return f(static_cast<std::uint8_t*>(nullptr));
+  if (t == nb::dtype<std::int16_t>()) return f(static_cast<std::int16_t*>(nullptr));
+  if (t == nb::dtype<std::uint16_t>()) return f(static_cast<std::uint16_t*>(nullptr));
   if (t == nb::dtype<std::int32_t>()) return f(static_cast<std::int32_t*>(nullptr));
   if (t == nb::dtype<std::uint32_t>()) return f(static_cast<std::uint32_t*>(nullptr));
   if (t == nb::dtype<std::int64_t>()) return f(static_cast<std::int64_t*>(nullptr));
+  if (t == float16_dtype) return f(static_cast<tally::float16*>(nullptr));
+  if (t == bfloat16_dtype) return f(static_cast<tally::bfloat16*>(nullptr));
   if (t == nb::dtype<float>()) return f(static_cast<float*>(nullptr));
   if (t == nb::dtype<double>()) return f(static_cast<double*>(nullptr));
-  throw nb::type_error((std::string(argument) + ": unsupported dtype (tally takes uint8, int32, uint32, int64, "
-                                                "float32 and float64)")
-                           .c_str());
+  throw nb::type_error((std::string(argument) + ": unsupported dtype (tally takes " + sample_dtypes + ")").c_str());
+}
+
+template <class F>
+decltype(auto) with_sample_type(const array& a, const char* argument, F&& f) {
+  return with_sample_type(a.dtype(), argument, std::forward<F>(f));
+}
+
+/// The DLPack dtype of the sample dtype named as numpy names it ("bfloat16" too), or a TypeError.
+nb::dlpack::dtype sample_dtype_named(const std::string& name) {
+  static const std::map<std::string, nb::dlpack::dtype> names{
+      {"int8", nb::dtype<std::int8_t>()},     {"uint8", nb::dtype<std::uint8_t>()},
+      {"int16", nb::dtype<std::int16_t>()},   {"uint16", nb::dtype<std::uint16_t>()},
+      {"int32", nb::dtype<std::int32_t>()},   {"uint32", nb::dtype<std::uint32_t>()},
+      {"int64", nb::dtype<std::int64_t>()},   {"float16", float16_dtype},
+      {"bfloat16", bfloat16_dtype},           {"float32", nb::dtype<float>()},
+      {"float64", nb::dtype<double>()}};
+  const auto found = names.find(name);
+  if (found == names.end()) {
+    throw nb::type_error(("dtype: unsupported sample dtype '" + name + "' (tally takes " + sample_dtypes + ")").c_str());
+  }
+  return found->second;
 }
 
 template <class T>
@@ -263,11 +292,14 @@ choice_tuple bincount(const array& samples, const output& counts, const std::str
   });
 }
 
-/// The edges even bins count with (the library's rule, in the precision `samples`' dtype compares
-/// in) into `edges` (num_bins + 1 values of that precision): what the Python layer compares with
-/// numpy's edges before it counts with even bins.
-void even_edges(const array& samples, std::int64_t num_bins, double lower, double upper, const output& edges) {
-  with_sample_type(samples, "a", [&](auto* sample_type) {
+/// The edges even bins count with (the library's rule, in the precision samples of the dtype named
+/// `sample_dtype` compare in: float32 for float32, float16 and bfloat16, whose edges are rounded
+/// to their own precision first) into `edges` (num_bins + 1 values of that precision): what the
+/// Python layer compares with numpy's edges before it counts with even bins. By name, as no host
+/// array of bfloat16 exists to pass.
+void even_edges(const std::string& sample_dtype, std::int64_t num_bins, double lower, double upper,
+                const output& edges) {
+  with_sample_type(sample_dtype_named(sample_dtype), "dtype", [&](auto* sample_type) {
     using Sample = std::remove_pointer_t<decltype(sample_type)>;
     using Edge = typename tally::even_bin_mapper<Sample>::compare_type;
     if (edges.dtype() != nb::dtype<Edge>() || static_cast<std::int64_t>(edges.size()) != num_bins + 1) {
@@ -286,8 +318,9 @@ tally::reduce_op reduce_op_named(const std::string& op) {
   throw nb::value_error(("op: unknown reduction '" + op + "'").c_str());
 }
 
-/// sum, min or max into `out` (one element of the accumulator's type: int64 for int32, uint64 for
-/// uint32, else the samples' type), in the samples' memory.
+/// sum, min or max into `out` (one element of the accumulator's type: int64 for signed and uint64
+/// for unsigned integers of up to 32 bits, float32 for float16 and bfloat16, else the samples'
+/// type), in the samples' memory.
 choice_tuple reduce(const array& samples, const std::string& op, const output& out, bool deterministic,
                     const std::string& strategy, std::uintptr_t stream) {
   tally::reduce_options options{strategy_named(strategy)};
@@ -296,7 +329,8 @@ choice_tuple reduce(const array& samples, const std::string& op, const output& o
   return with_sample_type(samples, "a", [&](auto* sample_type) -> choice_tuple {
     using T = std::remove_pointer_t<decltype(sample_type)>;
     if constexpr (!tally::is_reduce_sample_v<T>) {
-      throw nb::type_error("a: sum, min and max take int32, uint32, int64, float32 and float64");
+      throw nb::type_error(
+          "a: sum, min and max take int8, int16, uint16, int32, uint32, int64, float16, bfloat16, float32 and float64");
     } else {
       if (!on_gpu(samples)) {
         const tally::reduce_result<T> r = tally::cpu::reduce(const_span_of<T>(samples), which, options);
@@ -324,7 +358,8 @@ tally::comparison comparison_named(const std::string& op) {
 }
 
 /// count_if (`find` false: the count, uint64) or find_first_if (the first index, int64) into `out`.
-/// The value is `integer_value` for integer samples (exact), `float_value` for float ones.
+/// The value is `integer_value` for integer samples (exact), `float_value` for float ones (a value
+/// of the samples' type: the Python layer rounds it as numpy compares).
 choice_tuple predicate(bool find, const array& samples, const std::string& op, double float_value,
                        std::int64_t integer_value, const output& out, const std::string& strategy,
                        std::uintptr_t stream) {
@@ -332,7 +367,14 @@ choice_tuple predicate(bool find, const array& samples, const std::string& op, d
   const tally::comparison which = comparison_named(op);
   return with_sample_type(samples, "a", [&](auto* sample_type) {
     using T = std::remove_pointer_t<decltype(sample_type)>;
-    const T value = std::is_integral_v<T> ? static_cast<T>(integer_value) : static_cast<T>(float_value);
+    T value;
+    if constexpr (std::is_integral_v<T>) {
+      value = static_cast<T>(integer_value);
+    } else if constexpr (tally::is_half_float_v<T>) {
+      value = T::nearest(float_value);
+    } else {
+      value = static_cast<T>(float_value);
+    }
     const tally::compare_to<T> compare{which, value};
     if (!on_gpu(samples)) {
       std::uint64_t result = 0;

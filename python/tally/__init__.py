@@ -72,12 +72,18 @@ def _count_dtype(dtype) -> np.dtype:
     return dtype
 
 
-def _accumulator(dtype: np.dtype) -> np.dtype:
-    return np.dtype({"int32": "int64", "uint32": "uint64"}.get(dtype.name, dtype.name))
+# What the library's reductions return: integers of up to 32 bits widen to 64 (as numpy sums them),
+# float16 and bfloat16 to float32 (the library sums them in float32); the rest stay.
+_ACCUMULATORS = {"int8": "int64", "int16": "int64", "int32": "int64", "uint16": "uint64", "uint32": "uint64",
+                 "float16": "float32", "bfloat16": "float32"}
+
+
+def _accumulator(name: str) -> np.dtype:
+    return np.dtype(_ACCUMULATORS.get(name, name))
 
 
 def _reduce_into(flat, kind: Kind, op: str, deterministic: bool, strategy: str, stream: int):
-    out = kind.empty(1, _accumulator(np.dtype(_dtype_name(flat))))
+    out = kind.empty(1, _accumulator(_dtype_name(flat)))
     _local.pending = _tally.reduce(flat, op, out, deterministic, strategy, stream)
     return out
 
@@ -86,9 +92,16 @@ def _dtype_name(flat) -> str:
     return dtype_name(numpy_dtype(flat))
 
 
+def _sample_dtype(name: str):
+    """The numpy dtype of samples named `name`; for bfloat16, which numpy has not got, float32, which
+    holds each of its values exactly."""
+    return np.dtype("float32" if name == "bfloat16" else name)
+
+
 def _extremes(flat, kind: Kind, stream: int):
-    """The least and greatest sample, as numpy scalars of the samples' dtype (NaN if any is NaN)."""
-    dtype = np.dtype(_dtype_name(flat))
+    """The least and greatest sample, as numpy scalars of the samples' dtype (float32 for bfloat16;
+    NaN if any is NaN)."""
+    dtype = _sample_dtype(_dtype_name(flat))
     if not kind.on_gpu:
         return flat.min(), flat.max()
     if dtype == np.uint8:  # no uint8 reduction: the byte values present, from a 256-bin count
@@ -102,11 +115,15 @@ def _extremes(flat, kind: Kind, stream: int):
     return dtype.type(kind.scalar(low)), dtype.type(kind.scalar(high))
 
 
-def _library_even_edges(lower: float, upper: float, num_bins: int, dtype: np.dtype) -> np.ndarray:
-    """The edges the library's even bins count with (its own rule, in the precision `dtype`
-    compares in: float32 for float32 samples, else float64)."""
-    edges = np.empty(num_bins + 1, np.float32 if dtype == np.float32 else np.float64)
-    _tally.even_edges(np.empty(0, dtype), num_bins, lower, upper, edges)
+_FLOAT32_EDGES = ("float16", "bfloat16", "float32")  # samples the library compares with float32 edges
+
+
+def _library_even_edges(lower: float, upper: float, num_bins: int, name: str) -> np.ndarray:
+    """The edges the library's even bins count with (its own rule, in the precision samples of the
+    dtype named `name` compare in: float32 for float32, and for float16 and bfloat16 with the
+    edges rounded to the samples' dtype first; else float64)."""
+    edges = np.empty(num_bins + 1, np.float32 if name in _FLOAT32_EDGES else np.float64)
+    _tally.even_edges(name, num_bins, lower, upper, edges)
     return edges
 
 
@@ -122,10 +139,30 @@ def _remember(cache: dict, key, value):
     return value
 
 
-def _plan(dtype: np.dtype, num_bins: int, range, proxy_values=None):
+def _bfloat16_plan(num_bins: int, range, proxy_values=None):
+    """The edges of `num_bins` bins of bfloat16 samples, which numpy cannot give: the library's even
+    rule rounded to bfloat16, as numpy rounds float16 edges over a range of Python numbers, over
+    `range` or the data's extremes alike (float32 values); numpy's errors where numpy would raise
+    one for float16 (edges that collide: too many bins)."""
+    proxy = np.array([] if proxy_values is None else proxy_values, np.float64)
+    np.histogram_bin_edges(proxy, num_bins, range)  # numpy's checks of the range
+    lower, upper = (range if range is not None else proxy_values if proxy_values is not None else (0, 1))
+    lower, upper = float(lower), float(upper)
+    if lower == upper:
+        lower, upper = lower - 0.5, upper + 0.5
+    edges = _library_even_edges(lower, upper, num_bins, "bfloat16")
+    if np.any(edges[:-1] >= edges[1:]):
+        raise ValueError(f"Too many bins for data range. Cannot create {num_bins} finite-sized bins.")
+    return edges, (num_bins, lower, upper)
+
+
+def _plan(name: str, num_bins: int, range, proxy_values=None):
     """numpy's edges for `num_bins` bins over `range` (or over the data's extremes `proxy_values`),
     computed by numpy itself, and the even bins (n, lower, upper) whose library rule reproduces
     them exactly, or None where only the edges do."""
+    if name == "bfloat16":
+        return _bfloat16_plan(num_bins, range, proxy_values)
+    dtype = np.dtype(name)
     if range is not None:
         lower, upper = range
         proxy = np.empty(0, dtype)
@@ -139,15 +176,16 @@ def _plan(dtype: np.dtype, num_bins: int, range, proxy_values=None):
     if lower == upper:
         lower, upper = lower - 0.5, upper + 0.5
     lower, upper = float(lower), float(upper)
-    even = _library_even_edges(lower, upper, num_bins, dtype)
-    same = even.dtype == edges.dtype and np.array_equal(even, edges)
+    even = _library_even_edges(lower, upper, num_bins, name)
+    # Equal values are enough: samples compare with either set of edges exactly, so alike.
+    same = np.array_equal(even, edges)
     return edges, ((num_bins, lower, upper) if same else None)
 
 
 def _bins_of(flat, kind: Kind, bins, range, stream: int):
     """numpy's bin edges for `bins` and `range`, the even bins that reproduce them (or None), and a
     key naming them for the caches (None for edges given as an array)."""
-    dtype = np.dtype(_dtype_name(flat))
+    name = _dtype_name(flat)
     if isinstance(bins, str):
         raise NotImplementedError(f"bins: the estimator '{bins}' is not supported; give a number or edges")
     if np.ndim(bins) == 1:
@@ -167,22 +205,23 @@ def _bins_of(flat, kind: Kind, bins, range, stream: int):
         raise ValueError("bins: `bins` must be positive, when an integer")
     if range is None and flat.shape[0] > 0:
         extremes = tuple(_extremes(flat, kind, stream))
-        key = (dtype.name, num_bins, None, extremes)
+        key = (name, num_bins, None, extremes)
     else:
         extremes = None
         # The range's types are part of the key: numpy computes the edges in the type it promotes
         # them to with the samples (float32 for Python floats or float32 scalars with float32 data,
         # float64 for numpy float64 or int64 scalars).
-        key = (dtype.name, num_bins, None if range is None else tuple((type(r), float(r)) for r in range), None)
+        key = (name, num_bins, None if range is None else tuple((type(r), float(r)) for r in range), None)
     plan = _PLANS.get(key)
     if plan is None:
-        plan = _remember(_PLANS, key, _plan(dtype, num_bins, range, extremes))
+        plan = _remember(_PLANS, key, _plan(name, num_bins, range, extremes))
     return plan[0], plan[1], key
 
 
 def _edges_like(kind: Kind, edges: np.ndarray, key):
     """`edges` as an array like the samples: a fresh copy of a cached device array where `key`
-    names them, so that repeated calls copy no edges from the host."""
+    names them, so that repeated calls copy no edges from the host. bfloat16 samples' planned
+    edges (float32 on the host) come back as bfloat16, as float16 samples' come back as float16."""
     if not kind.on_gpu:
         return edges.copy()
     if key is None:
@@ -190,7 +229,10 @@ def _edges_like(kind: Kind, edges: np.ndarray, key):
     cache_key = (kind.device, key)
     cached = _DEVICE_EDGES.get(cache_key)
     if cached is None:
-        cached = _remember(_DEVICE_EDGES, cache_key, kind.from_numpy(edges))
+        on_device = kind.from_numpy(edges)
+        if key[0] == "bfloat16":
+            on_device = kind.astype(on_device, "bfloat16")
+        cached = _remember(_DEVICE_EDGES, cache_key, on_device)
     return kind.copy(cached)
 
 
@@ -252,7 +294,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
     """numpy.bincount(x, weights, minlength): counts of each value 0..max(x) (at least `minlength`
     of them) of non-negative integers, as an array like `x`; float64 sums with `weights`."""
     flat, kind = take(x, "x")
-    if not np.issubdtype(np.dtype(_dtype_name(flat)), np.integer):
+    if not np.issubdtype(_sample_dtype(_dtype_name(flat)), np.integer):
         raise TypeError("x: bincount takes integer arrays")
     minlength = operator.index(minlength)
     if minlength < 0:
@@ -294,22 +336,24 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
 
 def _reduction(a, op: str, deterministic: bool, strategy: str, stream, return_choice: bool):
     flat, kind = take(a, "a")
-    dtype = np.dtype(_dtype_name(flat))
-    if dtype == np.uint8:
-        raise TypeError("a: sum, min and max take int32, uint32, int64, float32 and float64")
+    name = _dtype_name(flat)
+    if name == "uint8":
+        raise TypeError("a: sum, min and max take int8, int16, uint16, int32, uint32, int64, float16, bfloat16, "
+                        "float32 and float64")
     if flat.shape[0] == 0 and op != "sum":
         raise ValueError(f"a: zero-size array to reduction operation {op}imum which has no identity")
     out = _reduce_into(flat, kind, op, deterministic, strategy, kind.stream(stream))
     if op != "sum":
-        out = kind.astype(out, dtype)
+        out = kind.astype(out, name)  # exact: the least or greatest sample, widened
     result = out.reshape(()) if kind.on_gpu else out[0]
     return _chose(kind, result, return_choice)
 
 
 def sum(a, *, deterministic=False, strategy="automatic", stream=None, return_choice=False):  # noqa: A001
-    """The sum of `a` (int32 and uint32 in 64 bits, as numpy); `deterministic` float sums have bits
-    that depend only on the values (not the launch, the strategy or the backend). A numpy scalar for
-    numpy input, else a 0-d array on the device."""
+    """The sum of `a` (integers of up to 32 bits in 64 bits, as numpy; float16 and bfloat16 in
+    float32, and returned as float32, where numpy sums float16 in float16); `deterministic` float
+    sums have bits that depend only on the values (not the launch, the strategy or the backend). A
+    numpy scalar for numpy input, else a 0-d array on the device."""
     return _reduction(a, "sum", deterministic, strategy, stream, return_choice)
 
 
@@ -324,6 +368,45 @@ def max(a, *, strategy="automatic", stream=None, return_choice=False):  # noqa: 
 
 
 _OPS = ("<", "<=", ">", ">=", "==", "!=")
+
+# (significant bits, exponent of the least normal value, largest finite value) of the float samples
+_FLOAT_FORMATS = {
+    "float16": (11, -14, 65504.0),
+    "bfloat16": (8, -126, float.fromhex("0x1.fep127")),
+    "float32": (24, -126, float.fromhex("0x1.fffffep127")),
+}
+
+
+def _round_to_format(x: float, name: str, rounding) -> float:
+    """`x` rounded to a value of the float dtype named `name`: `rounding` is round (to nearest,
+    ties to even, beyond the largest value infinity: a cast's rule), math.floor or math.ceil. Exact
+    arithmetic on doubles: scaling by a power of two and rounding an integer-sized value."""
+    if x == 0 or not math.isfinite(x):
+        return x
+    digits, min_exponent, largest = _FLOAT_FORMATS[name]
+    unit = _builtin_max(math.frexp(x)[1], min_exponent + 1) - digits  # the spacing of values near x
+    rounded = math.ldexp(rounding(math.ldexp(x, -unit)), unit)
+    if rounded > largest:
+        return largest if rounding is math.floor else math.inf
+    if rounded < -largest:
+        return -largest if rounding is math.ceil else -math.inf
+    return rounded
+
+
+def _float_predicate(op: str, value, name: str):
+    """`x op value` for floats x of the dtype named `name`, as numpy compares them, as `x op v` with v
+    a value of that dtype: a Python number is rounded to the dtype, as numpy and PyTorch convert it;
+    a numpy scalar of a wider type (compared in that type) is rounded toward the side that keeps the
+    same samples, or, for == and != with a value no sample can equal, is NaN (never equal)."""
+    x = float(value)
+    if name == "float64" or math.isnan(x):
+        return op, x
+    weak = isinstance(value, (int, float)) and not isinstance(value, np.generic)  # np.float64 is a float
+    if weak or (name != "bfloat16" and np.result_type(np.dtype(name), value) == np.dtype(name)):
+        return op, _round_to_format(x, name, round)
+    if op in ("==", "!="):
+        return op, x if _round_to_format(x, name, round) == x else math.nan
+    return op, _round_to_format(x, name, math.ceil if op in ("<", ">=") else math.floor)
 
 
 def _integer_predicate(op: str, value, info):
@@ -347,11 +430,13 @@ def _predicate(find: bool, a, op: str, value, strategy: str, stream, return_choi
     flat, kind = take(a, "a")
     if op not in _OPS:
         raise ValueError(f"op: one of {' '.join(_OPS)}, not {op!r}")
-    dtype = np.dtype(_dtype_name(flat))
+    name = _dtype_name(flat)
     integer_value = 0
-    if np.issubdtype(dtype, np.integer):
-        op, integer_value = _integer_predicate(op, value, np.iinfo(dtype))
+    if np.issubdtype(_sample_dtype(name), np.integer):
+        op, integer_value = _integer_predicate(op, value, np.iinfo(name))
         value = float(integer_value)
+    else:
+        op, value = _float_predicate(op, value, name)
     out = kind.empty(1, np.int64)
     _local.pending = _tally.predicate(find, flat, op, float(value), integer_value, out, strategy, kind.stream(stream))
     result = out.reshape(()) if kind.on_gpu else out[0]

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 
-# dtypes the library counts, by numpy name
-SAMPLE_DTYPES = ("uint8", "int32", "uint32", "int64", "float32", "float64")
+# dtypes the library counts, by numpy name (bfloat16, which numpy has not got, by PyTorch's and JAX's)
+SAMPLE_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "float16", "bfloat16", "float32",
+                 "float64")
 
 
 def _module_of(a) -> str:
@@ -76,7 +77,7 @@ class Kind:
         return a.clone() if self.name == "torch" else a.copy()
 
     def empty(self, n: int, dtype):
-        dtype = np.dtype(dtype)
+        dtype = _dtype_or_name(dtype)
         if self.name == "numpy":
             return np.empty(n, dtype)
         if self.name == "cupy":
@@ -89,7 +90,7 @@ class Kind:
         return torch.empty(n, dtype=_torch_dtype(dtype), device=self.like.device)
 
     def astype(self, a, dtype):
-        """`a` converted to `dtype` on its device."""
+        """`a` converted to `dtype` on its device ("bfloat16": PyTorch arrays only)."""
         if self.name == "torch":
             return a.to(_torch_dtype(dtype))
         return a.astype(np.dtype(dtype))
@@ -120,18 +121,16 @@ class Kind:
         return self.to_numpy(a).reshape(-1)[0]
 
 
-def _torch_dtype(dtype: np.dtype):
+def _dtype_or_name(dtype):
+    """`dtype` as a numpy dtype, or the name "bfloat16" (numpy has no such dtype)."""
+    return dtype if isinstance(dtype, str) and dtype == "bfloat16" else np.dtype(dtype)
+
+
+def _torch_dtype(dtype):
     import torch
 
-    return {
-        "uint8": torch.uint8,
-        "int32": torch.int32,
-        "uint32": torch.uint32,
-        "int64": torch.int64,
-        "uint64": torch.uint64,
-        "float32": torch.float32,
-        "float64": torch.float64,
-    }[np.dtype(dtype).name]
+    name = _dtype_or_name(dtype)
+    return getattr(torch, name if isinstance(name, str) else name.name)
 
 
 _TORCH_DTYPES = {}  # torch dtype -> numpy dtype, filled on first use
@@ -139,7 +138,8 @@ _NAMES = {}  # numpy dtype -> its name (numpy's dtype.name costs microseconds a 
 
 
 def numpy_dtype(a) -> np.dtype:
-    """The numpy dtype of `a` (numpy, CuPy or PyTorch); a torch dtype numpy has not got stays one."""
+    """The numpy dtype of `a` (numpy, CuPy or PyTorch); a torch dtype numpy has not got (bfloat16)
+    stays one."""
     if _module_of(a) == "torch":
         if not _TORCH_DTYPES:
             import torch
@@ -152,11 +152,18 @@ def numpy_dtype(a) -> np.dtype:
 
 
 def dtype_name(dtype) -> str:
-    """`dtype`'s numpy name ("float32"), "" for a dtype numpy has not got."""
+    """`dtype`'s numpy name ("float32"); "bfloat16" for PyTorch's; "" for other dtypes numpy has not got."""
     name = _NAMES.get(dtype)
     if name is None:
-        name = _NAMES.setdefault(dtype, dtype.name if isinstance(dtype, np.dtype) else "")
+        if isinstance(dtype, np.dtype):
+            name = dtype.name
+        else:
+            name = "bfloat16" if str(dtype) == "torch.bfloat16" else ""
+        name = _NAMES.setdefault(dtype, name)
     return name
+
+
+_NO_HOST_BFLOAT16 = "bfloat16 samples are taken on a GPU only (numpy has no bfloat16)"
 
 
 def _from_jax(a, argument: str):
@@ -165,13 +172,20 @@ def _from_jax(a, argument: str):
     a.block_until_ready()
     devices = a.devices() if hasattr(a, "devices") else {a.device()}
     if all(d.platform == "cpu" for d in devices):
+        if str(a.dtype) == "bfloat16":
+            raise TypeError(f"{argument}: {_NO_HOST_BFLOAT16}")
         return np.asarray(a)
-    for bridge in ("torch", "cupy"):
+    bridges = ("torch", "cupy")
+    if str(a.dtype) == "bfloat16":  # CuPy has no bfloat16
+        bridges = ("torch",)
+    for bridge in bridges:
         try:
             module = __import__(bridge)
         except ImportError:
             continue
         return module.from_dlpack(a)
+    if len(bridges) == 1:
+        raise TypeError(f"{argument}: JAX bfloat16 arrays on a GPU go through PyTorch, which is not installed")
     raise TypeError(f"{argument}: JAX arrays on a GPU go through PyTorch or CuPy, and neither is installed")
 
 
@@ -190,6 +204,8 @@ def take(a, argument: str):
             flat = cupy.ascontiguousarray(flat)
     elif module == "torch":
         if a.device.type != "cuda":
+            if dtype_name(a.dtype) == "bfloat16":
+                raise TypeError(f"{argument}: {_NO_HOST_BFLOAT16}")
             a = a.numpy()  # a CPU tensor: the same memory, through numpy
             return take(a, argument)
         kind = Kind("torch", a)
@@ -208,6 +224,9 @@ def take(a, argument: str):
     else:
         raise TypeError(f"{argument}: expected an array, got {type(a).__name__}")
     dtype = numpy_dtype(flat)
-    if dtype_name(dtype) not in SAMPLE_DTYPES:
+    name = dtype_name(dtype)
+    if name not in SAMPLE_DTYPES:
         raise TypeError(f"{argument}: dtype {dtype} is not supported (tally takes {', '.join(SAMPLE_DTYPES)})")
+    if name == "bfloat16" and not kind.on_gpu:  # a numpy array of ml_dtypes' bfloat16
+        raise TypeError(f"{argument}: {_NO_HOST_BFLOAT16}")
     return flat, kind

@@ -2,6 +2,9 @@
 results on the input's device, in its framework, on its stream. Skipped without a GPU backend, a
 GPU or the framework."""
 
+import operator
+import re
+
 import numpy as np
 import pytest
 
@@ -217,4 +220,173 @@ def test_errors_name_their_argument(framework):
     with pytest.raises(ValueError, match="^weights"):
         tally.histogram(a, 10, weights=np.ones(1000))  # host weights for device samples
     with pytest.raises(TypeError, match="^a: dtype"):
-        tally.histogram(to_device(framework, np.zeros(10, np.int16)), 10)
+        tally.histogram(to_device(framework, np.zeros(10, np.complex64)), 10)
+
+
+# int8, int16, uint16 and float16 arrays of every framework, bfloat16 ones of PyTorch and JAX: the
+# GPU counts as the CPU backend counts the same values (test_small_dtypes.py checks those against
+# numpy), with numpy's edges and errors.
+SMALL_DTYPES = ["int8", "int16", "uint16", "float16"]
+FLOAT16_SPECIALS = np.array([0.0, -0.0, 2.0**-24, -(2.0**-24), 2.0**-14 - 2.0**-24, 2.0**-14, 65504, -65504, 2048,
+                             2050, 0.1, np.nan, np.inf, -np.inf], np.float16)
+
+
+def small_host_samples(dtype, finite=True, n=1 << 20):
+    """Random samples of `dtype`: the whole integer type (its least and greatest values first), or
+    floats over [-100, 900) with float16's zeros, subnormals and limits (NaN and infinities unless
+    `finite`: the data's range must be finite)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        values = RNG.integers(info.min, info.max, n, endpoint=True)
+        values[:2] = info.min, info.max
+        return values.astype(dtype)
+    values = (RNG.random(n) * 1000 - 100).astype(dtype)
+    specials = FLOAT16_SPECIALS[np.isfinite(FLOAT16_SPECIALS)] if finite else FLOAT16_SPECIALS
+    values[: specials.size] = specials
+    return values
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("dtype", SMALL_DTYPES)
+@pytest.mark.parametrize("bins, range_", [(256, None), (1000, None), (10, (0, 1000)), (1000, (-100.5, 900.25)),
+                                          (4096, (0, 1000)), (65536, (0, 65536)), (64, (-(2.0**-14), 2.0**-14))])
+def test_small_dtypes_count_as_the_cpu_backend_with_numpys_edges(framework, dtype, bins, range_):
+    host = small_host_samples(dtype, finite=range_ is None)
+    a = to_device(framework, host)
+    with np.errstate(all="ignore"):
+        try:
+            want_edges = np.histogram_bin_edges(host, bins, range_)
+        except ValueError as e:  # float16 edges that collide: numpy's error, and tally's
+            with pytest.raises(ValueError, match=re.escape(str(e))):
+                tally.histogram(a, bins, range=range_)
+            return
+        cpu_counts, cpu_edges = tally.histogram(host, bins, range=range_)
+    np.testing.assert_array_equal(cpu_counts, np.histogram(host, want_edges)[0])  # numpy's counts, by its edges
+    counts, edges = tally.histogram(a, bins, range=range_)
+    assert_like(framework, counts, a)
+    assert to_host(framework, edges).dtype == want_edges.dtype
+    np.testing.assert_array_equal(to_host(framework, edges), want_edges)
+    np.testing.assert_array_equal(to_host(framework, counts), cpu_counts)
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("dtype", ["int8", "int16", "uint16"])
+def test_small_integer_bincounts_equal_numpy(framework, dtype):
+    host = small_host_samples(dtype, n=1 << 18)
+    host = np.abs(host.astype(np.int64)).clip(0, np.iinfo(dtype).max).astype(dtype)
+    x = to_device(framework, host)
+    np.testing.assert_array_equal(to_host(framework, tally.bincount(x, minlength=10)), np.bincount(host, minlength=10))
+    if np.iinfo(dtype).min < 0:
+        with pytest.raises(ValueError, match="^x: bincount takes non-negative"):
+            tally.bincount(to_device(framework, np.array([0] * 1000 + [-5] + [7] * 1000, dtype)))
+
+
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("dtype", SMALL_DTYPES)
+def test_small_dtypes_reductions_and_predicates_follow_numpy(framework, dtype):
+    host = small_host_samples(dtype)
+    a = to_device(framework, host)
+    assert to_host(framework, tally.min(a)) == host.min() and to_host(framework, tally.max(a)) == host.max()
+    assert to_host(framework, tally.min(a)).dtype == host.dtype
+    if dtype == "float16":
+        total = to_host(framework, tally.sum(a))
+        assert total.dtype == np.float32  # summed in float32, as the CPU backend sums them
+        np.testing.assert_allclose(total, host.sum(dtype=np.float64), rtol=1e-5)
+        assert to_host(framework, tally.sum(a, deterministic=True)).tobytes() == tally.sum(host, deterministic=True).tobytes()
+        values = [500, 99.5, 2049, 0.1, np.float64(0.1), 65520, float("nan"), 2.0**-24]
+    else:
+        assert to_host(framework, tally.sum(a)) == host.sum()
+        values = [500, 99.5, -3, 300, -129, 128, 32768, 65536]
+    for value in values:
+        with np.errstate(all="ignore"):
+            mask = host < value
+        assert to_host(framework, tally.count_if(a, "<", value)) == np.count_nonzero(mask), value
+        assert to_host(framework, tally.find_first(a, "<", value)) == (np.argmax(mask) if mask.any() else host.size)
+
+
+BFLOAT16_FRAMEWORKS = [f for f in FRAMEWORKS if f in ("torch", "jax")]
+try:
+    import torch  # noqa: F401 - JAX's bfloat16 arrays go through PyTorch too
+except ImportError:
+    BFLOAT16_FRAMEWORKS = []
+
+
+def to_device_bfloat16(framework, host32):
+    """float32 values, each a bfloat16 (so the conversion is exact), as a bfloat16 device array."""
+    if framework == "jax":
+        import jax
+
+        return jax.device_put(jax.numpy.asarray(host32, dtype=jax.numpy.bfloat16), jax.devices("gpu")[0])
+    import torch
+
+    return torch.from_numpy(host32).cuda().to(torch.bfloat16)
+
+
+def to_host_float32(framework, a):
+    if framework == "jax":
+        import jax
+
+        return np.asarray(a.astype(jax.numpy.float32))
+    return a.float().cpu().numpy()
+
+
+def bfloat16_values(host: np.ndarray) -> np.ndarray:
+    """float32 `host` truncated to bfloat16 (the top 16 bits): float32 values that are bfloat16's."""
+    return (host.astype(np.float32).view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+
+
+def rounded_to_bfloat16(x: np.ndarray) -> np.ndarray:
+    """float64 `x` rounded to the nearest bfloat16 (ties to even), straight from double: 8
+    significant bits, normal down to 2^-126, infinity beyond the largest value."""
+    mantissa, exponent = np.frexp(x)
+    unit = np.maximum(exponent, -125) - 8
+    rounded = np.ldexp(np.rint(np.ldexp(x, -unit)), unit)
+    return np.where(np.abs(rounded) > float.fromhex("0x1.fep127"), np.copysign(np.inf, x), rounded)
+
+
+@pytest.mark.parametrize("framework", BFLOAT16_FRAMEWORKS or [pytest.param("torch", marks=pytest.mark.skip(
+    reason="bfloat16 arrays need PyTorch with CUDA"))])
+def test_bfloat16_counts_with_edges_rounded_to_bfloat16(framework):
+    host = bfloat16_values(RNG.random(1 << 20) * 1000 - 100)
+    host[:8] = [0.0, -0.0, 2.0**-126, -(2.0**-133), 255, 256, 257, 900]  # 257 is no bfloat16: 256 stands
+    host = bfloat16_values(host)
+    with_specials = host.copy()
+    with_specials[8:11] = [np.nan, np.inf, -np.inf]
+    a, a_specials = to_device_bfloat16(framework, host), to_device_bfloat16(framework, with_specials)
+    for bins, range_ in ((10, (0, 1000)), (37, (-100.5, 900.25)), (100, None), (256, (0, 1024)), (1, None)):
+        lower, upper = (float(host.min()), float(host.max())) if range_ is None else map(float, range_)
+        step = (upper - lower) / bins
+        want_edges = rounded_to_bfloat16(np.concatenate([np.arange(bins) * step + lower, [upper]]))
+        counts, edges = tally.histogram(a if range_ is None else a_specials, bins, range=range_)
+        np.testing.assert_array_equal(to_host_float32(framework, edges), want_edges)
+        # numpy counts float32 values against float64 edges given as an array exactly: by the edges
+        want_counts = np.histogram(with_specials if range_ else host, want_edges)[0]
+        np.testing.assert_array_equal(to_host(framework, counts), want_counts)
+    with pytest.raises(ValueError, match="^Too many bins for data range"):  # bfloat16 edges 4 apart near 1000
+        tally.histogram(a, 1000, range=(0, 1000))
+    with pytest.raises(ValueError, match="not finite"):
+        tally.histogram(a_specials, 10)
+    with pytest.raises(TypeError, match="^x: bincount takes integer"):
+        tally.bincount(a)
+
+
+@pytest.mark.parametrize("framework", BFLOAT16_FRAMEWORKS or [pytest.param("torch", marks=pytest.mark.skip(
+    reason="bfloat16 arrays need PyTorch with CUDA"))])
+def test_bfloat16_reductions_and_predicates(framework):
+    host = bfloat16_values(RNG.random(1 << 20) * 1000 - 100)
+    a = to_device_bfloat16(framework, host)
+    assert to_host_float32(framework, tally.min(a)) == host.min()
+    assert to_host_float32(framework, tally.max(a)) == host.max()
+    total = to_host(framework, tally.sum(a))
+    assert total.dtype == np.float32
+    np.testing.assert_allclose(total, host.sum(dtype=np.float64), rtol=1e-5)
+    # The deterministic sum of bfloat16 values is float32's of the same values: the same bits.
+    assert to_host(framework, tally.sum(a, deterministic=True)).tobytes() == tally.sum(host, deterministic=True).tobytes()
+    import torch
+
+    reference = torch.from_numpy(host).cuda().to(torch.bfloat16)  # PyTorch compares a Python float in bfloat16
+    compare = {"<": operator.lt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne}
+    for op, value in (("<", 0.1), ("<", 500), (">=", 257.0), ("==", 256), ("!=", float("nan")), ("<", 1e39)):
+        want = int(torch.count_nonzero(compare[op](reference, value)))
+        assert to_host(framework, tally.count_if(a, op, value)) == want, (op, value)
