@@ -148,7 +148,7 @@ range_bin_mapper<Sample> edges_on_device(std::span<const double> edges, char* st
 
 /// The exact-float shortcut for float16 or bfloat16 samples where every edge is exact in the
 /// type itself (then rounding the edges to it changes nothing): a power-of-two step, both bounds
-/// within 2^digits steps of zero, the step no finer than the type's subnormals, the upper bound
+/// at most 2^digits steps from zero, the step no finer than the type's subnormals, the upper bound
 /// finite in the type.
 template <class Half>
 std::optional<tally::detail::exact_float_bin_mapper> half_exact_bins(const even_bins& bins, upper_edge last_edge) {
@@ -157,7 +157,8 @@ std::optional<tally::detail::exact_float_bin_mapper> half_exact_bins(const even_
   const double step = (bins.upper - bins.lower) / static_cast<double>(bins.num_bins);
   const double reach = std::max(std::fabs(bins.lower), std::fabs(bins.upper)) / step;
   const double quantum = std::ldexp(1.0, Half::min_exponent - Half::digits + 1);
-  if (reach >= std::ldexp(1.0, Half::digits) || step < quantum || std::fabs(bins.upper) > Half::largest) {
+  // Edges k * step with |k| <= 2^digits have at most `digits` significant bits (2^digits itself one).
+  if (reach > std::ldexp(1.0, Half::digits) || step < quantum || std::fabs(bins.upper) > Half::largest) {
     return std::nullopt;
   }
   return as_float.exact_float_mapper();

@@ -161,6 +161,7 @@ std::vector<layout> layouts_for() {
     even(4096, 0.0, 1000.0);
     even(256, -1.0, 1.0);                // edges exact in the type: widened to float, no table
     even(2048, -1024.0, 1024.0);         // exact in float16, not in bfloat16 (a table)
+    even(4096, -8.0, 8.0);               // float16's widest exact reach: 2^11 steps from zero
     even(64, 0x1p-20, 0x1p-14);          // float16 subnormal edges
     even(1000, -3.3, 7.9);
     even(100, 1.0, 1.001);  // edges that round onto each other: empty bins

@@ -28,6 +28,9 @@ namespace tally::detail {
 inline std::size_t shared_copy_bytes(std::int64_t num_bins) {
   return static_cast<std::size_t>(swizzled_words(num_bins)) * 4;
 }
+/// Bytes of a block's copy in shared memory as count_vectorized counts into it: the bins and the
+/// word after them that takes the left-out samples.
+inline std::size_t counting_copy_bytes(std::int64_t num_bins) { return shared_copy_bytes(num_bins + 1); }
 inline std::size_t packed_copy_bytes(std::int64_t num_bins) {
   return static_cast<std::size_t>(swizzled_words(packed_words(num_bins)) + packed_mode_words) * 4;
 }
@@ -67,7 +70,7 @@ inline const char* histogram_strategy_unfit(strategy s, std::int64_t num_bins, c
   }
   const bool shared = s == strategy::shared_atomic || s == strategy::two_phase ||
                       s == strategy::warp_aggregated || s == strategy::replicated;
-  if (shared && shared_copy_bytes(num_bins) > props.shared_memory_per_block_optin) {
+  if (shared && counting_copy_bytes(num_bins) > props.shared_memory_per_block_optin) {
     return "needs num_bins * 4 bytes of shared memory per block, more than this GPU gives a block";
   }
   if (s == strategy::packed16 && packed_copy_bytes(num_bins) > props.shared_memory_per_block_optin) {
@@ -109,7 +112,7 @@ inline choice choose_gpu_histogram(strategy requested, std::int64_t num_bins, st
             "where they pile into few values, counts into one plain copy instead, whose increments of one value "
             "the hardware merges"};
   }
-  if (shared_copy_bytes(num_bins) <= props.shared_memory_per_block_optin) {
+  if (counting_copy_bytes(num_bins) <= props.shared_memory_per_block_optin) {
     // The hardware merges a warp's increments of one word, so one plain copy keeps up with the
     // reads; replicas and software aggregation add work without gaining speed.
     return {strategy::shared_atomic,
@@ -279,7 +282,7 @@ cudaError_t make_histogram_policy(strategy requested, const Mapper& map, std::in
       policy.temp_bytes = policy.copy_bytes * blocks;
       return cudaSuccess;
     case strategy::two_phase:
-      policy.shared_bytes = policy.copy_bytes;
+      policy.shared_bytes = counting_copy_bytes(num_bins);
       policy.table_words = place_tables(map, policy.shared_bytes, props);
       if (cudaError_t e = histogram_grid(two_phase_histogram_kernel<privatized, Sample, Mapper>, num_samples,
                                          policy.shared_bytes, props, max_copies, blocks, policy.block_threads);
@@ -301,7 +304,7 @@ cudaError_t make_histogram_policy(strategy requested, const Mapper& map, std::in
   }
   constexpr bool bytes = std::is_same_v<Mapper, byte_shift_mapper>;
   if (s == strategy::replicated) policy.copies = bytes ? byte_replica_count(num_bins, props) : replica_count(num_bins);
-  policy.shared_bytes = policy.copy_bytes * policy.copies;
+  policy.shared_bytes = (bytes ? policy.copy_bytes : counting_copy_bytes(num_bins)) * policy.copies;
   if constexpr (bytes) {
     if (s != strategy::warp_aggregated) {
       // Bytes over all 256 values: the byte kernel, no tables, its counts zeroed by a memset.
