@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import tally
+from test_numpy import assert_weighted_like_numpy
 
 # numpy's float16 arithmetic warns where it overflows (as tally, which asks numpy for the edges,
 # does then): these tests compare results and errors, not warnings.
@@ -200,15 +201,7 @@ def test_density_and_weighted_histograms_follow_numpy(dtype):
     a = samples(dtype, "steps")
     np.testing.assert_allclose(tally.histogram(a, 33, range=(0, 1000), density=True)[0],
                                np.histogram(a, 33, range=(0, 1000), density=True)[0], rtol=1e-12)
-    for weight_dtype in ("float32", "float64"):
-        w = RNG.normal(size=a.size).astype(weight_dtype)
-        sums, _ = tally.histogram(a, 128, range=(0, 1000), weights=w)
-        want, _ = np.histogram(a, 128, range=(0, 1000), weights=w)
-        assert sums.dtype == want.dtype
-        np.testing.assert_allclose(sums, want, rtol=1e-4 if weight_dtype == "float32" else 1e-9, atol=1e-3)
-        bits = {tally.histogram(a, 128, range=(0, 1000), weights=w, deterministic=True, strategy=s)[0].tobytes()
-                for s in ("sequential", "privatized", "automatic")}
-        assert len(bits) == 1
+    assert_weighted_like_numpy(a, RNG)
 
 
 @pytest.mark.parametrize("dtype", ["int8", "int16", "uint16"])

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "common/reference.hpp"
+#include "common/small_values.hpp"
 #include "tally/cpu.hpp"
 #include "test_support.hpp"
 
@@ -26,16 +27,8 @@ using tally::bfloat16;
 using tally::float16;
 using tally::upper_edge;
 
-template <class T>
-constexpr std::uint32_t value_count = std::uint32_t{1} << (8 * sizeof(T));
-
-template <class T>
-T from_bits(std::uint32_t bits) {
-  T value;
-  const auto word = static_cast<std::conditional_t<sizeof(T) == 1, std::uint8_t, std::uint16_t>>(bits);
-  std::memcpy(&value, &word, sizeof(value));
-  return value;
-}
+using tally_test::from_bits;
+using tally_test::value_count;
 
 /// Every value of the type, each once, in the order of its bits (NaN and infinities included).
 template <class T>
@@ -61,11 +54,7 @@ double as_double(T x) {
 
 template <class T>
 std::string type_label() {
-  if constexpr (std::is_same_v<T, std::int8_t>) return "int8";
-  else if constexpr (std::is_same_v<T, std::int16_t>) return "int16";
-  else if constexpr (std::is_same_v<T, std::uint16_t>) return "uint16";
-  else if constexpr (std::is_same_v<T, float16>) return "float16";
-  else return "bfloat16";
+  return tally_test::small_type_name<T>();
 }
 
 /// Ranges that each path of each type meets: unit steps (also past the type's ends), whole and

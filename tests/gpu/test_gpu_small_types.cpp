@@ -16,6 +16,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/small_values.hpp"
 #include "gpu/gpu_test_support.hpp"
 
 namespace tally::test {
@@ -23,24 +24,12 @@ namespace {
 
 constexpr std::uint64_t seed = 20261125;
 
-template <class T>
-constexpr std::uint32_t value_count = std::uint32_t{1} << (8 * sizeof(T));
-
-template <class T>
-T from_bits(std::uint32_t bits) {
-  T value;
-  const auto word = static_cast<std::conditional_t<sizeof(T) == 1, std::uint8_t, std::uint16_t>>(bits);
-  std::memcpy(&value, &word, sizeof(value));
-  return value;
-}
+using tally_test::from_bits;
+using tally_test::value_count;
 
 template <class T>
 std::string small_name() {
-  if constexpr (std::is_same_v<T, std::int8_t>) return "int8";
-  else if constexpr (std::is_same_v<T, std::int16_t>) return "int16";
-  else if constexpr (std::is_same_v<T, std::uint16_t>) return "uint16";
-  else if constexpr (std::is_same_v<T, float16>) return "float16";
-  else return "bfloat16";
+  return tally_test::small_type_name<T>();
 }
 
 /// Samples that reach every value of the type several times (shuffled), then `extra` more: random
