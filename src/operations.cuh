@@ -203,34 +203,34 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
   if constexpr (is_small_sample_v<Sample>) {
     return small_histogram_even(function, samples, counts, bins, ws, options, stream);
   } else {
-  const even_bin_mapper<Sample> map(bins, options.last_edge);
-  auto make_cub_histogram = [&] {
-    check_cub_bins(function, bins.num_bins);
-    // CUB bins with arithmetic of its own: it runs only where that gives numpy's bins, else refuses.
-    if (const char* why = tally::detail::cub_even_bins_unfit<Sample>(bins, options.last_edge)) {
-      throw_unsupported(function, strategy::cub, std::string("would count other bins than numpy's here: ") + why);
+    const even_bin_mapper<Sample> map(bins, options.last_edge);
+    auto make_cub_histogram = [&] {
+      check_cub_bins(function, bins.num_bins);
+      // CUB bins with arithmetic of its own: it runs only where that gives numpy's bins, else refuses.
+      if (const char* why = tally::detail::cub_even_bins_unfit<Sample>(bins, options.last_edge)) {
+        throw_unsupported(function, strategy::cub, std::string("would count other bins than numpy's here: ") + why);
+      }
+      const auto [lower, upper] = cub_levels<Sample>(function, bins);
+      return cub_even_histogram_for(samples, counts, bins.num_bins, lower, upper);
+    };
+    // Exact shortcuts run as their own small mappers: fewer registers, so fuller multiprocessors.
+    const auto run_with = [&](auto mapper) {
+      return run_histogram(function, samples, counts, bins.num_bins, ws, options, stream, 0,
+                           [mapper](char*) { return mapper; }, make_cub_histogram);
+    };
+    if constexpr (std::is_same_v<Sample, std::uint8_t>) {
+      if (tally::detail::byte_shift_mapper::covers_every_byte(bins.lower, bins.upper, bins.num_bins)) {
+        return run_with(tally::detail::byte_shift_mapper(static_cast<int>(-bins.lower), bins.num_bins));
+      }
     }
-    const auto [lower, upper] = cub_levels<Sample>(function, bins);
-    return cub_even_histogram_for(samples, counts, bins.num_bins, lower, upper);
-  };
-  // Exact shortcuts run as their own small mappers: fewer registers, so fuller multiprocessors.
-  const auto run_with = [&](auto mapper) {
-    return run_histogram(function, samples, counts, bins.num_bins, ws, options, stream, 0,
-                         [mapper](char*) { return mapper; }, make_cub_histogram);
-  };
-  if constexpr (std::is_same_v<Sample, std::uint8_t>) {
-    if (tally::detail::byte_shift_mapper::covers_every_byte(bins.lower, bins.upper, bins.num_bins)) {
-      return run_with(tally::detail::byte_shift_mapper(static_cast<int>(-bins.lower), bins.num_bins));
+    if (tally::detail::even_bins_take_grid(map)) {
+      // numpy's edges, computed where they are needed: a few on the host to plan, all on the device.
+      return run_grid_histogram(
+          function, samples, counts, bins.num_bins + 1, [&map](std::int64_t i) { return static_cast<double>(map.edge(i)); },
+          std::span<const double>{}, [&map](char*) { return tally::detail::computed_even_edges<Sample>{map}; }, ws,
+          options, stream, make_cub_histogram);
     }
-  }
-  if (tally::detail::even_bins_take_grid(map)) {
-    // numpy's edges, computed where they are needed: a few on the host to plan, all on the device.
-    return run_grid_histogram(
-        function, samples, counts, bins.num_bins + 1, [&map](std::int64_t i) { return static_cast<double>(map.edge(i)); },
-        std::span<const double>{}, [&map](char*) { return tally::detail::computed_even_edges<Sample>{map}; }, ws,
-        options, stream, make_cub_histogram);
-  }
-  return tally::detail::with_fastest_mapper(map, run_with);
+    return tally::detail::with_fastest_mapper(map, run_with);
   }
 }
 
@@ -246,15 +246,15 @@ choice histogram_range_async(std::span<const Sample> samples, std::span<Counter>
   if constexpr (is_small_sample_v<Sample>) {
     return small_histogram_range(function, samples, counts, edges, ws, options, stream);
   } else {
-  auto make_cub_histogram = [&] {
-    check_cub_bins(function, num_edges - 1);
-    return tally::detail::cub_range_histogram<Sample, cub_counter_t<Counter>>{
-        samples.data(), as_cub_counters(counts), static_cast<int>(num_edges), static_cast<std::int64_t>(samples.size())};
-  };
-  return run_grid_histogram(
-      function, samples, counts, num_edges, [edges](std::int64_t i) { return edges[static_cast<std::size_t>(i)]; },
-      edges, [](char* storage) { return tally::detail::edges_in_memory{reinterpret_cast<const double*>(storage)}; },
-      ws, options, stream, make_cub_histogram);
+    auto make_cub_histogram = [&] {
+      check_cub_bins(function, num_edges - 1);
+      return tally::detail::cub_range_histogram<Sample, cub_counter_t<Counter>>{
+          samples.data(), as_cub_counters(counts), static_cast<int>(num_edges), static_cast<std::int64_t>(samples.size())};
+    };
+    return run_grid_histogram(
+        function, samples, counts, num_edges, [edges](std::int64_t i) { return edges[static_cast<std::size_t>(i)]; },
+        edges, [](char* storage) { return tally::detail::edges_in_memory{reinterpret_cast<const double*>(storage)}; },
+        ws, options, stream, make_cub_histogram);
   }
 }
 
@@ -273,23 +273,23 @@ choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts
     half_open.last_edge = upper_edge::exclusive;
     return small_bincount(function, samples, counts, ws, half_open, stream);
   } else {
-  const bincount_mapper<Sample> map(num_bins);
-  auto make_cub_histogram = [&] {
-    check_cub_bins(function, num_bins);
-    const auto [lower, upper] = cub_levels<Sample>(function, even_bins{num_bins, 0.0, static_cast<double>(num_bins)});
-    return cub_even_histogram_for(samples, counts, num_bins, lower, upper);
-  };
-  histogram_options half_open = options;
-  half_open.last_edge = upper_edge::exclusive;  // bincount has no upper edge
-  if constexpr (std::is_same_v<Sample, std::uint8_t>) {
-    if (num_bins >= 256) {
-      const tally::detail::byte_shift_mapper bytes(0, num_bins);
-      return run_histogram(function, samples, counts, num_bins, ws, half_open, stream, 0,
-                           [bytes](char*) { return bytes; }, make_cub_histogram);
+    const bincount_mapper<Sample> map(num_bins);
+    auto make_cub_histogram = [&] {
+      check_cub_bins(function, num_bins);
+      const auto [lower, upper] = cub_levels<Sample>(function, even_bins{num_bins, 0.0, static_cast<double>(num_bins)});
+      return cub_even_histogram_for(samples, counts, num_bins, lower, upper);
+    };
+    histogram_options half_open = options;
+    half_open.last_edge = upper_edge::exclusive;  // bincount has no upper edge
+    if constexpr (std::is_same_v<Sample, std::uint8_t>) {
+      if (num_bins >= 256) {
+        const tally::detail::byte_shift_mapper bytes(0, num_bins);
+        return run_histogram(function, samples, counts, num_bins, ws, half_open, stream, 0,
+                             [bytes](char*) { return bytes; }, make_cub_histogram);
+      }
     }
-  }
-  return run_histogram(function, samples, counts, num_bins, ws, half_open, stream, 0, [&](char*) { return map; },
-                       make_cub_histogram);
+    return run_histogram(function, samples, counts, num_bins, ws, half_open, stream, 0, [&](char*) { return map; },
+                         make_cub_histogram);
   }
 }
 

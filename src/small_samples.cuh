@@ -37,21 +37,19 @@ struct no_cub_histogram {
 /// (H100, CCCL 3.0, 70000 random edges).
 template <class Sample>
 void refuse_cub_for_small(std::string_view function, const histogram_options& options, std::int64_t num_bins) {
+  if (options.algorithm != strategy::cub) return;
   if constexpr (std::is_same_v<Sample, std::uint16_t>) {
-    if (options.algorithm == strategy::cub && num_bins > 65536) {
+    if (num_bins > 65536) {
       throw_unsupported(function, strategy::cub,
                         "takes at most 65536 bins of uint16 samples: past that CUB's DeviceHistogram miscounted them "
                         "in tally's tests (" + std::to_string(num_bins) + " bins)");
     }
-  }
-  if constexpr (!std::is_same_v<Sample, std::uint16_t>) {
-    if (options.algorithm == strategy::cub) {
-      throw_unsupported(function, strategy::cub,
-                        "is not run for int8, int16, float16 or bfloat16 samples: CUB's DeviceHistogram drops negative "
-                        "int8 samples, puts full-range int8 and int16 levels in one bin, miscounts bfloat16 even "
-                        "bins and more than 32768 int16 or 2048 float16 bins (NVIDIA/cccl#10975, #10976, #10977, "
-                        "#10940)");
-    }
+  } else {
+    throw_unsupported(function, strategy::cub,
+                      "is not run for int8, int16, float16 or bfloat16 samples: CUB's DeviceHistogram drops negative "
+                      "int8 samples, puts full-range int8 and int16 levels in one bin, miscounts bfloat16 even "
+                      "bins and more than 32768 int16 or 2048 float16 bins (NVIDIA/cccl#10975, #10976, #10977, "
+                      "#10940)");
   }
 }
 
@@ -119,9 +117,11 @@ choice run_value_table(std::string_view function, std::span<const Sample> sample
   auto prepare = [&](char* storage) {
     if (storage == nullptr) return table_mapper(first_key, window.span, num_bins, nullptr);
     auto* table = reinterpret_cast<std::byte*>(storage + extra);
-    const auto reference = prepare_reference(storage);
-    check_cuda(tally::detail::dispatch_value_table<Sample>(reference, window, table, stream),
-               "filling the value table on the device");
+    const auto reference = prepare_reference(storage);  // range bins' edges, which cub reads too
+    if (options.algorithm != strategy::cub) {
+      check_cuda(tally::detail::dispatch_value_table<Sample>(reference, window, table, stream),
+                 "filling the value table on the device");
+    }
     return table_mapper(first_key, window.span, num_bins, table);
   };
   choice chose = run_histogram(function, sample_bits(samples), counts, num_bins, ws, options, stream,
@@ -185,43 +185,20 @@ choice small_histogram_even(std::string_view function, std::span<const Sample> s
         return no_cub_histogram{static_cast<std::int64_t>(samples.size())};
       }
     };
+    const auto run_with = [&](auto mapper) {
+      return run_histogram(function, sample_bits(samples), counts, bins.num_bins, ws, options, stream, 0,
+                           [mapper](char*) { return mapper; }, make_cub_histogram);
+    };
     if constexpr (std::is_integral_v<Sample>) {
-      if (map.unit_step()) {
-        // Bins of width one: the values from max(lower, the type's least) on, each its own bin.
-        const auto lowest = static_cast<std::int64_t>(std::numeric_limits<Sample>::lowest());
-        const auto highest = static_cast<std::int64_t>(std::numeric_limits<Sample>::max());
-        const auto lower = static_cast<std::int64_t>(bins.lower);
-        const std::int64_t first = std::clamp(lower, lowest, highest + 1);
-        const std::int64_t end = std::clamp(lower + bins.num_bins, lowest, highest + 1);
-        const tally::detail::value_window_mapper window(static_cast<std::uint16_t>(first),
-                                                        static_cast<std::uint32_t>(end - first), first - lower,
-                                                        bins.num_bins);
-        return run_histogram(function, sample_bits(samples), counts, bins.num_bins, ws, options, stream, 0,
-                             [window](char*) { return window; }, make_cub_histogram);
-      }
-    }
-    if constexpr (std::is_integral_v<Sample>) {
-      const auto step = static_cast<std::int64_t>((bins.upper - bins.lower) / static_cast<double>(bins.num_bins));
-      if (map.shortcut() == even_shortcut::integer_step && tally::detail::value_step_mapper::fits(bins.num_bins, step)) {
-        // A whole step: the offset from the lower edge over the step, by a multiply-high, no table.
-        const auto lowest = static_cast<std::int64_t>(std::numeric_limits<Sample>::lowest());
-        const auto highest = static_cast<std::int64_t>(std::numeric_limits<Sample>::max());
-        const auto lower = static_cast<std::int64_t>(bins.lower);
-        const auto upper = static_cast<std::int64_t>(bins.upper);
-        const std::int64_t first = std::clamp(lower, lowest, highest + 1);
-        const std::int64_t last = std::clamp(options.last_edge == upper_edge::inclusive ? upper : upper - 1, lowest - 1,
-                                             highest);
-        const tally::detail::value_step_mapper stepped(
-            static_cast<std::uint16_t>(first), static_cast<std::uint32_t>(std::max<std::int64_t>(last - first + 1, 0)),
-            static_cast<std::uint32_t>(first - lower), step, bins.num_bins);
-        return run_histogram(function, sample_bits(samples), counts, bins.num_bins, ws, options, stream, 0,
-                             [stepped](char*) { return stepped; }, make_cub_histogram);
+      // Unit bins: each value its own bin, a window; a whole step: a multiply-high; no table.
+      if (const auto window = tally::detail::unit_window_for(map, bins)) return run_with(*window);
+      if (const auto stepped =
+              tally::detail::whole_step_for(map, bins, options.last_edge == upper_edge::inclusive)) {
+        return run_with(*stepped);
       }
     } else {
       if (const auto exact = half_exact_bins<Sample>(bins, options.last_edge)) {
-        const tally::detail::half_exact_mapper<Sample> halves(*exact);
-        return run_histogram(function, sample_bits(samples), counts, bins.num_bins, ws, options, stream, 0,
-                             [halves](char*) { return halves; }, make_cub_histogram);
+        return run_with(tally::detail::half_exact_mapper<Sample>(*exact));
       }
     }
     if (bins.num_bins > tally::detail::value_table_mapper<tally::detail::value_order::bits>::max_bins &&

@@ -241,7 +241,10 @@ advice explain(const std::vector<bench_row>& rows, const input_shape& shape, con
   bool fits_private = true;
   if (on_gpu) {
     const auto shared = static_cast<double>(gpu::describe_device().shared_memory_per_block_optin);
-    fits_private = copy_bytes <= shared;
+    // A block's copy as the library lays it out: whole rows of 32 words, and one word past the
+    // bins for the samples it leaves out.
+    const double counting_bytes = std::ceil(static_cast<double>(bins.num_bins + 1) / 32.0) * 32.0 * 4.0;
+    fits_private = counting_bytes <= shared;
     text += fmt::format("The {} counters take {}, which {} the {} of shared memory a block may have{}. ",
                         bins.num_bins, bytes_text(copy_bytes), fits_private ? "fits in" : "does not fit in",
                         bytes_text(shared),

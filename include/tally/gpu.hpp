@@ -196,7 +196,7 @@ Result predicate_waited(operation op, std::span<const T> samples, compare_to<T> 
 template <class Sample, class Counter>
 choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> counts, const even_bins& bins,
                             workspace& ws, const histogram_options& options = {}, stream_t stream = nullptr) {
-  static_assert(is_histogram_sample_v<Sample>, "histogram samples: int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float, double");
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: the types of is_histogram_sample_v (tally/bins.hpp)");
   static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
   return detail::histogram_even_async(samples, counts, bins, ws, options, stream);
 }
@@ -221,7 +221,7 @@ template <class Sample, class Weight, class Sum>
 choice histogram_even_async(std::span<const Sample> samples, std::span<const Weight> weights, std::span<Sum> sums,
                             const even_bins& bins, workspace& ws, const histogram_options& options = {},
                             stream_t stream = nullptr) {
-  static_assert(is_histogram_sample_v<Sample>, "histogram samples: int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float, double");
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: the types of is_histogram_sample_v (tally/bins.hpp)");
   static_assert(is_weight_v<Weight>, "weights: float or double");
   static_assert(is_weight_sum_v<Sum>, "weighted sums: double");
   return detail::histogram_even_weighted_async(samples, weights, sums, bins, ws, options, stream);
@@ -235,7 +235,7 @@ template <class Sample, class Weight, class Sum>
 histogram_result histogram_even(std::span<const Sample> samples, std::span<const Weight> weights, std::span<Sum> sums,
                                 const even_bins& bins, const histogram_options& options = {},
                                 stream_t stream = nullptr) {
-  static_assert(is_histogram_sample_v<Sample>, "histogram samples: int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float, double");
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: the types of is_histogram_sample_v (tally/bins.hpp)");
   static_assert(is_weight_v<Weight>, "weights: float or double");
   static_assert(is_weight_sum_v<Sum>, "weighted sums: double");
   return detail::histogram_even_weighted(samples, weights, sums, bins, options, stream);
@@ -249,7 +249,7 @@ template <class Sample, class Counter>
 choice histogram_range_async(std::span<const Sample> samples, std::span<Counter> counts,
                              std::span<const double> edges, workspace& ws, const histogram_options& options = {},
                              stream_t stream = nullptr) {
-  static_assert(is_histogram_sample_v<Sample>, "histogram samples: int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float, double");
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: the types of is_histogram_sample_v (tally/bins.hpp)");
   static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
   return detail::histogram_range_async(samples, counts, edges, ws, options, stream);
 }
@@ -271,7 +271,7 @@ histogram_result histogram_range(std::span<const Sample> samples, std::span<Coun
 template <class Sample, class Counter>
 choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts, workspace& ws,
                       const histogram_options& options = {}, stream_t stream = nullptr) {
-  static_assert(is_bincount_sample_v<Sample>, "bincount samples: int8, uint8, int16, uint16, int32, uint32, int64");
+  static_assert(is_bincount_sample_v<Sample>, "bincount samples: the integer histogram samples");
   static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
   return detail::bincount_async(samples, counts, ws, options, stream);
 }
@@ -293,7 +293,7 @@ histogram_result bincount(std::span<const Sample> samples, std::span<Counter> co
 template <class T>
 choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, const reduce_options& options = {},
                     stream_t stream = nullptr) {
-  static_assert(is_reduce_sample_v<T>, "reduce samples: int8, int16, uint16, int32, uint32, int64, float16, bfloat16, float, double");
+  static_assert(is_reduce_sample_v<T>, "reduce samples: the types of is_reduce_sample_v (tally/reduce.hpp)");
   return detail::reduce_async(samples, op, ws, options, stream);
 }
 

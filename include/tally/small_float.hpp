@@ -110,7 +110,7 @@ struct float16 {
 
 /** @brief A bfloat16 sample (CUDA's __nv_bfloat16, torch.bfloat16): float's range, 8 significant bits. */
 struct bfloat16 {
-  std::uint16_t bits;  // no initializer: a trivial type, as __half is (float16{} is zero)
+  std::uint16_t bits;  // no initializer: a trivial type, as __nv_bfloat16 is (bfloat16{} is zero)
 
   static constexpr int digits = 8;
   static constexpr int min_exponent = -126;

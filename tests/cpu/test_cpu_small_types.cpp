@@ -19,6 +19,7 @@
 #include "common/reference.hpp"
 #include "common/small_values.hpp"
 #include "tally/cpu.hpp"
+#include "tally/detail/value_tables.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -50,11 +51,6 @@ std::vector<T> random_values(std::size_t n, std::uint64_t seed) {
 template <class T>
 double as_double(T x) {
   return static_cast<double>(x);
-}
-
-template <class T>
-std::string type_label() {
-  return tally_test::small_type_name<T>();
 }
 
 /// Ranges that each path of each type meets: unit steps (also past the type's ends), whole and
@@ -89,9 +85,7 @@ class CpuSmallTypes : public ::testing::Test {};
 using SmallTypes = ::testing::Types<std::int8_t, std::int16_t, std::uint16_t, float16, bfloat16>;
 TYPED_TEST_SUITE(CpuSmallTypes, SmallTypes);
 
-template <class T>
-void expect_strategies_match(std::span<const T> samples, const tally_test::reference_histogram& want,
-                             const auto& run) {
+void expect_strategies_match(const tally_test::reference_histogram& want, const auto& run) {
   for (const tally::strategy s : tally_test::cpu_strategies_and_automatic(tally::operation::histogram)) {
     SCOPED_TRACE(std::string(tally::to_string(s)));
     std::vector<std::uint64_t> counts(want.counts.size(), tally_test::poison<std::uint64_t>);
@@ -105,7 +99,6 @@ void expect_strategies_match(std::span<const T> samples, const tally_test::refer
       ASSERT_EQ(e.code(), tally::errc::not_supported) << e.what();
     }
   }
-  (void)samples;
 }
 
 TYPED_TEST(CpuSmallTypes, EveryValueInEvenBinsMatchesTheOracle) {
@@ -114,10 +107,10 @@ TYPED_TEST(CpuSmallTypes, EveryValueInEvenBinsMatchesTheOracle) {
   const std::span<const T> samples(values);
   for (const tally::even_bins& bins : ranges_for<T>()) {
     for (const upper_edge mode : {upper_edge::exclusive, upper_edge::inclusive}) {
-      SCOPED_TRACE(::testing::Message() << type_label<T>() << " bins=" << bins.num_bins << " [" << bins.lower << ", "
+      SCOPED_TRACE(::testing::Message() << tally_test::small_type_name<T>() << " bins=" << bins.num_bins << " [" << bins.lower << ", "
                                         << bins.upper << ") inclusive=" << (mode == upper_edge::inclusive));
       const auto want = tally_test::reference_histogram_even(samples, bins, mode);
-      expect_strategies_match(samples, want, [&](std::span<std::uint64_t> counts, tally::strategy s) {
+      expect_strategies_match(want, [&](std::span<std::uint64_t> counts, tally::strategy s) {
         return tally::cpu::histogram_even(samples, counts, bins, {s, mode});
       });
     }
@@ -152,10 +145,10 @@ TYPED_TEST(CpuSmallTypes, EveryValueInRangeBinsMatchesTheOracle) {
       }
       std::sort(edges.begin(), edges.end());
       for (const upper_edge mode : {upper_edge::exclusive, upper_edge::inclusive}) {
-        SCOPED_TRACE(::testing::Message() << type_label<T>() << " edges=" << num_edges << " trial=" << trial
+        SCOPED_TRACE(::testing::Message() << tally_test::small_type_name<T>() << " edges=" << num_edges << " trial=" << trial
                                           << " inclusive=" << (mode == upper_edge::inclusive));
         const auto want = tally_test::reference_histogram_range(samples, std::span<const double>(edges), mode);
-        expect_strategies_match(samples, want, [&](std::span<std::uint64_t> counts, tally::strategy s) {
+        expect_strategies_match(want, [&](std::span<std::uint64_t> counts, tally::strategy s) {
           return tally::cpu::histogram_range(samples, counts, std::span<const double>(edges), {s, mode});
         });
       }
@@ -171,9 +164,9 @@ TYPED_TEST(CpuSmallTypes, BincountOfEveryNonNegativeValueMatchesTheOracle) {
       if (v >= 0) values.push_back(v);
     }
     for (const std::int64_t num_bins : {1, 100, 300, 70000}) {
-      SCOPED_TRACE(::testing::Message() << type_label<T>() << " bins=" << num_bins);
+      SCOPED_TRACE(::testing::Message() << tally_test::small_type_name<T>() << " bins=" << num_bins);
       const auto want = tally_test::reference_bincount_counts(std::span<const T>(values), num_bins);
-      expect_strategies_match(std::span<const T>(values), want, [&](std::span<std::uint64_t> counts, tally::strategy s) {
+      expect_strategies_match(want, [&](std::span<std::uint64_t> counts, tally::strategy s) {
         return tally::cpu::bincount(std::span<const T>(values), counts, {s});
       });
     }
@@ -289,6 +282,70 @@ TYPED_TEST(CpuSmallTypes, CountIfAndFindFirstIfMatchPlainLoops) {
     for (const tally::strategy s : tally_test::cpu_strategies_and_automatic(tally::operation::find_first_if)) {
       EXPECT_EQ(tally::cpu::find_first_if(samples, predicate, {s}).index, first) << tally::to_string(s);
     }
+  }
+}
+
+/// The GPU's mappers of 16-bit samples by their bits (value_tables.hpp), run on the host over every
+/// value: each must give the type's own mapper's bin, the window and the multiply-high up to the
+/// bound of their exactness (num_bins * step^2 just below 2^32), the table over the values
+/// counted_values finds, in both orders.
+template <class T, class BitsMapper, class Reference>
+void expect_every_value_maps_alike(const BitsMapper& by_bits, const Reference& reference) {
+  for (std::uint32_t bits = 0; bits < value_count<T>; ++bits) {
+    ASSERT_EQ(by_bits(static_cast<std::uint16_t>(bits)), reference(from_bits<T>(bits)))
+        << "bits " << bits << " value " << as_double(from_bits<T>(bits));
+  }
+}
+
+template <class T, class Reference>
+void expect_table_maps_alike(const Reference& reference, double first_edge, double last_edge, bool inclusive,
+                             std::int64_t num_bins) {
+  using values = tally::detail::small_values<T>;
+  const tally::detail::value_window window = tally::detail::counted_values<T>(first_edge, last_edge, inclusive);
+  std::vector<std::uint16_t> table(window.span + 8);
+  for (std::uint32_t p = 0; p < window.span; ++p) {
+    const std::int64_t bin = reference(values::at(window.first + p));
+    table[p] = bin < 0 ? std::uint16_t{0xffff} : static_cast<std::uint16_t>(bin);
+  }
+  const tally::detail::value_table_mapper<values::order> by_bits(
+      values::key_at(window.first), window.span, num_bins, reinterpret_cast<const std::byte*>(table.data()));
+  expect_every_value_maps_alike<T>(by_bits, reference);
+}
+
+TYPED_TEST(CpuSmallTypes, TheGpusValueMappersGiveTheTypesOwnBins) {
+  using T = TypeParam;
+  if constexpr (sizeof(T) == 1) {
+    GTEST_SKIP() << "bytes are counted per value and folded by the type's own mapper: no value mapper";
+  } else {
+    std::vector<tally::even_bins> cases = ranges_for<T>();
+    if constexpr (std::is_integral_v<T>) {
+      const double lo = std::numeric_limits<T>::lowest();
+      // Whole steps at the multiply-high's bound, one bin of the whole range, and past the ends.
+      cases.insert(cases.end(), {{1, lo, lo + 65535.0}, {1023, lo, lo + 1023.0 * 2048.0}, {16, -40000.0, 25536.0},
+                                 {4095, lo - 7.0, lo - 7.0 + 4095.0 * 1024.0}, {3, 0.0, 3.0}, {50, -100.0, 50.0}});
+    }
+    for (const tally::even_bins& bins : cases) {
+      for (const upper_edge mode : {upper_edge::exclusive, upper_edge::inclusive}) {
+        SCOPED_TRACE(::testing::Message() << tally_test::small_type_name<T>() << " bins=" << bins.num_bins << " [" << bins.lower << ", "
+                                          << bins.upper << ") inclusive=" << (mode == upper_edge::inclusive));
+        const tally::even_bin_mapper<T> map(bins, mode);
+        if constexpr (std::is_integral_v<T>) {
+          if (const auto window = tally::detail::unit_window_for(map, bins)) {
+            expect_every_value_maps_alike<T>(*window, map);
+          }
+          if (const auto stepped = tally::detail::whole_step_for(map, bins, mode == upper_edge::inclusive)) {
+            expect_every_value_maps_alike<T>(*stepped, map);
+          }
+        }
+        if (bins.num_bins <= tally::detail::value_table_mapper<tally::detail::value_order::bits>::max_bins) {
+          expect_table_maps_alike<T>(map, static_cast<double>(map.edge(0)), static_cast<double>(map.edge(bins.num_bins)),
+                                     mode == upper_edge::inclusive, bins.num_bins);
+        }
+      }
+    }
+    const std::vector<double> edges{-1000.5, -3.0, -0.0, 0.0, 1e-6, 2.5, 2.5, 300.0, 40000.0};
+    const tally::range_bin_mapper<T> range(edges.data(), static_cast<std::int64_t>(edges.size()), upper_edge::inclusive);
+    expect_table_maps_alike<T>(range, edges.front(), edges.back(), true, static_cast<std::int64_t>(edges.size()) - 1);
   }
 }
 

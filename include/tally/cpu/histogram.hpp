@@ -336,7 +336,7 @@ void check_no_negative(std::string_view function, std::span<const Sample> sample
 template <class Sample, class Counter>
 histogram_result histogram_even(std::span<const Sample> samples, std::span<Counter> counts, const even_bins& bins,
                                 const histogram_options& options = {}) {
-  static_assert(is_histogram_sample_v<Sample>, "histogram samples: int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float, double");
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: the types of is_histogram_sample_v (tally/bins.hpp)");
   static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
   constexpr std::string_view function = "tally::cpu::histogram_even";
   tally::detail::check_even_bins(function, bins);
@@ -384,7 +384,7 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<Count
 template <class Sample, class Weight, class Sum>
 histogram_result histogram_even(std::span<const Sample> samples, std::span<const Weight> weights, std::span<Sum> sums,
                                 const even_bins& bins, const histogram_options& options = {}) {
-  static_assert(is_histogram_sample_v<Sample>, "histogram samples: int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float, double");
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: the types of is_histogram_sample_v (tally/bins.hpp)");
   static_assert(is_weight_v<Weight>, "weights: float or double");
   static_assert(is_weight_sum_v<Sum>, "weighted sums: double");
   constexpr std::string_view function = "tally::cpu::histogram_even";
@@ -402,7 +402,7 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<const
 template <class Sample, class Counter>
 histogram_result histogram_range(std::span<const Sample> samples, std::span<Counter> counts,
                                  std::span<const double> edges, const histogram_options& options = {}) {
-  static_assert(is_histogram_sample_v<Sample>, "histogram samples: int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float, double");
+  static_assert(is_histogram_sample_v<Sample>, "histogram samples: the types of is_histogram_sample_v (tally/bins.hpp)");
   static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
   constexpr std::string_view function = "tally::cpu::histogram_range";
   tally::detail::check_range_edges(function, edges);
@@ -428,7 +428,7 @@ histogram_result histogram_range(std::span<const Sample> samples, std::span<Coun
 template <class Sample, class Counter>
 histogram_result bincount(std::span<const Sample> samples, std::span<Counter> counts,
                           const histogram_options& options = {}) {
-  static_assert(is_bincount_sample_v<Sample>, "bincount samples: int8, uint8, int16, uint16, int32, uint32, int64");
+  static_assert(is_bincount_sample_v<Sample>, "bincount samples: the integer histogram samples");
   static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
   constexpr std::string_view function = "tally::cpu::bincount";
   const auto num_bins = static_cast<std::int64_t>(counts.size());

@@ -185,7 +185,7 @@ inline void check_deterministic(std::string_view function, strategy s, std::uint
  */
 template <class T>
 reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_options& options = {}) {
-  static_assert(is_reduce_sample_v<T>, "reduce samples: int8, int16, uint16, int32, uint32, int64, float16, bfloat16, float, double");
+  static_assert(is_reduce_sample_v<T>, "reduce samples: the types of is_reduce_sample_v (tally/reduce.hpp)");
   constexpr std::string_view function = "tally::cpu::reduce";
   choice chose = detail::check_and_choose(function, operation::reduce, samples, options.algorithm);
   using A = accumulator_t<T>;

@@ -7,10 +7,14 @@
 // definition of its bins; the CPU backend maps with it directly.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <type_traits>
+#include <utility>
 
 #include "tally/bins.hpp"
 #include "tally/config.hpp"
@@ -78,7 +82,8 @@ struct small_values {
 
   /// Positions of the finite values: all of an integer type's; a float type's from its most
   /// negative finite value to its largest (infinities are never counted).
-  static constexpr std::uint32_t first_finite = is_half_float_v<Sample> ? (std::is_same_v<Sample, float16> ? 0x03ffu : 0x007fu) + 1 : 0;
+  static constexpr std::uint32_t first_finite =
+      is_half_float_v<Sample> ? (std::is_same_v<Sample, float16> ? 0x03ffu : 0x007fu) + 1 : 0;
   static constexpr std::uint32_t last_finite =
       is_half_float_v<Sample> ? (std::is_same_v<Sample, float16> ? 0xfbffu : 0xff7fu) : count - 1;
 };
@@ -122,7 +127,7 @@ class value_window_mapper {
  private:
   std::uint32_t first_ = 0;
   std::uint32_t span_ = 0;
-  int bin_offset_ = 0;  // the bin of the first value (bins never reach 2^31 here)
+  int bin_offset_ = 0;  // the bin of the first value (unit_window_for keeps bins below 2^31)
   std::int64_t num_bins_ = 0;
 };
 
@@ -208,7 +213,9 @@ class value_table_mapper {
       : first_(first_key), span_(span), num_bins_(num_bins), table_(reinterpret_cast<const entry_type*>(table)) {}
 
   /// Bytes of a table of `span` entries, in whole 16-byte vectors (the blocks copy it so).
-  static std::size_t table_bytes(std::uint32_t span) { return (span * sizeof(entry_type) + 15) / 16 * 16; }
+  TALLY_HOST_DEVICE static std::size_t table_bytes(std::uint32_t span) {
+    return (span * sizeof(entry_type) + 15) / 16 * 16;
+  }
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
@@ -230,7 +237,7 @@ class value_table_mapper {
     return entry == left_out_entry ? left_out_bin : static_cast<std::int64_t>(entry);
   }
 
-  TALLY_HOST_DEVICE std::size_t tables_bytes() const { return (span_ * sizeof(entry_type) + 15) / 16 * 16; }
+  TALLY_HOST_DEVICE std::size_t tables_bytes() const { return table_bytes(span_); }
   TALLY_HOST_DEVICE const std::byte* tables() const { return reinterpret_cast<const std::byte*>(table_); }
   TALLY_HOST_DEVICE value_table_mapper reading_tables_at(const std::byte* tables) const {
     value_table_mapper moved = *this;
@@ -244,5 +251,44 @@ class value_table_mapper {
   std::int64_t num_bins_ = 0;
   const entry_type* table_ = nullptr;
 };
+
+/// The first and the last value of a 16-bit integer type that bins [lower, upper) count (upper
+/// too when `inclusive`), clamped to the type; last < first when none.
+template <class Sample>
+std::pair<std::int64_t, std::int64_t> counted_integers(const even_bins& bins, bool inclusive) {
+  const auto lowest = static_cast<std::int64_t>(std::numeric_limits<Sample>::lowest());
+  const auto highest = static_cast<std::int64_t>(std::numeric_limits<Sample>::max());
+  const auto lower = static_cast<std::int64_t>(bins.lower);
+  const auto upper = static_cast<std::int64_t>(bins.upper);
+  const std::int64_t first = std::clamp(lower, lowest, highest + 1);
+  const std::int64_t last = std::clamp(inclusive ? upper : upper - 1, lowest - 1, highest);
+  return {first, last};
+}
+
+/// The window for even bins of width one over a 16-bit integer type (`map.unit_step()`), for
+/// fewer than 2^31 bins (its bin offset is an int); else none.
+template <class Sample>
+std::optional<value_window_mapper> unit_window_for(const even_bin_mapper<Sample>& map, const even_bins& bins) {
+  if (!map.unit_step() || bins.num_bins > std::numeric_limits<int>::max()) return std::nullopt;
+  const auto [first, last] = counted_integers<Sample>(bins, false);
+  return value_window_mapper(static_cast<std::uint16_t>(first),
+                             static_cast<std::uint32_t>(std::max<std::int64_t>(last - first + 1, 0)),
+                             first - static_cast<std::int64_t>(bins.lower), bins.num_bins);
+}
+
+/// The multiply-high for even bins of a whole step over a 16-bit integer type, where it is exact
+/// (value_step_mapper::fits); else none.
+template <class Sample>
+std::optional<value_step_mapper> whole_step_for(const even_bin_mapper<Sample>& map, const even_bins& bins,
+                                                bool inclusive) {
+  if (map.shortcut() != even_shortcut::integer_step) return std::nullopt;
+  const auto step = static_cast<std::int64_t>((bins.upper - bins.lower) / static_cast<double>(bins.num_bins));
+  if (!value_step_mapper::fits(bins.num_bins, step)) return std::nullopt;
+  const auto [first, last] = counted_integers<Sample>(bins, inclusive);
+  return value_step_mapper(static_cast<std::uint16_t>(first),
+                           static_cast<std::uint32_t>(std::max<std::int64_t>(last - first + 1, 0)),
+                           static_cast<std::uint32_t>(first - static_cast<std::int64_t>(bins.lower)), step,
+                           bins.num_bins);
+}
 
 }  // namespace tally::detail

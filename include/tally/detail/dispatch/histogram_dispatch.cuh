@@ -318,14 +318,17 @@ cudaError_t make_histogram_policy(strategy requested, const Mapper& map, std::in
 }
 
 /// Zeroes `counts` and folds `value_counts` (one per value of `Sample`) into them by `map`
-/// (fold_value_counts_kernel, which zeroes them itself for bytes); the values left out are added
-/// to `*left_out`.
+/// (fold_value_counts_kernel, which zeroes a byte type's few counts itself); the values left out
+/// are added to `*left_out`.
 template <class Sample, class Counter, class Mapper>
 cudaError_t dispatch_value_fold(const std::uint64_t* value_counts, Counter* counts, std::int64_t num_bins,
                                 const Mapper& map, std::uint64_t* left_out, cudaStream_t stream) {
   constexpr std::uint32_t threads = 256;
   constexpr std::uint32_t blocks = (small_values<Sample>::count + threads - 1) / threads;
-  if constexpr (blocks == 1) {
+  // One block zeroes a few thousand counts in less time than a memset launch takes; more bins
+  // (a bincount's minlength of millions) take the memset.
+  constexpr std::int64_t zeroed_by_the_block = 4096;
+  if (blocks == 1 && num_bins <= zeroed_by_the_block) {
     fold_value_counts_kernel<true, Sample><<<1, threads, 0, stream>>>(value_counts, counts, map, left_out);
   } else {
     if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
