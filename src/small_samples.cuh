@@ -87,8 +87,10 @@ choice run_value_fold(std::string_view function, std::span<const Sample> samples
   auto* storage = static_cast<char*>(ws.reserve(extra + value_bytes + policy.temp_bytes, stream));
   const auto map = prepare(storage);
   auto* value_counts = reinterpret_cast<std::uint64_t*>(storage + extra);
+  // Counting per value leaves nothing out: the fold sets the left-out count, so the count needs
+  // no memset of it (a launch fewer: int8 0.890-0.898 before, docs/performance.md).
   check_cuda(tally::detail::dispatch_histogram(storage + extra + value_bytes, policy, bits.data(), n, value_counts,
-                                               counting, ws.scalar(), props, stream),
+                                               counting, ws.scalar(), props, stream, /*zero_left_out=*/false),
              function);
   check_cuda(tally::detail::dispatch_value_fold<Sample>(value_counts, counts.data(), num_bins, map, ws.scalar(), stream),
              function);

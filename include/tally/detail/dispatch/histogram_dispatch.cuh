@@ -317,9 +317,9 @@ cudaError_t make_histogram_policy(strategy requested, const Mapper& map, std::in
                         props, 1 << 30, blocks, policy.block_threads);
 }
 
-/// Zeroes `counts` and folds `value_counts` (one per value of `Sample`) into them by `map`
-/// (fold_value_counts_kernel, which zeroes a byte type's few counts itself); the values left out
-/// are added to `*left_out`.
+/// Zeroes `counts` and `*left_out` and folds `value_counts` (one per value of `Sample`) into them
+/// by `map` (fold_value_counts_kernel, which zeroes a byte type's few counts itself): the values
+/// left out are the call's left-out count, since counting per value leaves none out.
 template <class Sample, class Counter, class Mapper>
 cudaError_t dispatch_value_fold(const std::uint64_t* value_counts, Counter* counts, std::int64_t num_bins,
                                 const Mapper& map, std::uint64_t* left_out, cudaStream_t stream) {
@@ -332,6 +332,7 @@ cudaError_t dispatch_value_fold(const std::uint64_t* value_counts, Counter* coun
     fold_value_counts_kernel<true, Sample><<<1, threads, 0, stream>>>(value_counts, counts, map, left_out);
   } else {
     if (cudaError_t e = cudaMemsetAsync(counts, 0, sizeof(Counter) * num_bins, stream); e != cudaSuccess) return e;
+    if (cudaError_t e = cudaMemsetAsync(left_out, 0, sizeof(std::uint64_t), stream); e != cudaSuccess) return e;
     fold_value_counts_kernel<false, Sample><<<blocks, threads, 0, stream>>>(value_counts, counts, map, left_out);
   }
   return cudaGetLastError();
@@ -394,7 +395,7 @@ inline cudaError_t launch_merge(const std::uint32_t* copies, int num_copies, std
 template <class Sample, class Counter, class Mapper>
 cudaError_t dispatch_histogram(void* temp, const histogram_policy& policy, const Sample* samples,
                                std::int64_t num_samples, Counter* counts, const Mapper& map, std::uint64_t* left_out,
-                               const device_properties& props, cudaStream_t stream) {
+                               const device_properties& props, cudaStream_t stream, bool zero_left_out = true) {
   using privatized = typename tuning::histogram_tuning<Sample>::privatized;
   using packed = typename tuning::histogram_tuning<Sample>::packed;
   const std::int64_t num_bins = map.num_bins();
@@ -402,7 +403,9 @@ cudaError_t dispatch_histogram(void* temp, const histogram_policy& policy, const
   const int blocks = policy.blocks;
   const int threads = policy.block_threads;
   const std::size_t shared = policy.shared_bytes;
-  if (cudaError_t e = cudaMemsetAsync(left_out, 0, sizeof(std::uint64_t), stream); e != cudaSuccess) return e;
+  if (zero_left_out) {
+    if (cudaError_t e = cudaMemsetAsync(left_out, 0, sizeof(std::uint64_t), stream); e != cudaSuccess) return e;
+  }
   if constexpr (folds_bytes<Sample, Mapper>) {
     if (policy.fold_bytes) {
       auto* byte_counts = static_cast<std::uint64_t*>(temp);

@@ -107,13 +107,15 @@ all_bytes_histogram_kernel(const std::uint8_t* samples, std::int64_t num_samples
 
 /// Folds per-value counts into the bins: the count of the value with bits v (value_counts[v], one
 /// entry per value of `Sample`, a byte or a 16-bit type) goes to bin map(value), mapped once by
-/// the type's own mapper, or to the left-out count. A thread a value, into counts zeroed before
-/// it, or, with `ZeroFirst` (one block: bytes), zeroed by the block first, a memset fewer.
+/// the type's own mapper, or to the left-out count. A thread a value, into counts and a left-out
+/// count zeroed before it, or, with `ZeroFirst` (one block: bytes), zeroed by the block first:
+/// two memsets fewer.
 template <bool ZeroFirst, class Sample, class Counter, class Mapper>
 __global__ void fold_value_counts_kernel(const std::uint64_t* value_counts, Counter* counts, Mapper map,
                                          std::uint64_t* left_out) {
   if constexpr (ZeroFirst) {
     for (std::int64_t bin = threadIdx.x; bin < map.num_bins(); bin += blockDim.x) counts[bin] = 0;
+    if (threadIdx.x == 0) *left_out = 0;
     __syncthreads();  // the block's own atomics below see the zeros: one block, block order
   }
   const std::uint32_t bits = blockIdx.x * blockDim.x + threadIdx.x;
