@@ -70,6 +70,18 @@ inline void check_temporary_storage_fits(std::string_view function, strategy s, 
                   std::to_string(free_bytes + ws.reserved_bytes()) + " bytes free on the device");
 }
 
+/// Where what follows `bytes` of a call's own at the start of the workspace storage begins: whole
+/// 256-byte units, as cudaMalloc aligns.
+inline std::size_t storage_offset(std::size_t bytes) { return (bytes + 255) / 256 * 256; }
+
+/// Range bins' edges at the start of the storage (whole 16-byte vectors), where the tables'
+/// filling and CUB's HistogramRange read them.
+inline std::size_t edges_storage_bytes(std::span<const double> edges) { return (edges.size_bytes() + 15) / 16 * 16; }
+inline void copy_edges_to_storage(std::span<const double> edges, char* storage, stream_t stream) {
+  check_cuda(cudaMemcpyAsync(storage, edges.data(), edges.size_bytes(), cudaMemcpyHostToDevice, stream),
+             "copying the edges to the device");
+}
+
 /**
  * Runs a histogram with any mapper. `cub_histogram` (cub_even_histogram or cub_range_histogram,
  * made only when the cub strategy is chosen) is CUB's version; `prepare(storage)` is called with
@@ -91,8 +103,7 @@ choice run_histogram(std::string_view function, std::span<const Sample> samples,
     throw_unsupported(function, policy.chosen.used, std::string(policy.unfit) + " (" + std::to_string(num_bins) + " bins)");
   }
   std::uint64_t* left_out = ws.scalar();
-  constexpr std::size_t align = 256;
-  const std::size_t offset = (extra_bytes + align - 1) / align * align;
+  const std::size_t offset = storage_offset(extra_bytes);
 
   if (policy.chosen.used == strategy::cub) {
     if (options.last_edge == upper_edge::inclusive) {
@@ -158,6 +169,37 @@ inline void check_cub_bins(std::string_view function, std::int64_t num_bins) {
   }
 }
 
+/// CUB's HistogramEven over `bins`, made only when the cub strategy runs. CUB bins with arithmetic
+/// of its own: it runs only where that gives numpy's bins, else refuses.
+template <class Sample, class Counter>
+auto cub_even_bins(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
+                   const even_bins& bins, upper_edge last_edge) {
+  check_cub_bins(function, bins.num_bins);
+  if (const char* why = tally::detail::cub_even_bins_unfit<Sample>(bins, last_edge)) {
+    throw_unsupported(function, strategy::cub, std::string("would count other bins than numpy's here: ") + why);
+  }
+  const auto [lower, upper] = cub_levels<Sample>(function, bins);
+  return cub_even_histogram_for(samples, counts, bins.num_bins, lower, upper);
+}
+
+/// CUB's HistogramEven as a bincount: unit levels from 0, one bin a count.
+template <class Sample, class Counter>
+auto cub_bincount(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts) {
+  const auto num_bins = static_cast<std::int64_t>(counts.size());
+  check_cub_bins(function, num_bins);
+  const auto [lower, upper] = cub_levels<Sample>(function, even_bins{num_bins, 0.0, static_cast<double>(num_bins)});
+  return cub_even_histogram_for(samples, counts, num_bins, lower, upper);
+}
+
+/// CUB's HistogramRange over `num_edges` edges (which the launch finds at the start of the storage).
+template <class Sample, class Counter>
+auto cub_range_bins(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
+                    std::int64_t num_edges) {
+  check_cub_bins(function, num_edges - 1);
+  return tally::detail::cub_range_histogram<Sample, cub_counter_t<Counter>>{
+      samples.data(), as_cub_counters(counts), static_cast<int>(num_edges), static_cast<std::int64_t>(samples.size())};
+}
+
 /// Runs a histogram through the range-bin grid (grid_range_bin_mapper): the host plans the grid
 /// from `host_edge_at` (edge i as a double), and the device fills its tables, after
 /// `edges_to_copy` (range bins' edges; empty for even bins) at the start of the workspace storage,
@@ -168,17 +210,13 @@ choice run_grid_histogram(std::string_view function, std::span<const Sample> sam
                           DeviceEdgeAt device_edge_at, workspace& ws, const histogram_options& options,
                           stream_t stream, MakeCubHistogram make_cub_histogram) {
   using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
-  const std::size_t edges_bytes = (edges_to_copy.size_bytes() + 15) / 16 * 16;
+  const std::size_t edges_bytes = edges_storage_bytes(edges_to_copy);
   const std::size_t tables_bytes = grid_mapper::table_bytes(num_edges);
   auto prepare = [&](char* storage) {
     if (storage == nullptr) return grid_mapper::for_sizing(num_edges);
     auto* tables = reinterpret_cast<std::byte*>(storage + edges_bytes);
     const grid_mapper map = grid_mapper::plan(host_edge_at, num_edges, options.last_edge).reading_tables_at(tables);
-    if (!edges_to_copy.empty()) {
-      check_cuda(cudaMemcpyAsync(storage, edges_to_copy.data(), edges_to_copy.size_bytes(), cudaMemcpyHostToDevice,
-                                 stream),
-                 "copying the edges to the device");
-    }
+    if (!edges_to_copy.empty()) copy_edges_to_storage(edges_to_copy, storage, stream);
     check_cuda(tally::detail::dispatch_grid_tables(map, device_edge_at(storage), tables, stream),
                "filling the edge tables on the device");
     return map;
@@ -204,15 +242,7 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
     return small_histogram_even(function, samples, counts, bins, ws, options, stream);
   } else {
     const even_bin_mapper<Sample> map(bins, options.last_edge);
-    auto make_cub_histogram = [&] {
-      check_cub_bins(function, bins.num_bins);
-      // CUB bins with arithmetic of its own: it runs only where that gives numpy's bins, else refuses.
-      if (const char* why = tally::detail::cub_even_bins_unfit<Sample>(bins, options.last_edge)) {
-        throw_unsupported(function, strategy::cub, std::string("would count other bins than numpy's here: ") + why);
-      }
-      const auto [lower, upper] = cub_levels<Sample>(function, bins);
-      return cub_even_histogram_for(samples, counts, bins.num_bins, lower, upper);
-    };
+    auto make_cub_histogram = [&] { return cub_even_bins(function, samples, counts, bins, options.last_edge); };
     // Exact shortcuts run as their own small mappers: fewer registers, so fuller multiprocessors.
     const auto run_with = [&](auto mapper) {
       return run_histogram(function, samples, counts, bins.num_bins, ws, options, stream, 0,
@@ -246,11 +276,7 @@ choice histogram_range_async(std::span<const Sample> samples, std::span<Counter>
   if constexpr (is_small_sample_v<Sample>) {
     return small_histogram_range(function, samples, counts, edges, ws, options, stream);
   } else {
-    auto make_cub_histogram = [&] {
-      check_cub_bins(function, num_edges - 1);
-      return tally::detail::cub_range_histogram<Sample, cub_counter_t<Counter>>{
-          samples.data(), as_cub_counters(counts), static_cast<int>(num_edges), static_cast<std::int64_t>(samples.size())};
-    };
+    auto make_cub_histogram = [&] { return cub_range_bins(function, samples, counts, num_edges); };
     return run_grid_histogram(
         function, samples, counts, num_edges, [edges](std::int64_t i) { return edges[static_cast<std::size_t>(i)]; },
         edges, [](char* storage) { return tally::detail::edges_in_memory{reinterpret_cast<const double*>(storage)}; },
@@ -268,19 +294,13 @@ choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts
   }
   tally::detail::check_histogram_buffers(function, samples, counts, num_bins);
   tally::detail::check_strategy(function, backend::gpu, operation::histogram, options.algorithm);
+  histogram_options half_open = options;
+  half_open.last_edge = upper_edge::exclusive;  // bincount has no upper edge
   if constexpr (is_small_sample_v<Sample>) {
-    histogram_options half_open = options;
-    half_open.last_edge = upper_edge::exclusive;
     return small_bincount(function, samples, counts, ws, half_open, stream);
   } else {
     const bincount_mapper<Sample> map(num_bins);
-    auto make_cub_histogram = [&] {
-      check_cub_bins(function, num_bins);
-      const auto [lower, upper] = cub_levels<Sample>(function, even_bins{num_bins, 0.0, static_cast<double>(num_bins)});
-      return cub_even_histogram_for(samples, counts, num_bins, lower, upper);
-    };
-    histogram_options half_open = options;
-    half_open.last_edge = upper_edge::exclusive;  // bincount has no upper edge
+    auto make_cub_histogram = [&] { return cub_bincount(function, samples, counts); };
     if constexpr (std::is_same_v<Sample, std::uint8_t>) {
       if (num_bins >= 256) {
         const tally::detail::byte_shift_mapper bytes(0, num_bins);

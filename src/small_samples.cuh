@@ -80,8 +80,7 @@ choice run_value_fold(std::string_view function, std::span<const Sample> samples
                       std::string(policy.unfit) + " (these samples are counted per value, " + std::to_string(values) +
                           " of them, then folded into " + std::to_string(num_bins) + " bins)");
   }
-  constexpr std::size_t align = 256;
-  const std::size_t extra = (extra_bytes + align - 1) / align * align;
+  const std::size_t extra = storage_offset(extra_bytes);
   const std::size_t value_bytes = sizeof(std::uint64_t) * values;
   check_temporary_storage_fits(function, policy.chosen.used, extra + value_bytes + policy.temp_bytes, ws, n, num_bins);
   auto* storage = static_cast<char*>(ws.reserve(extra + value_bytes + policy.temp_bytes, stream));
@@ -114,8 +113,7 @@ choice run_value_table(std::string_view function, std::span<const Sample> sample
                        MakeCubHistogram make_cub_histogram) {
   using table_mapper = tally::detail::value_table_mapper<small_values<Sample>::order>;
   const std::uint32_t first_key = small_values<Sample>::key_at(window.first);
-  constexpr std::size_t align = 256;
-  const std::size_t extra = (extra_bytes + align - 1) / align * align;
+  const std::size_t extra = storage_offset(extra_bytes);
   auto prepare = [&](char* storage) {
     if (storage == nullptr) return table_mapper(first_key, window.span, num_bins, nullptr);
     auto* table = reinterpret_cast<std::byte*>(storage + extra);
@@ -142,8 +140,7 @@ choice run_value_table(std::string_view function, std::span<const Sample> sample
 template <class Sample>
 range_bin_mapper<Sample> edges_on_device(std::span<const double> edges, char* storage, upper_edge last_edge,
                                          stream_t stream) {
-  check_cuda(cudaMemcpyAsync(storage, edges.data(), edges.size_bytes(), cudaMemcpyHostToDevice, stream),
-             "copying the edges to the device");
+  copy_edges_to_storage(edges, storage, stream);
   return range_bin_mapper<Sample>(reinterpret_cast<const double*>(storage), static_cast<std::int64_t>(edges.size()),
                                   last_edge);
 }
@@ -177,12 +174,7 @@ choice small_histogram_even(std::string_view function, std::span<const Sample> s
   } else {
     auto make_cub_histogram = [&] {
       if constexpr (std::is_same_v<Sample, std::uint16_t>) {
-        check_cub_bins(function, bins.num_bins);
-        if (const char* why = tally::detail::cub_even_bins_unfit<Sample>(bins, options.last_edge)) {
-          throw_unsupported(function, strategy::cub, std::string("would count other bins than numpy's here: ") + why);
-        }
-        const auto [lower, upper] = cub_levels<Sample>(function, bins);
-        return cub_even_histogram_for(samples, counts, bins.num_bins, lower, upper);
+        return cub_even_bins(function, samples, counts, bins, options.last_edge);
       } else {
         return no_cub_histogram{static_cast<std::int64_t>(samples.size())};
       }
@@ -221,16 +213,13 @@ choice small_histogram_range(std::string_view function, std::span<const Sample> 
                              stream_t stream) {
   const auto num_bins = static_cast<std::int64_t>(edges.size()) - 1;
   refuse_cub_for_small<Sample>(function, options, num_bins);
-  const std::size_t edges_bytes = (edges.size_bytes() + 15) / 16 * 16;
+  const std::size_t edges_bytes = edges_storage_bytes(edges);
   const auto reference = [&](char* storage) {
     return edges_on_device<Sample>(edges, storage, options.last_edge, stream);
   };
   auto make_cub_histogram = [&] {
     if constexpr (std::is_same_v<Sample, std::uint16_t>) {
-      check_cub_bins(function, num_bins);
-      return tally::detail::cub_range_histogram<Sample, cub_counter_t<Counter>>{
-          samples.data(), as_cub_counters(counts), static_cast<int>(edges.size()),
-          static_cast<std::int64_t>(samples.size())};
+      return cub_range_bins(function, samples, counts, static_cast<std::int64_t>(edges.size()));
     } else {
       return no_cub_histogram{static_cast<std::int64_t>(samples.size())};
     }
@@ -257,10 +246,7 @@ choice small_bincount(std::string_view function, std::span<const Sample> samples
   } else {
     auto make_cub_histogram = [&] {
       if constexpr (std::is_same_v<Sample, std::uint16_t>) {
-        check_cub_bins(function, num_bins);
-        const auto [lower, upper] =
-            cub_levels<Sample>(function, even_bins{num_bins, 0.0, static_cast<double>(num_bins)});
-        return cub_even_histogram_for(samples, counts, num_bins, lower, upper);
+        return cub_bincount(function, samples, counts);
       } else {
         return no_cub_histogram{static_cast<std::int64_t>(samples.size())};
       }
