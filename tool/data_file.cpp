@@ -53,6 +53,26 @@ std::string file_label(const std::string& argument, const std::string& path) { r
 
 std::string system_reason() { return std::strerror(errno); }
 
+/// Text from a file, quoted for a message: a hostile file's bytes must not reach the terminal raw
+/// or by the megabyte, so bytes outside printable ASCII become \xNN and a long text is cut short
+/// (after its trailing spaces, the padding of a .npy header, are dropped).
+std::string quoted_excerpt(std::string_view text) {
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\n')) text.remove_suffix(1);
+  constexpr std::size_t longest = 48;
+  std::string quoted = "'";
+  for (const char c : text.substr(0, longest)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte >= 0x20 && byte < 0x7f && c != '\\') {
+      quoted += c;
+    } else {
+      quoted += fmt::format("\\x{:02x}", byte);
+    }
+  }
+  quoted += "'";
+  if (text.size() > longest) quoted += fmt::format(" (the first {} of {} bytes)", longest, text.size());
+  return quoted;
+}
+
 /// The dict literal of a .npy header, e.g. {'descr': '<f8', 'fortran_order': False, 'shape': (3,), }.
 class npy_dict_parser {
  public:
@@ -83,7 +103,8 @@ class npy_dict_parser {
         header.shape = parse_shape();
         seen_shape = true;
       } else {
-        malformed("has an unexpected field '" + key + "' (a .npy header holds descr, fortran_order and shape)");
+        malformed("has an unexpected field " + quoted_excerpt(key) +
+                  " (a .npy header holds descr, fortran_order and shape)");
       }
       skip_space();
       if (peek() == ',') {
@@ -93,6 +114,10 @@ class npy_dict_parser {
       skip_space();
       if (peek() != '}') malformed("expected ',' or '}' after field '" + key + "'");
     }
+    ++pos_;
+    // numpy pads the dict with spaces and a newline; anything else there, numpy would refuse too.
+    skip_space();
+    if (pos_ < text_.size()) malformed("has " + quoted_excerpt(text_.substr(pos_)) + " after its closing '}'");
     if (!seen_descr) malformed("has no field 'descr'");
     if (!seen_fortran_order) malformed("has no field 'fortran_order'");
     if (!seen_shape) malformed("has no field 'shape'");
@@ -112,8 +137,8 @@ class npy_dict_parser {
   void expect(char c) {
     skip_space();
     if (peek() != c) {
-      malformed(std::string("is malformed: expected '") + c + "' at offset " + std::to_string(pos_) + " of '" +
-                std::string(text_) + "'");
+      malformed(std::string("is malformed: expected '") + c + "' at offset " + std::to_string(pos_) +
+                " of its dict, which reads " + quoted_excerpt(text_.substr(pos_)) + " there");
     }
     ++pos_;
   }
@@ -185,8 +210,8 @@ dtype dtype_of_descr(const std::string& descr, const std::string& path, const st
   }
   if (descr.size() >= 2 && descr[0] == '>') {
     fail(errc::invalid_argument, argument, path,
-         ".npy header field 'descr' is '" + descr +
-             "', a big-endian dtype; tally reads little-endian files only (in numpy: "
+         ".npy header field 'descr' is " + quoted_excerpt(descr) +
+             ", a big-endian dtype; tally reads little-endian files only (in numpy: "
              "a.astype(a.dtype.newbyteorder('<')))");
   }
   std::string supported;
@@ -195,7 +220,8 @@ dtype dtype_of_descr(const std::string& descr, const std::string& path, const st
     supported += (supported.empty() ? "" : ", ") + std::string(entry.descr) + " (" + std::string(entry.name) + ")";
   }
   fail(errc::invalid_argument, argument, path,
-       ".npy header field 'descr' is '" + descr + "', which tally does not read; supported: " + supported);
+       ".npy header field 'descr' is " + quoted_excerpt(descr) + ", which tally does not read; supported: " +
+           supported);
 }
 
 std::uint64_t read_little_endian(const unsigned char* bytes, int count) {
@@ -273,6 +299,16 @@ npy_header read_npy_header(std::FILE* file, const std::string& path, const std::
     fail(errc::invalid_argument, argument, path,
          ".npy header length " + std::to_string(header_length) + " is implausibly large");
   }
+  // Measured before the header's buffer is allocated: a 40-byte file may claim a 16 MiB header.
+  const off_t file_bytes = std::fseek(file, 0, SEEK_END) == 0 ? ftello(file) : -1;
+  if (file_bytes < 0 || fseeko(file, static_cast<off_t>(length_field_end), SEEK_SET) != 0) {
+    fail(errc::io_error, argument, path, "cannot be read: " + system_reason());
+  }
+  if (length_field_end + header_length > static_cast<std::uint64_t>(file_bytes)) {
+    fail(errc::invalid_argument, argument, path,
+         "is truncated: its .npy header length " + std::to_string(header_length) + " goes past the end of the file (" +
+             std::to_string(file_bytes) + " bytes)");
+  }
   std::string text(static_cast<std::size_t>(header_length), '\0');
   if (std::fread(text.data(), 1, text.size(), file) != text.size()) {
     fail(errc::invalid_argument, argument, path, "is truncated in its .npy header");
@@ -335,18 +371,23 @@ std::vector<double> read_edges_file(const std::filesystem::path& path, const std
     const npy_header header = read_npy_header(file.get(), name, argument);
     if (header.descr != "<f8") {
       fail(errc::invalid_argument, argument, name,
-           "holds dtype '" + header.descr +
-               "'; edges in a .npy file must be float64 ('<f8'): np.save(path, edges.astype(np.float64))");
+           "holds dtype " + quoted_excerpt(header.descr) +
+               "; edges in a .npy file must be float64 ('<f8'): np.save(path, edges.astype(np.float64))");
     }
     if (header.fortran_order && header.shape.size() > 1) {
       fail(errc::invalid_argument, argument, name,
            ".npy header field 'fortran_order' is True; save the edges in C order");
     }
-    if (content.size() < header.data_offset + header.num_elements * sizeof(double)) {
-      fail(errc::invalid_argument, argument, name, "is shorter than its .npy header field 'shape' says");
+    // Divided, not multiplied: a shape of 2^61 edges times 8 bytes would wrap to 8.
+    const std::uint64_t available = content.size() >= header.data_offset ? content.size() - header.data_offset : 0;
+    if (header.num_elements > available / sizeof(double)) {
+      fail(errc::invalid_argument, argument, name,
+           "is shorter than its .npy header field 'shape' says: " + std::to_string(header.num_elements) +
+               " edges, but only " + std::to_string(available) + " bytes follow the header");
     }
     edges.resize(static_cast<std::size_t>(header.num_elements));
-    std::memcpy(edges.data(), content.data() + header.data_offset, edges.size() * sizeof(double));
+    // An empty vector's data() may be null, which memcpy must not get even for 0 bytes.
+    if (!edges.empty()) std::memcpy(edges.data(), content.data() + header.data_offset, edges.size() * sizeof(double));
     return edges;
   }
 
@@ -369,12 +410,15 @@ std::vector<double> read_edges_file(const std::filesystem::path& path, const std
       }
       const std::string_view token(content.data() + pos, end - pos);
       const char* first = token.data();
-      if (!token.empty() && token.front() == '+') ++first;  // from_chars takes no '+'
+      // from_chars takes no '+'; one is skipped, but not before a second sign ("+-1" is no number).
+      if (token.size() > 1 && token[0] == '+' && token[1] != '-' && token[1] != '+') ++first;
       double value = 0.0;
       const auto [stop, status] = std::from_chars(first, token.data() + token.size(), value);
       if (status != std::errc() || stop != token.data() + token.size()) {
+        const bool out_of_range = status == std::errc::result_out_of_range && stop == token.data() + token.size();
         fail(errc::invalid_argument, argument, name,
-             "line " + std::to_string(line) + ": '" + std::string(token) + "' is not a number");
+             "line " + std::to_string(line) + ": " + quoted_excerpt(token) +
+                 (out_of_range ? " is a number beyond float64's range" : " is not a number"));
       }
       edges.push_back(value);
       pos = end;
@@ -424,8 +468,10 @@ sample_file::sample_file(const std::filesystem::path& path, std::optional<dtype>
     if (header.num_elements > available / size) {
       fail(errc::invalid_argument, argument, name,
            "is truncated: its .npy header field 'shape' says " + std::to_string(header.num_elements) + " elements (" +
-               std::to_string(header.num_elements * size) + " bytes) but only " + std::to_string(available) +
-               " bytes follow the header");
+               (header.num_elements > std::numeric_limits<std::uint64_t>::max() / size
+                    ? std::string("more than 2^64")
+                    : std::to_string(header.num_elements * size)) +
+               " bytes) but only " + std::to_string(available) + " bytes follow the header");
     }
     data_offset_ = header.data_offset;
     num_samples_ = header.num_elements;
