@@ -903,3 +903,96 @@ def test_bytes_after_the_npy_data_are_ignored_with_a_warning(tmp_path):
     got, stderr = hist_counts(tmp_path, path, "--bincount")
     check_equal(got, np.bincount(a), "trailing bytes", "fixed")
     assert "3 bytes after the last sample were ignored" in stderr, stderr
+
+
+# ---- hostile files ----------------------------------------------------------------------------
+# tests/fuzz/ fuzzes the same readers; a case marked "fuzz finding" is an input the fuzzer found.
+
+NPY_DICT = b"{'descr': '<f8', 'fortran_order': False, 'shape': (0,)}"
+
+
+def npy_by_hand(p, dict_text, data=b"", version=1, length=None, name="hostile.npy"):
+    """A .npy file with the header dict `dict_text` (bytes) as given, padded as numpy pads it;
+    `length` replaces the header length field."""
+    length_field_end = 10 if version == 1 else 12
+    header = dict_text + b" " * ((64 - (length_field_end + len(dict_text) + 1) % 64) % 64) + b"\n"
+    field_format = "<H" if version == 1 else "<I"
+    field = np.array([len(header) if length is None else length], dtype=field_format[1:]).astype(field_format)
+    path = p / name
+    path.write_bytes(b"\x93NUMPY" + bytes([version, 0]) + field.tobytes() + header + data)
+    return path
+
+
+def edges_text(p, content):
+    path = p / "edges.txt"
+    path.write_bytes(content)
+    return path
+
+
+def data_with_edges(p, edges_path):
+    return [npy(p, np.arange(5.0)), "--edges", edges_path]
+
+
+# name: (make(p) -> (arguments of tally hist, the file at fault), words the message must hold)
+HOSTILE_FILES = {
+    "header length past the file's end": (
+        lambda p: [npy_by_hand(p, NPY_DICT, length=4000)], ["header length 4000", "goes past the end of the file"]),
+    "huge header length field": (
+        lambda p: [npy_by_hand(p, NPY_DICT, version=2, length=0xFFFFFFFF)],
+        ["header length 4294967295", "implausibly large"]),
+    "shape whose product overflows 64 bits": (
+        lambda p: [npy_by_hand(p, b"{'descr': '<f8', 'fortran_order': False, 'shape': (4294967296, 4294967296)}",
+                               b"\0" * 8)], ["'shape' overflows 64 bits"]),
+    "shape whose byte count overflows 64 bits": (
+        lambda p: [npy_by_hand(p, b"{'descr': '<f8', 'fortran_order': False, 'shape': (2305843009213693953,)}",
+                               b"\0" * 8)], ["truncated", "2305843009213693953 elements", "more than 2^64 bytes"]),
+    "garbage descr": (
+        lambda p: [npy_by_hand(p, b"{'descr': '\xff\x00\x1b[2J', 'fortran_order': False, 'shape': (1,)}", b"\0" * 8)],
+        ["'descr'", r"'\xff\x00\x1b[2J'", "does not read"]),
+    "binary header": (  # fuzz finding: the message quoted the whole header, control bytes and all
+        lambda p: [npy_by_hand(p, bytes(range(256)))], ["malformed", "expected '{'", "the first 48 of"]),
+    "text after the header dict": (
+        lambda p: [npy_by_hand(p, NPY_DICT + b" junk")], ["'junk'", "after its closing '}'"]),
+    "format version 4.0": (
+        lambda p: [npy_by_hand(p, NPY_DICT, version=4)], ["format version 4.0"]),
+    "magic string alone": (
+        lambda p: [write_raw(p, b"\x93NUMPY", "hostile.npy")], ["too short"]),
+    "NaN edge in a text file": (
+        lambda p: data_with_edges(p, edges_text(p, b"0 nan 1\n")), ["--edges", "non-finite", "index 1"]),
+    "NaN edge in a .npy file": (
+        lambda p: data_with_edges(p, npy(p, np.array([0.0, 1.0, np.nan]), "edges")),
+        ["--edges", "non-finite", "index 2"]),
+    "unsorted edges in a .npy file": (
+        lambda p: data_with_edges(p, npy(p, np.array([0.0, 2.0, 1.0]), "edges")), ["--edges", "sorted"]),
+    "empty edges file": (
+        lambda p: data_with_edges(p, edges_text(p, b"")), ["--edges", "at least 2 edges", "got 0"]),
+    "edges file of comments only": (
+        lambda p: data_with_edges(p, edges_text(p, b"# 0 1 2\n")), ["--edges", "at least 2 edges", "got 0"]),
+    "empty .npy of edges": (  # fuzz finding: memcpy was handed the null data() of an empty vector
+        lambda p: data_with_edges(p, npy(p, np.zeros((2, 0)), "edges")), ["--edges", "at least 2 edges", "got 0"]),
+    ".npy of edges whose byte count overflows 64 bits": (  # was a std::length_error, exit code 1
+        lambda p: data_with_edges(
+            p, npy_by_hand(p, b"{'descr': '<f8', 'fortran_order': False, 'shape': (2305843009213693953,)}",
+                           b"\0" * 8, name="edges.npy")),
+        ["--edges", "shorter than its .npy header", "2305843009213693953 edges"]),
+    "edge with two signs": (
+        lambda p: data_with_edges(p, edges_text(p, b"0 +-1\n")), ["--edges", "'+-1' is not a number"]),
+    "edge beyond float64": (
+        lambda p: data_with_edges(p, edges_text(p, b"0\n1e309\n")), ["--edges", "line 2", "beyond float64's range"]),
+    "binary edges file": (  # fuzz finding: the message quoted the bytes as they were
+        lambda p: data_with_edges(p, edges_text(p, b"\x00\xff\x1b[2J\x07" * 40)),
+        ["--edges", r"'\x00\xff\x1b[2J\x07", "is not a number", "the first 48 of 280 bytes"]),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE_FILES))
+def test_hostile_files_exit_2_with_a_short_message_naming_the_file(tmp_path, case):
+    make_args, must_mention = HOSTILE_FILES[case]
+    args = make_args(tmp_path)
+    at_fault = args[-1] if "--edges" in map(str, args) else args[0]
+    result = run_tally("hist", *args, "--backend", "cpu", expect=2)
+    for word in [str(at_fault), *must_mention]:
+        assert word in result.stderr, f"{case}: the message does not mention {word!r}:\n{result.stderr}"
+    assert result.stdout == "", f"{case}: an error wrote a table:\n{result.stdout}"
+    assert len(result.stderr) < 1024 and all(" " <= c <= "~" or c == "\n" for c in result.stderr), (
+        f"{case}: the message is long or holds bytes a terminal would act on:\n{result.stderr!r}")
