@@ -345,18 +345,6 @@ std::string format_npy_header(std::string_view descr, std::span<const std::uint6
   return header + dict;
 }
 
-void write_npy(const std::filesystem::path& path, std::span<const std::uint64_t> values, const std::string& argument) {
-  const std::uint64_t shape[] = {values.size()};
-  const std::string header = format_npy_header("<u8", shape);
-  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "wb"), &std::fclose);
-  if (!file) fail(errc::io_error, argument, path.string(), "cannot be written: " + system_reason());
-  const bool written = std::fwrite(header.data(), 1, header.size(), file.get()) == header.size() &&
-                       std::fwrite(values.data(), sizeof(std::uint64_t), values.size(), file.get()) == values.size();
-  if (!written || std::fclose(file.release()) != 0) {
-    fail(errc::io_error, argument, path.string(), "could not be written completely: " + system_reason());
-  }
-}
-
 std::vector<double> read_edges_file(const std::filesystem::path& path, const std::string& argument) {
   const std::string name = path.string();
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(std::fopen(path.c_str(), "rb"), &std::fclose);

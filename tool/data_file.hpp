@@ -135,9 +135,6 @@ npy_header read_npy_header(std::FILE* file, const std::string& path, const std::
 /** @brief A complete version 1.0 header (magic to newline, 64-byte aligned) for a C-order array. */
 std::string format_npy_header(std::string_view descr, std::span<const std::uint64_t> shape);
 
-/** @brief Writes `values` as a 1-d '<u8' .npy file; throws tally::error (io_error) naming `argument`. */
-void write_npy(const std::filesystem::path& path, std::span<const std::uint64_t> values, const std::string& argument);
-
 /**
  * @brief Reads bin edges for `--edges`: a .npy of float64 (any shape, flattened) or a text file of
  * numbers separated by whitespace or newlines ('#' starts a comment). Checks nothing about order.

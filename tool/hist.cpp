@@ -7,10 +7,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -23,6 +26,7 @@
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "data_file.hpp"
+#include "output_file.hpp"
 #include "tally/bins.hpp"
 #include "tally/cpu.hpp"
 #include "tally/error.hpp"
@@ -540,8 +544,9 @@ count_totals count_file(const bin_plan& plan, const hist_settings& settings, con
 
 // ---- output -------------------------------------------------------------------------------
 
-void write_text(std::FILE* out, const std::string& path, const std::vector<std::string>& header, const bin_plan& plan,
-                std::span<const std::uint64_t> counts, bool csv) {
+/// The table or CSV, handed to `put` a MiB at a time (a table of 2^32 bins is far larger than that).
+void write_text(const std::function<void(std::string_view)>& put, const std::vector<std::string>& header,
+                const bin_plan& plan, std::span<const std::uint64_t> counts, bool csv) {
   const bool bincount = plan.kind == bin_kind::bincount;
   auto row = [&](std::size_t i) {
     std::vector<std::string> cells{std::to_string(i)};
@@ -571,17 +576,13 @@ void write_text(std::FILE* out, const std::string& path, const std::vector<std::
     }
     buffer.push_back('\n');
     if (buffer.size() > (1 << 20)) {
-      if (std::fwrite(buffer.data(), 1, buffer.size(), out) != buffer.size()) {
-        throw error(errc::io_error, "--output", "cannot write the counts to " + path);
-      }
+      put({buffer.data(), buffer.size()});
       buffer.clear();
     }
   };
   emit(header);
   for (std::size_t i = 0; i < counts.size(); ++i) emit(row(i));
-  if (std::fwrite(buffer.data(), 1, buffer.size(), out) != buffer.size() || std::fflush(out) != 0) {
-    throw error(errc::io_error, "--output", "cannot write the counts to " + path);
-  }
+  put({buffer.data(), buffer.size()});
 }
 
 void write_output(const hist_arguments& args, const hist_settings& settings, const bin_plan& plan,
@@ -589,18 +590,25 @@ void write_output(const hist_arguments& args, const hist_settings& settings, con
   const bool bincount = plan.kind == bin_kind::bincount;
   const std::vector<std::string> header = bincount ? std::vector<std::string>{"value", "count"}
                                                    : std::vector<std::string>{"bin", "lower", "upper", "count"};
-  switch (settings.output) {
-    case output_format::npy: write_npy(args.output, counts, "--output"); return;
-    case output_format::table: write_text(stdout, "stdout", header, plan, counts, false); return;
-    case output_format::csv: {
-      std::unique_ptr<std::FILE, int (*)(std::FILE*)> out(std::fopen(args.output.c_str(), "w"), &std::fclose);
-      if (!out) throw error(errc::io_error, "--output", "argument '--output': '" + args.output + "' cannot be written");
-      write_text(out.get(), "'" + args.output + "'", header, plan, counts, true);
-      if (std::fclose(out.release()) != 0)
-        throw error(errc::io_error, "--output", "cannot write the counts to '" + args.output + "'");
-      return;
-    }
+  if (settings.output == output_format::table) {
+    const auto put = [](std::string_view text) {
+      if (std::fwrite(text.data(), 1, text.size(), stdout) != text.size() || std::fflush(stdout) != 0) {
+        throw error(errc::io_error, "stdout",
+                    "the counts cannot be written to stdout: " + std::string(std::strerror(errno)));
+      }
+    };
+    write_text(put, header, plan, counts, false);
+    return;
   }
+  output_file out(args.output, "--output");
+  if (settings.output == output_format::npy) {
+    const std::uint64_t shape[] = {counts.size()};
+    out.write(format_npy_header("<u8", shape));
+    out.write({reinterpret_cast<const char*>(counts.data()), counts.size_bytes()});
+  } else {
+    write_text([&out](std::string_view text) { out.write(text); }, header, plan, counts, true);
+  }
+  out.commit();
 }
 
 void report(const hist_arguments& args, const hist_settings& settings, const sample_file& file, const bin_plan& plan,

@@ -24,6 +24,7 @@
 #include <fmt/format.h>
 
 #include "commands.hpp"
+#include "output_file.hpp"
 #include "tally/error.hpp"
 
 extern char** environ;
@@ -34,6 +35,7 @@ namespace {
 /// The script's exit codes (tally_plot.py says the same).
 constexpr int script_bad_input = 2;
 constexpr int script_no_matplotlib = 4;
+constexpr int script_cannot_write = 5;
 
 constexpr const char* install_hint = "python3 -m pip install matplotlib";
 
@@ -143,10 +145,21 @@ void draw_plot(const std::string& json_path, const std::string& picture, std::st
   const std::string script = find_plot_script(command, option);
   const char* python_env = std::getenv("TALLY_PYTHON");
   const std::string python = python_env != nullptr && *python_env != '\0' ? python_env : "python3";
-  const script_run run = run_script(python, {script, json_path, picture});
+  // The script draws into the temporary file, which becomes the picture only once it is whole.
+  output_file drawn(picture, std::string(option));
+  const std::string drawing = drawn.temporary_path().string();
+  const script_run run = run_script(python, {script, json_path, drawing});
   if (run.status == 0) {
     if (!run.errors.empty()) std::fputs(run.errors.c_str(), stderr);  // warnings, if matplotlib had any
+    drawn.commit();
     return;
+  }
+  if (run.status == script_cannot_write) {
+    // The script says "cannot write 'PATH': REASON" of the temporary file; the user knows the picture's name.
+    std::string reason = trimmed(run.errors);
+    const std::string about_temporary = "cannot write '" + drawing + "': ";
+    if (reason.rfind(about_temporary, 0) == 0) reason.erase(0, about_temporary.size());
+    drawn.fail(reason);
   }
   if (run.status == -1 || run.status == 127) {
     throw error(errc::not_supported, std::string(option),

@@ -25,9 +25,11 @@ std::string find_plot_script(std::string_view command, std::string_view option);
 
 /**
  * @brief Draws the result JSON at `json_path` into `picture` with tally_plot.py, run by
- * $TALLY_PYTHON or python3. Errors name `command` and `option`: python3 or matplotlib missing
- * (errc::not_supported, with how to install it), a JSON the script cannot draw
- * (errc::invalid_argument naming `json_argument`, with the script's own message).
+ * $TALLY_PYTHON or python3. The script draws into an output_file's temporary file, renamed over
+ * `picture` once it succeeded: a picture is whole or not made. Errors name `command` and
+ * `option`: python3 or matplotlib missing (errc::not_supported, with how to install it), a JSON
+ * the script cannot draw (errc::invalid_argument naming `json_argument`, with the script's own
+ * message), a picture that cannot be written (errc::io_error, with the system's reason).
  */
 void draw_plot(const std::string& json_path, const std::string& picture, std::string_view command,
                std::string_view option, std::string_view json_argument);

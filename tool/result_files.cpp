@@ -5,8 +5,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "output_file.hpp"
 #include "plot.hpp"
-#include "tally/error.hpp"
 
 namespace tally::cli {
 
@@ -39,12 +39,6 @@ int result_files::write(std::string_view command_name, std::string_view csv_comm
   return any_mismatch ? exit_mismatch : exit_success;
 }
 
-std::ofstream open_result_file(const std::string& path, std::string_view option) {
-  std::ofstream file(path);
-  if (!file) throw error(errc::io_error, std::string(option), "cannot write '" + path + "'");
-  return file;
-}
-
 nlohmann::json result_document(std::string_view command, const run_environment& env) {
   nlohmann::json doc;
   add_environment_json(doc, command, env);
@@ -53,8 +47,8 @@ nlohmann::json result_document(std::string_view command, const run_environment& 
 }
 
 void write_csv_rows(const std::string& path, std::string_view comment, const std::vector<row_fields>& rows) {
-  std::ofstream file = open_result_file(path, "--csv");
-  file << comment << "\n";
+  std::string text(comment);
+  text += "\n";
   for (std::size_t i = 0; i < rows.size(); ++i) {
     std::string header;
     std::string line;
@@ -72,14 +66,14 @@ void write_csv_rows(const std::string& path, std::string_view comment, const std
         line += value.dump();
       }
     }
-    if (i == 0) file << header << "\n";
-    file << line << "\n";
+    if (i == 0) text += header + "\n";
+    text += line + "\n";
   }
+  write_output_file(path, "--csv", text);
 }
 
 void write_json_file(const std::string& path, const nlohmann::json& doc) {
-  std::ofstream file = open_result_file(path, "--json");
-  file << doc.dump(2) << "\n";
+  write_output_file(path, "--json", doc.dump(2) + "\n");
 }
 
 }  // namespace tally::cli

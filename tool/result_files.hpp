@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <concepts>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <span>
@@ -123,17 +122,18 @@ void add_measuring_command(CLI::App& app, int& exit_code, const measuring_comman
   command->callback([options, run, &exit_code] { exit_code = run(*options); });
 }
 
-/** @brief `path` opened for writing; throws errc::io_error naming `option` when it cannot be. */
-std::ofstream open_result_file(const std::string& path, std::string_view option);
-
 /**
  * @brief Writes `rows` to `path` as CSV: `comment` (the run's environment) as its first line, the
  * first row's field names, then a line per row: strings quoted (inner quotes doubled), booleans as 1
- * or 0, numbers as the JSON has them. Throws errc::io_error naming --csv when it cannot.
+ * or 0, numbers as the JSON has them. The file is written whole or not at all (output_file.hpp);
+ * throws errc::io_error naming --csv when it cannot be.
  */
 void write_csv_rows(const std::string& path, std::string_view comment, const std::vector<row_fields>& rows);
 
-/** @brief Writes `doc` to `path` as indented JSON; throws errc::io_error naming --json when it cannot. */
+/**
+ * @brief Writes `doc` to `path` as indented JSON, whole or not at all (output_file.hpp); throws
+ * errc::io_error naming --json when it cannot.
+ */
 void write_json_file(const std::string& path, const nlohmann::json& doc);
 
 }  // namespace tally::cli

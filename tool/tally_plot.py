@@ -18,7 +18,9 @@ written before that field existed, the fields of its rows.
                one panel with a line at 1x, the fraction of updates racy variants lost in another.
 
 Exit codes: 0 drawn; 2 bad arguments or input (unknown kind, unreadable JSON); 4 matplotlib is
-missing (the caller turns this into advice on installing it).
+missing (the caller turns this into advice on installing it); 5 the picture cannot be written
+("cannot write 'OUT': REASON", the system's reason; the binary names its own target instead, as
+it has the script draw into a temporary file that it renames once the script has succeeded).
 """
 import json
 import os
@@ -28,6 +30,7 @@ import textwrap
 
 EXIT_BAD_INPUT = 2
 EXIT_NO_MATPLOTLIB = 4
+EXIT_CANNOT_WRITE = 5
 FORMATS = (".png", ".svg")
 
 
@@ -718,7 +721,11 @@ def main(argv):
         except (KeyError, TypeError) as e:
             raise BadInput("'{}' looks like a {} result but a row lacks a field or has a wrong one ({}: {})".format(
                 json_path, kind, type(e).__name__, e))
-        fig.savefig(out_path, dpi=110, metadata={"Date": None} if extension == ".svg" else None)
+        try:
+            fig.savefig(out_path, dpi=110, metadata={"Date": None} if extension == ".svg" else None)
+        except OSError as e:
+            print("tally plot: cannot write '{}': {}".format(out_path, e.strerror or e), file=sys.stderr)
+            return EXIT_CANNOT_WRITE
         plt.close(fig)
     except BadInput as e:
         print("tally plot: {}".format(e), file=sys.stderr)
