@@ -448,6 +448,7 @@ int run_advise(const advise_arguments& args) {
     return visit_dtype(file.type(), [&]<class T>(std::type_identity<T>) {
       std::vector<T> samples(static_cast<std::size_t>(file.num_samples()));
       file.read(0, std::span<T>(samples));
+      file.check_unchanged();
       const std::string text = fmt::format("'{}', {} {} samples", args.file, samples.size(), to_string(file.type()));
       return advise_typed<T>(args, where, std::move(samples), text, args.file);
     });

@@ -2,6 +2,8 @@
 // magic string and a length, parsed here by hand), raw sample files and `--edges` files.
 #include "data_file.hpp"
 
+#include <sys/stat.h>
+
 #include <cctype>
 #include <cerrno>
 #include <charconv>
@@ -52,6 +54,16 @@ std::string file_label(const std::string& argument, const std::string& path) { r
 }
 
 std::string system_reason() { return std::strerror(errno); }
+
+std::int64_t modified_ns(const struct stat& status) {
+  return std::int64_t{status.st_mtim.tv_sec} * 1'000'000'000 + status.st_mtim.tv_nsec;
+}
+
+/// "changed while being read: it shrank from 800 to 400 bytes": what is said of a file whose size moved.
+std::string size_change(std::uint64_t opened_bytes, std::uint64_t bytes_now) {
+  return "changed while being read: it " + std::string(bytes_now > opened_bytes ? "grew" : "shrank") + " from " +
+         std::to_string(opened_bytes) + " to " + std::to_string(bytes_now) + " bytes";
+}
 
 /// Text from a file, quoted for a message: a hostile file's bytes must not reach the terminal raw
 /// or by the megabyte, so bytes outside printable ASCII become \xNN and a long text is cut short
@@ -422,8 +434,15 @@ sample_file::sample_file(const std::filesystem::path& path, std::optional<dtype>
   if (std::filesystem::is_directory(path, ec)) fail(errc::io_error, argument, name, "is a directory, not a file");
   file_.reset(std::fopen(path.c_str(), "rb"));
   if (!file_) fail(errc::io_error, argument, name, "cannot be opened: " + system_reason());
-  const std::uint64_t file_bytes = std::filesystem::file_size(path, ec);
-  if (ec) fail(errc::io_error, argument, name, "has no size: " + ec.message());
+  // The file opened, not whatever the path names a moment later: check_unchanged compares with this.
+  struct stat opened {};
+  if (::fstat(fileno(file_.get()), &opened) != 0) {
+    fail(errc::io_error, argument, name, "has no size: " + system_reason());
+  }
+  if (!S_ISREG(opened.st_mode)) fail(errc::io_error, argument, name, "has no size: it is not a regular file");
+  const auto file_bytes = static_cast<std::uint64_t>(opened.st_size);
+  opened_bytes_ = file_bytes;
+  opened_modified_ns_ = modified_ns(opened);
 
   char prefix[6] = {};
   const std::size_t prefix_bytes = std::fread(prefix, 1, sizeof(prefix), file_.get());
@@ -490,9 +509,31 @@ void sample_file::read_bytes(std::uint64_t offset, void* destination, std::size_
          "cannot seek to byte " + std::to_string(offset) + ": " + system_reason());
   }
   if (std::fread(destination, 1, bytes, file_.get()) != bytes) {
+    const std::string where = "byte " + std::to_string(offset) + " (" + std::to_string(bytes) + " bytes)";
+    if (std::ferror(file_.get())) {
+      fail(errc::io_error, "FILE", path_.string(), "could not be read at " + where + ": " + system_reason());
+    }
+    struct stat now {};
+    const bool shrank =
+        ::fstat(fileno(file_.get()), &now) == 0 && static_cast<std::uint64_t>(now.st_size) < opened_bytes_;
     fail(errc::io_error, "FILE", path_.string(),
-         "could not be read at byte " + std::to_string(offset) + " (" + std::to_string(bytes) + " bytes)" +
-             (std::ferror(file_.get()) ? ": " + system_reason() : std::string(": the file got shorter")));
+         shrank ? size_change(opened_bytes_, static_cast<std::uint64_t>(now.st_size)) + " (a read at " + where +
+                      " found the end of the file)"
+                : "ended early while being read: a read at " + where + " found the end of the file");
+  }
+}
+
+void sample_file::check_unchanged() const {
+  struct stat now {};
+  if (::fstat(fileno(file_.get()), &now) != 0) {
+    fail(errc::io_error, "FILE", path_.string(), "cannot be checked after it was read: " + system_reason());
+  }
+  const auto bytes_now = static_cast<std::uint64_t>(now.st_size);
+  if (bytes_now != opened_bytes_) fail(errc::io_error, "FILE", path_.string(), size_change(opened_bytes_, bytes_now));
+  if (modified_ns(now) != opened_modified_ns_) {
+    fail(errc::io_error, "FILE", path_.string(),
+         "changed while being read: it was written to (the same size, a new modification time), so what was read "
+         "may mix old and new data");
   }
 }
 

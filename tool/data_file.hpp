@@ -160,6 +160,13 @@ class sample_file {
   /** @brief Bytes after the last sample that the header does not account for (.npy only). */
   [[nodiscard]] std::uint64_t trailing_bytes() const noexcept { return trailing_bytes_; }
 
+  /**
+   * @brief Throws tally::error (io_error) when the open file is no longer as it was when opened:
+   * it grew, shrank, or was written (its size or modification time differ), so that what was read
+   * may be a mix of two versions. Called after each pass over the file.
+   */
+  void check_unchanged() const;
+
   /** @brief Reads samples [first, first + out.size()) into `out`. */
   template <class T>
   void read(std::uint64_t first, std::span<T> out) {
@@ -180,6 +187,8 @@ class sample_file {
   std::uint64_t data_offset_ = 0;
   std::uint64_t num_samples_ = 0;
   std::uint64_t trailing_bytes_ = 0;
+  std::uint64_t opened_bytes_ = 0;     ///< the file's size when opened (fstat)
+  std::int64_t opened_modified_ns_ = 0;  ///< its modification time then, in ns since the epoch
 };
 
 /**
@@ -203,7 +212,11 @@ class chunk_reader {
     return (file_.num_samples() + chunk_samples_ - 1) / chunk_samples_;
   }
 
-  /** @brief Calls `visit(std::span<const T> samples, std::uint64_t index_of_first)` per chunk. */
+  /**
+   * @brief Calls `visit(std::span<const T> samples, std::uint64_t index_of_first)` per chunk, then
+   * checks that the file did not change during the pass (sample_file::check_unchanged), so that
+   * the caller uses what it gathered only when it is the whole of one version of the file.
+   */
   template <class Visit>
   void for_each_chunk(Visit&& visit) {
     const std::uint64_t total = file_.num_samples();
@@ -214,6 +227,7 @@ class chunk_reader {
       cached_ = total <= chunk_samples_;
       visit(std::span<const T>(chunk), first);
     }
+    file_.check_unchanged();
   }
 
  private:
