@@ -44,20 +44,33 @@ void sync_folder(const std::filesystem::path& folder) {
   (void)::close(descriptor);
 }
 
+/// STDOUT_FILENO or STDERR_FILENO when `file` is where that stream goes, else -1.
+int standard_stream(const struct stat& file) {
+  for (const int stream : {STDOUT_FILENO, STDERR_FILENO}) {
+    struct stat status {};
+    if (::fstat(stream, &status) == 0 && status.st_dev == file.st_dev && status.st_ino == file.st_ino) return stream;
+  }
+  return -1;
+}
+
 }  // namespace
 
 output_file::output_file(const std::filesystem::path& target, std::string option)
     : named_(target), target_(target), option_(std::move(option)) {
-  std::error_code ec;
-  // Writing through a symlink replaces the file it points to and keeps the link.
-  if (std::filesystem::is_symlink(target_, ec)) {
-    std::filesystem::path resolved = std::filesystem::weakly_canonical(target_, ec);
-    if (!ec) target_ = std::move(resolved);
-  }
   try {
     struct stat existing {};
-    if (::stat(target_.c_str(), &existing) == 0) {
+    if (::stat(named_.c_str(), &existing) == 0) {
       target_existed_ = true;
+      if (const int stream = standard_stream(existing); stream >= 0) {
+        // /dev/stdout, or the file stdout goes to: the bytes follow what was printed there, as after
+        // `tally ... --json /dev/stdout > out.txt`, rather than replacing (or overwriting) it.
+        in_place_ = true;
+        temporary_ = target_;
+        std::fflush(nullptr);
+        descriptor_ = ::fcntl(stream, F_DUPFD_CLOEXEC, 0);
+        if (descriptor_ < 0) fail(system_reason(errno));
+        return;
+      }
       if (!S_ISREG(existing.st_mode)) {
         in_place_ = true;
         temporary_ = target_;
@@ -65,6 +78,12 @@ output_file::output_file(const std::filesystem::path& target, std::string option
         if (descriptor_ < 0) fail(system_reason(errno));
         return;
       }
+    }
+    // Writing through a symlink replaces the file it points to and keeps the link.
+    std::error_code ec;
+    if (std::filesystem::is_symlink(named_, ec)) {
+      std::filesystem::path resolved = std::filesystem::weakly_canonical(named_, ec);
+      if (!ec) target_ = std::move(resolved);
     }
     std::mt19937_64 random(std::random_device{}());
     for (int attempt = 1; descriptor_ < 0; ++attempt) {

@@ -16,8 +16,10 @@ namespace tally::cli {
  * removed and the target is as it was. Errors are tally::error (errc::io_error, argument
  * `option`) naming the option, the target and the system's reason.
  *
- * A target that exists and is not a regular file (/dev/null, /dev/stdout, a FIFO) is written in
- * place: there is nothing to rename over, and replacing a device with a file would be wrong.
+ * A target that exists and is not a regular file (/dev/null, a FIFO) is written in place: there is
+ * nothing to rename over, and replacing a device with a file would be wrong. Nor is the file that
+ * stdout or stderr goes to (/dev/stdout, or its very name) replaced: the bytes follow what was
+ * printed there.
  */
 class output_file {
  public:

@@ -281,3 +281,16 @@ def test_a_fifo_is_written_in_place_not_replaced(inputs, tmp_path):
     assert received and received[0].startswith(b"# tally"), received
     assert stat.S_ISFIFO(fifo.lstat().st_mode)
     assert [p.name for p in tmp_path.iterdir()] == ["race.csv"]
+
+
+def test_the_file_stdout_goes_to_gets_the_bytes_after_the_table(tmp_path):
+    out = tmp_path / "out.txt"
+    with open(out, "wb") as stdout:
+        inode = os.fstat(stdout.fileno()).st_ino
+        result = subprocess.run([TALLY, *RACE, "--csv", "/dev/stdout"], stdout=stdout, stderr=subprocess.PIPE,
+                                text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    text = out.read_text()
+    assert "verification mismatches" in text and text.index("verification mismatches") < text.index("# tally"), text
+    assert out.stat().st_ino == inode, "the file stdout went to was replaced, not written"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.txt"]
