@@ -153,6 +153,16 @@ workspace& detail::waiting_workspace(stream_t stream) {
   return workspaces[{device, stream}];
 }
 
+void detail::check_no_pending_cuda_error(std::string_view operation) {
+  const cudaError_t pending = cudaPeekAtLastError();
+  if (pending == cudaSuccess) return;
+  throw error(errc::cuda_error, "",
+              std::string(operation) + ": a CUDA error was pending before the call, left by earlier work (" +
+                  cudaGetErrorName(pending) + ": " + cudaGetErrorString(pending) +
+                  "); nothing ran. The error is not tally's, so it stays pending for the code that caused it (a "
+                  "faulted kernel's error lasts until the context is reset)");
+}
+
 std::uint64_t workspace::read_scalar(stream_t stream) {
   std::uint64_t value = 0;
   detail::check_cuda(cudaMemcpyAsync(&value, scalar(), sizeof(value), cudaMemcpyDeviceToHost, stream),

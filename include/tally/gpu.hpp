@@ -12,8 +12,10 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <string_view>
 
 #include "tally/bins.hpp"
+#include "tally/error.hpp"
 #include "tally/reduce.hpp"
 #include "tally/strategy.hpp"
 
@@ -166,6 +168,27 @@ template <class T>
 choice predicate_async(operation op, std::span<const T> samples, compare_to<T> predicate, workspace& ws,
                        const reduce_options& options, stream_t stream);
 
+/// Throws, naming `operation`, when a CUDA error is pending on this thread before the call starts:
+/// one left by other code (a failed launch nobody checked), which tally's own launch checks would
+/// otherwise report as theirs. It stays pending for its owner to take.
+void check_no_pending_cuda_error(std::string_view operation);
+
+/**
+ * Runs one public call so that any failure inside it names `operation`: a CUDA error left by
+ * earlier work (a kernel that faulted, which every later CUDA call reports), an allocation that
+ * fails, a launch. The runtime's own message says what failed, not which call of tally it stopped.
+ */
+template <class Call>
+decltype(auto) naming_failures(std::string_view operation, Call&& call) {
+  check_no_pending_cuda_error(operation);
+  try {
+    return call();
+  } catch (const error& failure) {
+    if (std::string_view(failure.what()).starts_with("tally::")) throw;  // names its operation already
+    throw error(failure.code(), failure.argument(), std::string(operation) + ": " + failure.what());
+  }
+}
+
 /// predicate_async, waiting for its scalar: a count_result or a find_result.
 template <class Result, class T>
 Result predicate_waited(operation op, std::span<const T> samples, compare_to<T> predicate,
@@ -198,16 +221,20 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
                             workspace& ws, const histogram_options& options = {}, stream_t stream = nullptr) {
   static_assert(is_histogram_sample_v<Sample>, "histogram samples: the types of is_histogram_sample_v (tally/bins.hpp)");
   static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
-  return detail::histogram_even_async(samples, counts, bins, ws, options, stream);
+  return detail::naming_failures("tally::gpu::histogram_even", [&] {
+    return detail::histogram_even_async(samples, counts, bins, ws, options, stream);
+  });
 }
 
 /** @brief Even-bin histogram on the GPU; waits for `stream` and returns the left-out count. */
 template <class Sample, class Counter>
 histogram_result histogram_even(std::span<const Sample> samples, std::span<Counter> counts, const even_bins& bins,
                                 const histogram_options& options = {}, stream_t stream = nullptr) {
-  workspace& ws = detail::waiting_workspace(stream);
-  const choice chose = histogram_even_async(samples, counts, bins, ws, options, stream);
-  return {chose, ws.read_scalar(stream)};
+  return detail::naming_failures("tally::gpu::histogram_even", [&]() -> histogram_result {
+    workspace& ws = detail::waiting_workspace(stream);
+    const choice chose = histogram_even_async(samples, counts, bins, ws, options, stream);
+    return {chose, ws.read_scalar(stream)};
+  });
 }
 
 /**
@@ -224,7 +251,9 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<const Wei
   static_assert(is_histogram_sample_v<Sample>, "histogram samples: the types of is_histogram_sample_v (tally/bins.hpp)");
   static_assert(is_weight_v<Weight>, "weights: float or double");
   static_assert(is_weight_sum_v<Sum>, "weighted sums: double");
-  return detail::histogram_even_weighted_async(samples, weights, sums, bins, ws, options, stream);
+  return detail::naming_failures("tally::gpu::histogram_even", [&] {
+    return detail::histogram_even_weighted_async(samples, weights, sums, bins, ws, options, stream);
+  });
 }
 
 /**
@@ -238,7 +267,9 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<const
   static_assert(is_histogram_sample_v<Sample>, "histogram samples: the types of is_histogram_sample_v (tally/bins.hpp)");
   static_assert(is_weight_v<Weight>, "weights: float or double");
   static_assert(is_weight_sum_v<Sum>, "weighted sums: double");
-  return detail::histogram_even_weighted(samples, weights, sums, bins, options, stream);
+  return detail::naming_failures("tally::gpu::histogram_even", [&] {
+    return detail::histogram_even_weighted(samples, weights, sums, bins, options, stream);
+  });
 }
 
 /**
@@ -251,7 +282,9 @@ choice histogram_range_async(std::span<const Sample> samples, std::span<Counter>
                              stream_t stream = nullptr) {
   static_assert(is_histogram_sample_v<Sample>, "histogram samples: the types of is_histogram_sample_v (tally/bins.hpp)");
   static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
-  return detail::histogram_range_async(samples, counts, edges, ws, options, stream);
+  return detail::naming_failures("tally::gpu::histogram_range", [&] {
+    return detail::histogram_range_async(samples, counts, edges, ws, options, stream);
+  });
 }
 
 /** @brief Histogram over sorted host `edges` on the GPU; waits and returns the left-out count. */
@@ -259,9 +292,11 @@ template <class Sample, class Counter>
 histogram_result histogram_range(std::span<const Sample> samples, std::span<Counter> counts,
                                  std::span<const double> edges, const histogram_options& options = {},
                                  stream_t stream = nullptr) {
-  workspace& ws = detail::waiting_workspace(stream);
-  const choice chose = histogram_range_async(samples, counts, edges, ws, options, stream);
-  return {chose, ws.read_scalar(stream)};
+  return detail::naming_failures("tally::gpu::histogram_range", [&]() -> histogram_result {
+    workspace& ws = detail::waiting_workspace(stream);
+    const choice chose = histogram_range_async(samples, counts, edges, ws, options, stream);
+    return {chose, ws.read_scalar(stream)};
+  });
 }
 
 /**
@@ -273,7 +308,9 @@ choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts
                       const histogram_options& options = {}, stream_t stream = nullptr) {
   static_assert(is_bincount_sample_v<Sample>, "bincount samples: the integer histogram samples");
   static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
-  return detail::bincount_async(samples, counts, ws, options, stream);
+  return detail::naming_failures("tally::gpu::bincount", [&] {
+    return detail::bincount_async(samples, counts, ws, options, stream);
+  });
 }
 
 /**
@@ -283,10 +320,12 @@ choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts
 template <class Sample, class Counter>
 histogram_result bincount(std::span<const Sample> samples, std::span<Counter> counts,
                           const histogram_options& options = {}, stream_t stream = nullptr) {
-  workspace& ws = detail::waiting_workspace(stream);
-  detail::check_bincount_samples(samples, ws, stream);
-  const choice chose = bincount_async(samples, counts, ws, options, stream);
-  return {chose, ws.read_scalar(stream)};
+  return detail::naming_failures("tally::gpu::bincount", [&]() -> histogram_result {
+    workspace& ws = detail::waiting_workspace(stream);
+    detail::check_bincount_samples(samples, ws, stream);
+    const choice chose = bincount_async(samples, counts, ws, options, stream);
+    return {chose, ws.read_scalar(stream)};
+  });
 }
 
 /** @brief Sum, min or max on the GPU; the result's bits land in `ws.scalar()`. */
@@ -294,27 +333,33 @@ template <class T>
 choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, const reduce_options& options = {},
                     stream_t stream = nullptr) {
   static_assert(is_reduce_sample_v<T>, "reduce samples: the types of is_reduce_sample_v (tally/reduce.hpp)");
-  return detail::reduce_async(samples, op, ws, options, stream);
+  return detail::naming_failures("tally::gpu::reduce", [&] {
+    return detail::reduce_async(samples, op, ws, options, stream);
+  });
 }
 
 /** @brief Sum, min or max on the GPU (same semantics as tally::cpu::reduce); waits. */
 template <class T>
 reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_options& options = {},
                         stream_t stream = nullptr) {
-  workspace& ws = detail::waiting_workspace(stream);
-  const choice chose = reduce_async(samples, op, ws, options, stream);
-  const std::uint64_t bits = ws.read_scalar(stream);
-  accumulator_t<T> value;
-  static_assert(sizeof(value) <= sizeof(bits));
-  std::memcpy(&value, &bits, sizeof(value));
-  return {value, chose};
+  static_assert(sizeof(accumulator_t<T>) <= sizeof(std::uint64_t));
+  return detail::naming_failures("tally::gpu::reduce", [&]() -> reduce_result<T> {
+    workspace& ws = detail::waiting_workspace(stream);
+    const choice chose = reduce_async(samples, op, ws, options, stream);
+    const std::uint64_t bits = ws.read_scalar(stream);
+    accumulator_t<T> value;
+    std::memcpy(&value, &bits, sizeof(value));
+    return {value, chose};
+  });
 }
 
 /** @brief How many samples satisfy `predicate` on the GPU; never synchronizes: the count lands in `ws.scalar()`. */
 template <class T>
 choice count_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
                       const reduce_options& options = {}, stream_t stream = nullptr) {
-  return detail::predicate_async(operation::count_if, samples, predicate, ws, options, stream);
+  return detail::naming_failures("tally::gpu::count_if", [&] {
+    return detail::predicate_async(operation::count_if, samples, predicate, ws, options, stream);
+  });
 }
 
 /**
@@ -324,21 +369,27 @@ choice count_if_async(std::span<const T> samples, compare_to<T> predicate, works
 template <class T>
 choice find_first_if_async(std::span<const T> samples, compare_to<T> predicate, workspace& ws,
                            const reduce_options& options = {}, stream_t stream = nullptr) {
-  return detail::predicate_async(operation::find_first_if, samples, predicate, ws, options, stream);
+  return detail::naming_failures("tally::gpu::find_first_if", [&] {
+    return detail::predicate_async(operation::find_first_if, samples, predicate, ws, options, stream);
+  });
 }
 
 /** @brief How many samples satisfy `predicate` on the GPU; waits. */
 template <class T>
 count_result count_if(std::span<const T> samples, compare_to<T> predicate, const reduce_options& options = {},
                       stream_t stream = nullptr) {
-  return detail::predicate_waited<count_result>(operation::count_if, samples, predicate, options, stream);
+  return detail::naming_failures("tally::gpu::count_if", [&] {
+    return detail::predicate_waited<count_result>(operation::count_if, samples, predicate, options, stream);
+  });
 }
 
 /** @brief The first index whose sample satisfies `predicate` on the GPU (samples.size() if none); waits. */
 template <class T>
 find_result find_first_if(std::span<const T> samples, compare_to<T> predicate, const reduce_options& options = {},
                           stream_t stream = nullptr) {
-  return detail::predicate_waited<find_result>(operation::find_first_if, samples, predicate, options, stream);
+  return detail::naming_failures("tally::gpu::find_first_if", [&] {
+    return detail::predicate_waited<find_result>(operation::find_first_if, samples, predicate, options, stream);
+  });
 }
 
 }  // namespace tally::gpu
