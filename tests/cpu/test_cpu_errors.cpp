@@ -254,6 +254,21 @@ TEST(BincountRefuses, NegativeSamplesNamingTheFirstIndexAndValue) {
   }
 }
 
+TEST(BincountRefuses, NegativeSamplesBeforeCountingIntoMoreBinsThanSamples) {
+  // With far more bins than samples, one thread counts straight into the counts instead of into
+  // slots of its own, where a negative sample is found as it is counted: the scan comes first.
+  std::vector<std::uint64_t> counts(std::size_t{1} << 20, poison<std::uint64_t>);
+  std::vector<std::int32_t> samples(1000, 7);
+  samples[999] = -3;
+  for (const strategy s : tally_test::cpu_strategies_and_automatic(tally::operation::histogram)) {
+    if (s == strategy::reduction) continue;  // refuses 8 MiB of counts on the thread stacks first
+    SCOPED_TRACE(std::string(tally::to_string(s)));
+    expect_tally_error([&] { tally::cpu::bincount<std::int32_t, std::uint64_t>(samples, counts, {s}); },
+                       errc::invalid_argument, "samples", {"sample 999 is -3"});
+    EXPECT_TRUE(tally_test::all_poisoned<std::uint64_t>(counts));
+  }
+}
+
 TEST(BincountRefuses, NullSamplesOrCountsAndGpuOnlyStrategies) {
   std::vector<std::uint64_t> counts(4, poison<std::uint64_t>);
   const std::vector<std::uint8_t> samples = {0, 1, 2};

@@ -404,6 +404,67 @@ TYPED_TEST(HistogramRange, EveryStrategyMatchesOracleOnRandomSizesAndBinCounts) 
                                upper_edge::inclusive);
 }
 
+TYPED_TEST(HistogramRange, EveryStrategyMatchesOracleOnEvenlySpacedEdges) {
+  using Sample = typename TypeParam::sample;
+  using Counter = typename TypeParam::counter;
+  // Evenly spaced edges take an estimate and one compare with each neighbouring edge
+  // (cpu/edge_tables.hpp): numpy's linspace in double, and in float32 arithmetic as numpy makes a
+  // float32 data's own range, whose edges are off even by a rounding.
+  const std::uint64_t seed = tally_test::test_seed();
+  SCOPED_TRACE(tally_test::seed_trace(seed));
+  std::mt19937_64 rng(seed);
+  for (const std::int64_t num_bins : {std::int64_t{3}, std::int64_t{10}, std::int64_t{1000}, std::int64_t{65536}}) {
+    const auto [lower, upper] = random_range<Sample>(rng);
+    const auto n = static_cast<std::size_t>(num_bins);
+    std::vector<double> in_double(n + 1);
+    std::vector<double> in_float(n + 1);
+    const double step = (upper - lower) / static_cast<double>(num_bins);
+    const float float_lower = static_cast<float>(lower);
+    const float float_step = (static_cast<float>(upper) - float_lower) / static_cast<float>(num_bins);
+    for (std::size_t i = 0; i <= n; ++i) {
+      volatile double product = static_cast<double>(i) * step;  // numpy's two roundings, never fused
+      in_double[i] = product + lower;
+      volatile float float_product = static_cast<float>(i) * float_step;
+      in_float[i] = static_cast<double>(float_product + float_lower);
+    }
+    in_double.back() = upper;
+    in_float.back() = static_cast<double>(static_cast<float>(upper));
+    for (const auto* edges : {&in_double, &in_float}) {
+      if (!std::is_sorted(edges->begin(), edges->end())) continue;  // float arithmetic past its precision
+      const auto samples = random_samples<Sample>(70001, edges->front(), edges->back(), *edges, rng);
+      check_range<Sample, Counter>(samples, *edges, upper_edge::exclusive);
+      check_range<Sample, Counter>(samples, *edges, upper_edge::inclusive);
+    }
+  }
+}
+
+TYPED_TEST(HistogramRange, EveryStrategyMatchesOracleOnEdgesCloserThanAFloatsSpacing) {
+  using Sample = typename TypeParam::sample;
+  using Counter = typename TypeParam::counter;
+  // Double and int64 samples start from a float grid's count and settle it with one compare each
+  // way, which holds only while edges are further apart than a float's spacing; closer edges (and
+  // edges past float's range) take the double grid. Both sides of that line, with samples on and
+  // next to every edge.
+  std::mt19937_64 rng(tally_test::test_seed());
+  for (const double base : {1.0, 3.0e6, 1.0e12, 1.0e39}) {
+    const double float_spacing = base * 0x1p-23;
+    for (const double gap : {0.25 * float_spacing, 2.5 * float_spacing, 40.0 * float_spacing}) {
+      std::vector<double> edges(65);
+      for (std::size_t i = 0; i < edges.size(); ++i) edges[i] = base + static_cast<double>(i) * gap;
+      std::vector<Sample> samples = random_samples<Sample>(20001, edges.front(), edges.back(), edges, rng);
+      if constexpr (std::is_floating_point_v<Sample>) {
+        for (const double e : edges) {
+          samples.push_back(static_cast<Sample>(e));
+          samples.push_back(std::nextafter(static_cast<Sample>(e), std::numeric_limits<Sample>::infinity()));
+          samples.push_back(std::nextafter(static_cast<Sample>(e), -std::numeric_limits<Sample>::infinity()));
+        }
+      }
+      check_range<Sample, Counter>(samples, edges, upper_edge::exclusive);
+      check_range<Sample, Counter>(samples, edges, upper_edge::inclusive);
+    }
+  }
+}
+
 TYPED_TEST(HistogramRange, EveryStrategyMatchesOracleWhenAllSamplesSitOnOneEdge) {
   using Sample = typename TypeParam::sample;
   using Counter = typename TypeParam::counter;

@@ -8,16 +8,21 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <new>
 #include <span>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "tally/bins.hpp"
 #include "tally/detail/range_grid.hpp"
+#include "tally/cpu/count_loops.hpp"
+#include "tally/cpu/edge_tables.hpp"
 #include "tally/cpu/parallel.hpp"
 #include "tally/detail/fixed_point_weight.hpp"
 #include "tally/detail/validate.hpp"
@@ -25,9 +30,6 @@
 
 namespace tally::cpu {
 namespace detail {
-
-/// Per-thread copies are used while they take at most this many bytes.
-inline constexpr std::uint64_t private_copies_budget = std::uint64_t{256} << 20;
 
 /// The OpenMP reduction clause keeps each thread's private copy of the counts on its stack;
 /// larger copies overflow thread stacks, so `reduction` refuses them.
@@ -58,46 +60,8 @@ inline choice choose_histogram(strategy requested, std::uint64_t num_samples, st
   return choose_privatized_or(requested, num_samples, num_bins, counter_bytes, fallback);
 }
 
-/// Per-thread copies of the bins (`Bin` a bin), each allocated and zeroed by the thread that fills
-/// it, in memory of its own, as the OpenMP reduction clause keeps its copies on each thread's
-/// stack. Copies side by side in one array zeroed by the caller were slower: on a 2-core machine,
-/// 2^24 int32 samples over 256 bins took 10-11 ms (uniform) where copies shared a cache line at
-/// their boundary, 6-8.5 ms (uniform, strided32, loguniform) with each copy on lines of its own,
-/// and 4.3-5 ms as here, the reduction clause's time.
-template <class Bin>
-class private_copies {
- public:
-  static constexpr std::size_t line = 64;
-
-  private_copies(std::size_t threads, std::int64_t num_bins)
-      : num_bins_(static_cast<std::size_t>(num_bins)), copies_(threads) {}
-
-  /// The calling thread's copy, allocated and zeroed; call once from each thread of the region.
-  Bin* take() {
-    const std::size_t bytes = (num_bins_ * sizeof(Bin) + line - 1) / line * line;  // no line shared
-    auto& mine = copies_[static_cast<std::size_t>(thread_num())];
-    mine.reset(static_cast<Bin*>(::operator new(bytes, std::align_val_t{line})));
-    std::uninitialized_fill_n(mine.get(), num_bins_, Bin{});
-    if (thread_num() == 0) team_ = static_cast<std::size_t>(team_size());
-    return mine.get();
-  }
-
-  /// Copy `t` of the team that took them; read after the parallel region.
-  const Bin* copy(std::size_t t) const { return copies_[t].get(); }
-  /// The threads that took a copy (OpenMP may start fewer than max_threads()).
-  std::size_t team() const { return team_; }
-
- private:
-  struct aligned_delete {
-    void operator()(Bin* p) const { ::operator delete(p, std::align_val_t{line}); }
-  };
-  std::size_t num_bins_;
-  std::vector<std::unique_ptr<Bin, aligned_delete>> copies_;
-  std::size_t team_ = 0;
-};
-
-/// One sample's bin, as every strategy takes it: a bin below 0 (out of range, NaN) is counted in
-/// `left_out`, any other is handed to `add`.
+/// One sample's bin, as the critical and atomic strategies take it: a bin below 0 (out of range,
+/// NaN) is counted in `left_out`, any other is handed to `add`.
 template <class Add>
 inline void add_or_leave_out(std::int64_t bin, std::uint64_t& left_out, Add&& add) {
   if (bin < 0) {
@@ -105,13 +69,6 @@ inline void add_or_leave_out(std::int64_t bin, std::uint64_t& left_out, Add&& ad
   } else {
     add(bin);
   }
-}
-
-template <class Sample, class Counter, class Mapper>
-std::uint64_t count_sequential(std::span<const Sample> samples, Counter* counts, const Mapper& map) {
-  std::uint64_t left_out = 0;
-  for (const Sample x : samples) add_or_leave_out(map(x), left_out, [counts](std::int64_t bin) { ++counts[bin]; });
-  return left_out;
 }
 
 /// The team walks the samples, each thread adding its samples' bins by `add(bin)`: the critical and
@@ -141,48 +98,6 @@ std::uint64_t count_atomic(std::span<const Sample> samples, Counter* counts, con
 }
 
 template <class Sample, class Counter, class Mapper>
-std::uint64_t count_privatized(std::span<const Sample> samples, Counter* counts, std::int64_t num_bins,
-                               const Mapper& map) {
-  const auto n = static_cast<std::int64_t>(samples.size());
-  private_copies<Counter> copies(static_cast<std::size_t>(max_threads()), num_bins);
-  std::uint64_t left_out = 0;
-#pragma omp parallel reduction(+ : left_out)
-  {
-    Counter* mine = copies.take();
-    // The thread's own mapper: a counter store may alias the caller's (counters and mapper fields
-    // are both unsigned words), which then is read again for every sample.
-    const Mapper local = map;
-    const Sample* data = samples.data();
-#pragma omp for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) {
-      add_or_leave_out(local(data[i]), left_out, [mine](std::int64_t bin) { ++mine[bin]; });
-    }
-  }
-  // Merge: each bin is summed over the copies by one thread, so no update conflicts.
-#pragma omp parallel for schedule(static)
-  for (std::int64_t bin = 0; bin < num_bins; ++bin) {
-    Counter total = 0;
-    for (std::size_t t = 0; t < copies.team(); ++t) total += copies.copy(t)[bin];
-    counts[bin] = total;
-  }
-  return left_out;
-}
-
-template <class Sample, class Counter, class Mapper>
-std::uint64_t count_reduction(std::span<const Sample> samples, Counter* counts, std::int64_t num_bins,
-                              const Mapper& map) {
-  const auto n = static_cast<std::int64_t>(samples.size());
-  std::uint64_t left_out = 0;
-  // OpenMP gives each thread a private, zeroed counts[0:num_bins] and adds them up at the end.
-#pragma omp parallel for reduction(+ : left_out) reduction(+ : counts[:num_bins])
-  for (std::int64_t i = 0; i < n; ++i) {
-    // Made in the loop, the lambda adds to this thread's private counts.
-    add_or_leave_out(map(samples[i]), left_out, [&counts](std::int64_t bin) { ++counts[bin]; });
-  }
-  return left_out;
-}
-
-template <class Sample, class Counter, class Mapper>
 histogram_result run_histogram(std::span<const Sample> samples, std::span<Counter> counts, const Mapper& map,
                                strategy requested) {
   const std::int64_t num_bins = map.num_bins();
@@ -194,16 +109,69 @@ histogram_result run_histogram(std::span<const Sample> samples, std::span<Counte
                 "at most " + std::to_string(reduction_clause_budget) + " bytes; " + std::to_string(num_bins) +
                     " bins need more (use 'privatized')");
   }
-  std::fill(counts.begin(), counts.end(), Counter{0});
+  if constexpr (refusing_mapper<Mapper, Sample>) {
+    // critical and atomic count straight into the counts: the refusal's pass comes first.
+    if (chose.used == strategy::critical || chose.used == strategy::atomic) map.refuse(samples);
+  }
   std::uint64_t left_out = 0;
   switch (chose.used) {
-    case strategy::critical: left_out = count_critical(samples, counts.data(), map); break;
-    case strategy::atomic: left_out = count_atomic(samples, counts.data(), map); break;
-    case strategy::privatized: left_out = count_privatized(samples, counts.data(), num_bins, map); break;
-    case strategy::reduction: left_out = count_reduction(samples, counts.data(), num_bins, map); break;
-    default: left_out = count_sequential(samples, counts.data(), map); break;
+    case strategy::critical:
+      std::fill(counts.begin(), counts.end(), Counter{0});
+      left_out = count_critical(samples, counts.data(), map);
+      break;
+    case strategy::atomic:
+      std::fill(counts.begin(), counts.end(), Counter{0});
+      left_out = count_atomic(samples, counts.data(), map);
+      break;
+    case strategy::privatized: left_out = count_privatized(samples, counts.data(), as_slots<Sample>(map)); break;
+    case strategy::reduction: left_out = count_reduction(samples, counts.data(), as_slots<Sample>(map)); break;
+    default: left_out = count_sequential(samples, counts.data(), as_slots<Sample>(map)); break;
   }
   return {chose, left_out};
+}
+
+/**
+ * Counts over the sorted, finite edges `edge_at(0)` to `edge_at(num_bins)` (doubles) with the
+ * CPU's mapper for them: evenly spaced edges (as samples compare with them) through the estimate
+ * and a table of the edges; other layouts through the GPU's grid, whose tables the host fills,
+ * for double and int64 samples a float grid refined in double (cpu/edge_tables.hpp).
+ */
+template <class Sample, class Counter, class EdgeAt>
+histogram_result run_over_edges(std::span<const Sample> samples, std::span<Counter> counts, std::int64_t num_bins,
+                                EdgeAt edge_at, const histogram_options& options) {
+  using key = std::conditional_t<std::is_same_v<Sample, float>, float, double>;
+  std::vector<key> edges(static_cast<std::size_t>(num_bins) + 1);
+  for (std::size_t i = 0; i < edges.size(); ++i) edges[i] = least_key_at_or_above<key>(edge_at(static_cast<std::int64_t>(i)));
+  if (num_bins <= max_table_bins && estimated_table_mapper<Sample, key>::estimate_fits(edges)) {
+    // A sample can equal the last edge only where the edge is a value of key.
+    const bool last_is_key = static_cast<double>(edges.back()) == edge_at(num_bins);
+    const std::vector<key> padded = padded_edges<key>(edges, last_is_key ? options.last_edge : upper_edge::exclusive);
+    return run_histogram(samples, counts, estimated_table_mapper<Sample, key>(padded), options.algorithm);
+  }
+  if constexpr (std::is_same_v<Sample, double> || std::is_same_v<Sample, std::int64_t>) {
+    using mapper = refined_grid_mapper<Sample>;
+    if (num_bins <= max_table_bins && mapper::fits(edges)) {
+      const std::vector<double> padded = padded_edges<double>(edges, options.last_edge);
+      std::vector<std::byte> tables(mapper::float_grid::table_bytes(num_bins + 1));
+      return run_histogram(samples, counts, mapper(padded, tables), options.algorithm);
+    }
+  } else {
+    if (num_bins <= max_table_bins) {
+      std::vector<double> doubles(edges.size());
+      for (std::size_t i = 0; i < edges.size(); ++i) doubles[i] = edge_at(static_cast<std::int64_t>(i));
+      const std::vector<double> padded = padded_edges<double>(doubles, options.last_edge);
+      std::vector<std::byte> tables(grid_slots<Sample>::grid::table_bytes(num_bins + 1));
+      return run_histogram(samples, counts, grid_slots<Sample>(padded, tables), options.algorithm);
+    }
+  }
+  {
+    using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
+    std::vector<std::byte> tables(grid_mapper::table_bytes(num_bins + 1));
+    const grid_mapper map =
+        grid_mapper::plan(edge_at, num_bins + 1, options.last_edge).reading_tables_at(tables.data());
+    map.fill_tables(edge_at, tables);
+    return run_histogram(samples, counts, map, options.algorithm);
+  }
 }
 
 /// A bin of a deterministic weighted histogram: the fixed-point words and flags of
@@ -325,6 +293,39 @@ void check_no_negative(std::string_view function, std::span<const Sample> sample
   }
 }
 
+/**
+ * bincount of signed samples as slots: value v in slot v, values past the bins in slot num_bins,
+ * negative values in slot num_bins + 1, which refuses them (count_loops.hpp): the check for
+ * negative samples costs two instructions a sample in the count loop instead of a pass of its own.
+ */
+template <class Sample>
+class signed_bincount_slots {
+ public:
+  signed_bincount_slots(std::int64_t num_bins, std::string_view function)
+      : map_(num_bins), num_bins_(static_cast<std::uint64_t>(num_bins)), function_(function) {}
+
+  std::int64_t num_bins() const { return static_cast<std::int64_t>(num_bins_); }
+  std::int64_t slots() const { return static_cast<std::int64_t>(num_bins_) + 2; }
+  static constexpr std::int64_t first_bin_slot() { return 0; }
+  std::int64_t refused_slot() const { return static_cast<std::int64_t>(num_bins_) + 1; }
+
+  std::size_t slot(Sample x) const {
+    const auto value = static_cast<std::uint64_t>(static_cast<std::int64_t>(x));  // negative: past every bin
+    const std::uint64_t kept = value < num_bins_ ? value : num_bins_;
+    return static_cast<std::size_t>(kept + (static_cast<std::uint64_t>(static_cast<std::int64_t>(x)) >> 63));
+  }
+  /// The bin, or left_out_bin for values past the bins and negative ones (critical, atomic).
+  std::int64_t operator()(Sample x) const { return map_(x); }
+
+  /// Throws naming the first negative sample, if there is one.
+  void refuse(std::span<const Sample> samples) const { check_no_negative(function_, samples); }
+
+ private:
+  bincount_mapper<Sample> map_;
+  std::uint64_t num_bins_;
+  std::string_view function_;
+};
+
 }  // namespace detail
 
 /**
@@ -350,14 +351,14 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<Count
       return detail::run_histogram(samples, counts, map, options.algorithm);
     });
   } else {
-    if (tally::detail::even_bins_take_grid(even)) {  // as the GPU backend does
-      using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
-      const auto edge_at = [&even](std::int64_t i) { return static_cast<double>(even.edge(i)); };
-      std::vector<std::byte> tables(grid_mapper::table_bytes(bins.num_bins + 1));
-      const grid_mapper map =
-          grid_mapper::plan(edge_at, bins.num_bins + 1, options.last_edge).reading_tables_at(tables.data());
-      map.fill_tables(edge_at, tables);
-      return detail::run_histogram(samples, counts, map, options.algorithm);
+    // Exact shortcuts as they are; other even bins (general ranges, doubles, numpy's data range)
+    // over a table of their edges: the estimate's and the general rule's host forms compute an
+    // edge per sample (a double product kept from fusing through memory), the table reads one.
+    const bool exact = even.shortcut() == even_shortcut::integer_step || even.shortcut() == even_shortcut::exact_float_edges;
+    if (!exact && bins.num_bins <= detail::max_table_bins && std::isfinite(static_cast<double>(even.edge(0))) &&
+        std::isfinite(static_cast<double>(even.edge(bins.num_bins)))) {
+      return detail::run_over_edges(samples, counts, bins.num_bins,
+                                    [&even](std::int64_t i) { return static_cast<double>(even.edge(i)); }, options);
     }
     return tally::detail::with_fastest_mapper(even, [&](const auto& map) {
       return detail::run_histogram(samples, counts, map, options.algorithm);
@@ -412,12 +413,10 @@ histogram_result histogram_range(std::span<const Sample> samples, std::span<Coun
     return detail::run_histogram(samples, counts, range_bin_mapper<Sample>(edges.data(), static_cast<std::int64_t>(edges.size()), options.last_edge),
                                  options.algorithm);
   } else {
-    // The GPU's grid over the edges, its tables in host memory: a sample costs a cell and a compare
-    // or two, where a search over all the edges costs log2(edges) dependent loads.
-    using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
-    std::vector<std::byte> tables(grid_mapper::table_bytes(static_cast<std::int64_t>(edges.size())));
-    const grid_mapper map(edges, options.last_edge, tables, tables.data());
-    return detail::run_histogram(samples, counts, map, options.algorithm);
+    // A table or grid over the edges: a sample costs an estimate or a cell and a compare or two,
+    // where a search over all the edges costs log2(edges) dependent loads.
+    return detail::run_over_edges(samples, counts, static_cast<std::int64_t>(edges.size()) - 1,
+                                  [edges](std::int64_t i) { return edges[static_cast<std::size_t>(i)]; }, options);
   }
 }
 
@@ -435,8 +434,19 @@ histogram_result bincount(std::span<const Sample> samples, std::span<Counter> co
   if (num_bins == 0) tally::throw_invalid_argument(function, "counts", "must hold at least one bin (num_bins is counts.size(), 0)");
   tally::detail::check_histogram_buffers(function, samples, counts, num_bins);
   tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
-  detail::check_no_negative(function, samples);
-  return detail::run_histogram(samples, counts, bincount_mapper<Sample>(num_bins), options.algorithm);
+  if constexpr (std::is_same_v<Sample, std::uint8_t>) {
+    if (num_bins >= 256) {
+      // Every byte has a bin: a direct count of the 256 values, with no compare.
+      for (std::size_t v = 256; v < counts.size(); ++v) counts[v] = 0;
+      return detail::run_histogram(samples, counts.first(256), tally::detail::byte_shift_mapper(0, 256), options.algorithm);
+    }
+  }
+  if constexpr (std::is_signed_v<Sample>) {
+    return detail::run_histogram(samples, counts, detail::signed_bincount_slots<Sample>(num_bins, function),
+                                 options.algorithm);
+  } else {
+    return detail::run_histogram(samples, counts, bincount_mapper<Sample>(num_bins), options.algorithm);
+  }
 }
 
 }  // namespace tally::cpu

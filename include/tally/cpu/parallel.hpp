@@ -10,6 +10,7 @@
 #include <omp.h>
 #endif
 
+#include "tally/cpu/tuning.hpp"
 #include "tally/strategy.hpp"
 
 namespace tally::cpu::detail {
@@ -26,9 +27,6 @@ inline int max_threads() { return 1; }
 inline int thread_num() { return 0; }
 inline int team_size() { return 1; }
 #endif
-
-/// Below this many samples, starting threads costs more than it saves.
-inline constexpr std::uint64_t parallel_threshold = 1 << 16;
 
 /// Whether threads pay for themselves: more than one, and an input large enough.
 inline bool threads_pay(std::uint64_t num_samples) {

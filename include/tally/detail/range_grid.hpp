@@ -18,7 +18,32 @@
 #include "tally/bins.hpp"
 #include "tally/config.hpp"
 
+#if defined(__SSE2__) && !defined(__CUDACC__)
+#include <climits>
+#include <emmintrin.h>
+#endif
+
 namespace tally::detail {
+
+#if !defined(__CUDA_ARCH__)
+/// x clamped to [low, high], NaN to low, with no branch (host code). GCC compiled the same selects
+/// written as ternaries into branches, which samples on both sides of a grid's ends mispredicted
+/// (7 range bins over uniform float32 samples: 6 ns a sample against 4 at 63 bins). SSE's max and
+/// min return their second operand when one is NaN, as the ternaries do.
+template <class Float>
+inline Float clamp_without_branch(Float x, Float low, Float high) {
+#if defined(__SSE2__) && !defined(__CUDACC__)
+  if constexpr (std::is_same_v<Float, float>) {
+    return _mm_cvtss_f32(_mm_min_ps(_mm_max_ps(_mm_set1_ps(x), _mm_set1_ps(low)), _mm_set1_ps(high)));
+  } else {
+    return _mm_cvtsd_f64(_mm_min_pd(_mm_max_pd(_mm_set1_pd(x), _mm_set1_pd(low)), _mm_set1_pd(high)));
+  }
+#else
+  const Float above = x > low ? x : low;
+  return above < high ? above : high;
+#endif
+}
+#endif
 
 /// How a sample picks its grid cell.
 enum class grid_kind : std::uint8_t {
@@ -99,6 +124,7 @@ class grid_range_bin_mapper {
     grid_range_bin_mapper sizing;
     sizing.num_bins_ = static_cast<int>(num_edges - 1);
     sizing.cells_ = static_cast<int>(cells_for(num_edges - 1));
+    sizing.last_cell_ = static_cast<key_type>(sizing.cells_ - 1);
     return sizing;
   }
 
@@ -285,6 +311,44 @@ class grid_range_bin_mapper {
     }
   }
 
+#if !defined(__CUDA_ARCH__)
+  /// How many edges are at or below `sample` (0 to num_bins + 1), what map_items counts before it
+  /// makes a bin of it: the CPU backend's double samples take a float grid's count as the start
+  /// of their search (cpu/edge_tables.hpp).
+  int edges_at_or_below(Sample sample) const {
+    const threshold_type x = compared(sample);
+    const int c = cell(static_cast<key_type>(x));
+    const cell_entry& entry = entries_[c];
+    int count = static_cast<int>(entry.word >> 1) + thresholds_exceeded(x, entry);
+    if ((entry.word & 1u) != 0u) count = search(x, count, static_cast<int>(entries_[c + 1].word >> 1));
+    return count;
+  }
+
+  /// How many of an entry's thresholds x exceeds: for 4-byte thresholds one vector compare, whose
+  /// mask's bits a table of nibbles counts (0x32212110: the bits set in 0 to 7), where compares
+  /// one at a time took a dozen instructions.
+  static int thresholds_exceeded(threshold_type x, const cell_entry& entry) {
+#if defined(__SSE2__) && !defined(__CUDACC__)
+    if constexpr (entry_keys == 3) {
+      int mask = 0;
+      if constexpr (std::is_same_v<threshold_type, float>) {
+        mask = _mm_movemask_ps(_mm_cmplt_ps(_mm_load_ps(entry.threshold), _mm_set1_ps(x)));
+      } else {
+        // Signed compares; unsigned thresholds and samples compare alike with their top bits flipped.
+        constexpr std::int32_t flip = std::is_unsigned_v<threshold_type> ? INT32_MIN : 0;
+        const __m128i keys = _mm_xor_si128(_mm_load_si128(reinterpret_cast<const __m128i*>(&entry)), _mm_set1_epi32(flip));
+        const __m128i value = _mm_set1_epi32(static_cast<std::int32_t>(x) ^ flip);
+        mask = _mm_movemask_ps(_mm_castsi128_ps(_mm_cmpgt_epi32(value, keys)));
+      }
+      return (0x32212110 >> ((mask & 7) * 4)) & 0xf;
+    }
+#endif
+    int count = 0;
+    for (int k = 0; k < entry_keys; ++k) count += x > entry.threshold[k] ? 1 : 0;
+    return count;
+  }
+#endif
+
   /// Bytes of the tables (table_bytes of this mapper's edges).
   TALLY_HOST_DEVICE std::size_t tables_bytes() const { return entries_bytes(cells_) + thresholds_bytes(num_bins_ + 1); }
   /// The same mapper reading its tables at `tables` (a copy of them, in shared memory say).
@@ -452,18 +516,23 @@ class grid_range_bin_mapper {
   TALLY_HOST_DEVICE int cell(key_type x) const {
     if constexpr (std::is_same_v<key_type, float>) {
       if (kind_ == grid_kind::float_bits) {
-        // Clamped to the span first: NaN takes its first cell (fmaxf returns the other argument),
-        // and the distance from the span's start fits 32 unsigned bits.
+        // Clamped to the span first: NaN takes its first cell (fmaxf returns the other argument;
+        // on the host, selects, as below), and the distance from the span's start fits 32
+        // unsigned bits.
+#if defined(__CUDA_ARCH__)
         const float clamped = fminf(fmaxf(x, span_low_), span_high_);
+#else
+        const float clamped = clamp_without_branch(x, span_low_, span_high_);
+#endif
         const std::uint32_t steps =
             static_cast<std::uint32_t>(ordered_bits(clamped)) - static_cast<std::uint32_t>(bits_origin_);
         return static_cast<int>(steps >> bits_shift_);
       }
     }
-    // floor(x * scale + offset), clamped to the cells: one multiply-add rounded to nearest, the
-    // same on the host (fma) as on the GPU, so the tables built here hold there.
-    const key_type last_cell = static_cast<key_type>(cells_ - 1);
+    // floor(x * scale + offset), clamped to the cells: on the GPU one multiply-add rounded to
+    // nearest, in whichever kernel fills or reads the tables.
 #if defined(__CUDA_ARCH__)
+    const key_type last_cell = static_cast<key_type>(cells_ - 1);
     if constexpr (std::is_same_v<key_type, float>) {
       const float t = fminf(fmaxf(__fmaf_rn(x, scale_, offset_), 0.0f), last_cell);
       return __float_as_int(__fadd_rd(t, 8388608.0f)) - 0x4b000000;  // the floor, from the bits at 2^23
@@ -472,9 +541,13 @@ class grid_range_bin_mapper {
       return __double2loint(__dadd_rd(t, 4503599627370496.0));
     }
 #else
-    // fmax and fmin, not max and min: they take NaN to the grid (cell 0) too.
-    const key_type t = std::fmin(std::fmax(std::fma(x, scale_, offset_), key_type{0}), last_cell);
-    return static_cast<int>(std::floor(t));
+    // The host's own form, with no math-library call: on x86-64's baseline (no FMA) std::fma,
+    // fmin and fmax are calls, which took range bins to 6-7 ns a sample. (x - low) * scale rounds
+    // twice, yet never puts a larger x in a smaller cell, and no compiler can fuse it; that is all
+    // the tables need, since the host fills the tables it reads with this same function (a GPU
+    // call fills its own on the device). The selects take NaN to cell 0, as fmax does.
+    const key_type t = (x - span_low_) * scale_;
+    return static_cast<int>(clamp_without_branch(t, key_type{0}, last_cell_));  // truncation: the floor, as t >= 0
 #endif
   }
 
@@ -491,6 +564,7 @@ class grid_range_bin_mapper {
     scale_ = std::isfinite(static_cast<key_type>(scale)) ? static_cast<key_type>(scale) : key_type{0};
     offset_ = static_cast<key_type>(-static_cast<double>(low) * static_cast<double>(scale_));
     if (!std::isfinite(offset_)) scale_ = offset_ = 0;
+    span_low_ = low;  // the host's form of cell() starts the grid here
   }
 
   void choose_bits_grid(key_type low, key_type high) {
@@ -535,10 +609,11 @@ class grid_range_bin_mapper {
   threshold_type last_value_{};  // the last edge as a sample equal to it, when inclusive_
   key_type scale_{};
   key_type offset_{};
-  key_type span_low_{};   // the float-bits grid's span: its first and last interior keys
-  key_type span_high_{};
+  key_type span_low_{};   // the grid's first interior key (either grid; the host's value grid starts there)
+  key_type span_high_{};  // the float-bits grid's last interior key
   std::int32_t bits_origin_ = 0;
   int bits_shift_ = 0;
+  key_type last_cell_ = 1;  // cells_ - 1, for the host's form of cell(), which converts no integer a sample
   int cells_ = 2;
   int num_bins_ = 0;
   grid_kind kind_ = grid_kind::value;

@@ -1,0 +1,198 @@
+// The CPU backend's bin mappers over a table of the edges held in cache: an estimate from one
+// multiply picks a bin, and compares with its edges settle it (even bins that no exact shortcut
+// takes, numpy's float32 edges of a data range, evenly spread range bins); and the GPU's grid
+// over float keys refined in double (range bins of double and int64 samples, whose own grid
+// entries hold one threshold each). Exact against the edges whatever the estimate: it only picks
+// where the compares start. Host-only: no CUDA header is included here.
+#pragma once
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "tally/bins.hpp"
+#include "tally/detail/range_grid.hpp"
+
+namespace tally::cpu::detail {
+
+/// The least value of `Key` at or above `edge`: a sample x, compared in `Key`, is at or above the
+/// edge exactly when x >= it (float samples against double edges, as numpy compares them).
+template <class Key>
+Key least_key_at_or_above(double edge) {
+  if constexpr (std::is_same_v<Key, float>) {
+    float up = static_cast<float>(edge);
+    if (static_cast<double>(up) < edge) up = std::nextafter(up, std::numeric_limits<float>::infinity());
+    return up + 0.0f;
+  } else {
+    return edge + 0.0;
+  }
+}
+
+/**
+ * The edges as a count loop's slots read them: slot c holds the samples with c edges at or below
+ * them, so bin b is slot b + 1, slot 0 the samples below the first edge (and NaN), slots
+ * num_bins + 1 and + 2 those at or above the last (+2: infinity). padded[c] is the c-th edge, with
+ * -infinity before the first and +infinity after the last; with upper_edge::inclusive the last
+ * edge is the next value above it, so a sample equal to it counts in the last bin.
+ */
+template <class Key>
+std::vector<Key> padded_edges(std::span<const Key> edges, upper_edge last_edge) {
+  std::vector<Key> padded(edges.size() + 2);
+  padded.front() = -std::numeric_limits<Key>::infinity();
+  for (std::size_t i = 0; i < edges.size(); ++i) padded[i + 1] = edges[i];
+  if (last_edge == upper_edge::inclusive) {
+    padded[edges.size()] = std::nextafter(edges.back(), std::numeric_limits<Key>::infinity());
+  }
+  padded.back() = std::numeric_limits<Key>::infinity();
+  return padded;
+}
+
+/// The bin of slot `slot` (padded_edges), or left_out_bin.
+inline std::int64_t bin_of_slot(std::size_t slot, std::int64_t num_bins) {
+  return slot >= 1 && static_cast<std::int64_t>(slot) <= num_bins ? static_cast<std::int64_t>(slot) - 1 : left_out_bin;
+}
+
+/**
+ * Slots (padded_edges) of samples among sorted edges held as `Key` values (a sample x, compared
+ * as Key, counts edge i when x >= it), for edges that estimate_fits: evenly spaced within 2^-10 of
+ * a bin. The estimate floor((x - first edge) * scale) + 1, clamped to the slots, is then the slot
+ * or a neighbour (its roundings move x by at most 3 * 2^-24 * num_bins bins in float, at most
+ * 2^20 bins, and the edges by 2^-10), so one compare with each of its edges settles it. No branch
+ * and no select: about fifteen instructions a sample, where the estimate's own host form
+ * computes an edge per sample and the general rule loops.
+ */
+template <class Sample, class Key>
+class estimated_table_mapper {
+ public:
+  /// `padded`: padded_edges of the edges, num_bins + 3 values, alive while this is.
+  estimated_table_mapper(std::span<const Key> padded)
+      : padded_(padded.data()),
+        lower_(padded[1]),
+        scale_(static_cast<Key>(static_cast<double>(padded.size() - 3) /
+                                (static_cast<double>(padded[padded.size() - 2]) - static_cast<double>(padded[1])))),
+        last_estimate_(static_cast<Key>(padded.size() - 2)),
+        num_bins_(static_cast<std::int64_t>(padded.size()) - 3) {}
+
+  std::int64_t num_bins() const { return num_bins_; }
+  std::int64_t slots() const { return num_bins_ + 3; }
+  static constexpr std::int64_t first_bin_slot() { return 1; }
+
+  std::size_t slot(Sample sample) const {
+    const Key x = static_cast<Key>(sample);
+    // Outside, NaN and infinities clamp to a slot too (NaN to 0), where the compares settle them.
+    const int estimate = static_cast<int>(
+        tally::detail::clamp_without_branch((x - lower_) * scale_ + Key{1}, Key{0}, last_estimate_));
+    return static_cast<std::size_t>(estimate - (x < padded_[estimate] ? 1 : 0) + (x >= padded_[estimate + 1] ? 1 : 0));
+  }
+  std::int64_t operator()(Sample sample) const { return bin_of_slot(slot(sample), num_bins_); }
+
+  /// Whether this mapper maps `edges` exactly: at most 2^20 bins for float keys (2^30 for
+  /// double), distinct edges each within 2^-10 of a bin of where evenly spaced edges would be.
+  static bool estimate_fits(std::span<const Key> edges) {
+    const std::size_t num_bins = edges.size() - 1;
+    if (num_bins > (std::is_same_v<Key, float> ? std::size_t{1} << 20 : std::size_t{1} << 30)) return false;
+    const double first = static_cast<double>(edges.front());
+    const double span = static_cast<double>(edges.back()) - first;
+    const double step = span / static_cast<double>(num_bins);
+    const auto scale = static_cast<Key>(static_cast<double>(num_bins) / span);
+    if (!(step > 0.0) || !std::isfinite(span) || !std::isfinite(scale)) return false;
+    for (std::size_t i = 0; i < edges.size(); ++i) {
+      const double off = (static_cast<double>(edges[i]) - first) / step - static_cast<double>(i);
+      if (!(std::fabs(off) <= 0x1p-10)) return false;
+    }
+    return true;
+  }
+
+ private:
+  const Key* padded_;
+  Key lower_;
+  Key scale_;
+  Key last_estimate_;  // num_bins + 1, the last slot an estimate takes
+  std::int64_t num_bins_;
+};
+
+/**
+ * Slots (padded_edges) of float samples and integers of 32 bits or less among double edges, as
+ * the GPU's grid counts them: the edges at or below the sample (edges_at_or_below) are its slot.
+ */
+template <class Sample>
+class grid_slots {
+ public:
+  using grid = tally::detail::grid_range_bin_mapper<Sample>;
+
+  /// `padded`: padded_edges of the edges as doubles; `tables`: grid::table_bytes of the edges,
+  /// 16-byte aligned, alive while this is.
+  grid_slots(std::span<const double> padded, std::span<std::byte> tables)
+      : grid_(padded.subspan(1, padded.size() - 2), upper_edge::exclusive, tables, tables.data()),
+        num_bins_(static_cast<std::int64_t>(padded.size()) - 3) {}
+
+  std::int64_t num_bins() const { return num_bins_; }
+  std::int64_t slots() const { return num_bins_ + 2; }
+  static constexpr std::int64_t first_bin_slot() { return 1; }
+  std::size_t slot(Sample sample) const { return static_cast<std::size_t>(grid_.edges_at_or_below(sample)); }
+  std::int64_t operator()(Sample sample) const { return bin_of_slot(slot(sample), num_bins_); }
+
+ private:
+  grid grid_;
+  std::int64_t num_bins_;
+};
+
+/**
+ * Slots (padded_edges) of double and int64 samples among double edges (compared in double, as
+ * numpy compares them): the GPU's grid over float keys (three thresholds a cell entry, where a
+ * double entry holds one, so cells of two edges, at the grid's two ends always, need no search)
+ * counts the edges at or below the sample rounded to float; one compare with each neighbouring
+ * double edge settles the count. Exact where `fits`: distinct edges further apart than a float's
+ * spacing there, so that at most one edge lies between a double and its float. No branch.
+ */
+template <class Sample>
+class refined_grid_mapper {
+ public:
+  using float_grid = tally::detail::grid_range_bin_mapper<float>;
+
+  /// `padded`: padded_edges of the edges; `tables`: float_grid::table_bytes of the edges, 16-byte
+  /// aligned; both alive while this is.
+  refined_grid_mapper(std::span<const double> padded, std::span<std::byte> tables)
+      : grid_(padded.subspan(1, padded.size() - 2), upper_edge::exclusive, tables, tables.data()),
+        padded_(padded.data()),
+        num_bins_(static_cast<std::int64_t>(padded.size()) - 3) {}
+
+  /// Whether at most one of `edges` lies between any double and the float nearest it.
+  static bool fits(std::span<const double> edges) {
+    for (std::size_t i = 1; i < edges.size(); ++i) {
+      const double larger = std::fmax(std::fabs(edges[i - 1]), std::fabs(edges[i]));
+      const auto as_float = static_cast<float>(larger);
+      if (!std::isfinite(std::nextafter(as_float, std::numeric_limits<float>::infinity()))) return false;
+      const double spacing = static_cast<double>(std::nextafter(as_float, std::numeric_limits<float>::infinity())) -
+                             static_cast<double>(as_float);
+      if (!(edges[i] - edges[i - 1] > 2.0 * spacing)) return false;
+    }
+    return true;
+  }
+
+  std::int64_t num_bins() const { return num_bins_; }
+  std::int64_t slots() const { return num_bins_ + 3; }
+  static constexpr std::int64_t first_bin_slot() { return 1; }
+
+  std::size_t slot(Sample sample) const {
+    const double x = static_cast<double>(sample) + 0.0;
+    const int count = grid_.edges_at_or_below(static_cast<float>(x));  // padded[count] is the last edge it counted
+    return static_cast<std::size_t>(count - (x < padded_[count] ? 1 : 0) + (x >= padded_[count + 1] ? 1 : 0));
+  }
+  std::int64_t operator()(Sample sample) const { return bin_of_slot(slot(sample), num_bins_); }
+
+ private:
+  float_grid grid_;
+  const double* padded_;
+  std::int64_t num_bins_;
+};
+
+/// Most bins a per-call edge table is built for (4 bytes or 8 a bin): beyond, as for the grid
+/// (max_even_bins_on_grid), the table would cost more than it saves.
+inline constexpr std::int64_t max_table_bins = tally::detail::max_even_bins_on_grid;
+
+}  // namespace tally::cpu::detail

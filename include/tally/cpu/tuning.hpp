@@ -1,0 +1,21 @@
+// Tuning of the CPU backend, kept apart from its logic: every threshold and size its strategies and
+// `automatic` read, each with the measurement behind it (docs/performance.md, "CPU backend").
+#pragma once
+
+#include <cstdint>
+
+namespace tally::cpu::detail {
+
+/// Below this many samples, starting threads costs more than it saves.
+inline constexpr std::uint64_t parallel_threshold = 1 << 16;
+
+/// Per-thread copies of the counts are used while they take at most this many bytes.
+inline constexpr std::uint64_t private_copies_budget = std::uint64_t{256} << 20;
+
+/// A thread counts into this many interleaved tables (sample i into table i % 4) while they take
+/// at most interleaved_tables_bytes, about the first-level cache's worth (48 KiB here): one table
+/// makes consecutive samples of a hot bin wait for each other's counter store.
+inline constexpr int interleaved_tables = 4;
+inline constexpr std::uint64_t interleaved_tables_bytes = std::uint64_t{32} << 10;
+
+}  // namespace tally::cpu::detail
