@@ -22,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include "huge_pages.hpp"
 #include "tally/small_float.hpp"
 
 namespace tally::cli {
@@ -203,7 +204,7 @@ class chunk_reader {
       : file_(file),
         chunk_samples_(std::max<std::uint64_t>(1, chunk_bytes / sizeof(T))),
         capacity_(std::min(chunk_samples_, file.num_samples())),
-        buffer_(std::make_unique_for_overwrite<T[]>(static_cast<std::size_t>(capacity_))) {}
+        buffer_(huge_page_buffer<T>(static_cast<std::size_t>(capacity_))) {}
 
   /** @brief The most samples one chunk holds. */
   [[nodiscard]] std::uint64_t capacity() const noexcept { return capacity_; }
@@ -234,7 +235,7 @@ class chunk_reader {
   sample_file& file_;
   std::uint64_t chunk_samples_;
   std::uint64_t capacity_;
-  std::unique_ptr<T[]> buffer_;
+  std::unique_ptr<T[], free_delete> buffer_;
   bool cached_ = false;
 };
 

@@ -21,12 +21,14 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "arguments.hpp"
 #include "commands.hpp"
 #include "data_file.hpp"
 #include "output_file.hpp"
+#include "sample_scan.hpp"
 #include "tally/bins.hpp"
 #include "tally/cpu.hpp"
 #include "tally/error.hpp"
@@ -235,9 +237,11 @@ template <class T>
 sample_extent<T> scan_extent(chunk_reader<T>& reader, const sample_file& file, bool for_bincount) {
   sample_extent<T> extent;
   reader.for_each_chunk([&](std::span<const T> chunk, std::uint64_t first_index) {
+    const chunk_extent<T> found = extent_of(chunk);  // one vectorized pass; the searches below only on error
     if constexpr (is_floating_sample_v<T>) {
-      const auto odd =
-          std::find_if(chunk.begin(), chunk.end(), [](T x) { return !std::isfinite(static_cast<double>(x)); });
+      const auto odd = found.all_finite ? chunk.end()
+                                        : std::find_if(chunk.begin(), chunk.end(),
+                                                       [](T x) { return !std::isfinite(static_cast<double>(x)); });
       if (odd != chunk.end()) {
         invalid("--range",
                 fmt::format("is needed: without it the range is the data's min and max, which must be finite "
@@ -246,10 +250,11 @@ sample_extent<T> scan_extent(chunk_reader<T>& reader, const sample_file& file, b
                             format_sample(*odd)));
       }
     }
-    if (for_bincount) check_no_negative(file, chunk, first_index);
-    const auto [low, high] = std::minmax_element(chunk.begin(), chunk.end());
-    if (extent.empty || *low < extent.lowest) extent.lowest = *low;
-    if (extent.empty || *high > extent.highest) extent.highest = *high;
+    if constexpr (std::is_signed_v<T>) {
+      if (for_bincount && found.lowest < T{0}) check_no_negative(file, chunk, first_index);
+    }
+    if (extent.empty || found.lowest < extent.lowest) extent.lowest = found.lowest;
+    if (extent.empty || found.highest > extent.highest) extent.highest = found.highest;
     extent.empty = false;
   });
   return extent;
@@ -528,18 +533,79 @@ count_totals count_file(const bin_plan& plan, const hist_settings& settings, con
   if (plan.num_bins == 0) return totals;  // a bincount of no samples: nothing to count into
   chunk_counter<T> counter(settings.where, plan.num_bins, reader.capacity());
   reader.for_each_chunk([&](std::span<const T> chunk, std::uint64_t first_index) {
-    if (check_negative) check_no_negative(file, chunk, first_index);
-    if constexpr (is_floating_sample_v<T>) {
-      totals.not_finite += static_cast<std::uint64_t>(
-          std::count_if(chunk.begin(), chunk.end(), [](T x) { return !std::isfinite(static_cast<double>(x)); }));
+    // The CPU's bincount refuses negative samples as it counts, before it writes a count.
+    if (check_negative && settings.where != backend::cpu) check_no_negative(file, chunk, first_index);
+    histogram_result result;
+    try {
+      result = counter.add(chunk, run);
+    } catch (const error& e) {
+      if (check_negative && e.argument() == "samples") check_no_negative(file, chunk, first_index);  // names the file
+      throw;
     }
-    const histogram_result result = counter.add(chunk, run);
+    // Only a sample left out can be NaN or infinite: no pass to count them when none was.
+    if (result.left_out > 0) totals.not_finite += count_not_finite(chunk);
     totals.left_out += result.left_out;
     record_choice(totals.strategies, result.chose);
     ++totals.chunks;
   });
   totals.counts = counter.take_totals();
   return totals;
+}
+
+/**
+ * --bincount without --bins on the CPU, in one pass over the file: each chunk is counted into as
+ * many bins as the totals hold (at first first_bincount_length of the chunk), and a chunk with
+ * larger values then grows them (a pass over that chunk for its largest value and its values past
+ * the old length). A pass for the largest value before counting read a file of several chunks
+ * twice and cost about as much as the counting.
+ */
+template <class T>
+std::pair<bin_plan, count_totals> count_bincount_from_data(const hist_settings& settings, const sample_file& file,
+                                                           chunk_reader<T>& reader) {
+  bin_plan plan;
+  plan.kind = bin_kind::bincount;
+  count_totals totals;
+  const histogram_options options{settings.algorithm, settings.last_edge};
+  std::vector<std::uint64_t> chunk_counts;
+  reader.for_each_chunk([&](std::span<const T> chunk, std::uint64_t first_index) {
+    const bool first = totals.counts.empty();
+    if (first) totals.counts.assign(first_bincount_length(chunk), 0);
+    if (!first) chunk_counts.resize(totals.counts.size());
+    std::vector<std::uint64_t>& into = first ? totals.counts : chunk_counts;
+    histogram_result result;
+    try {
+      result = cpu::bincount(chunk, std::span<std::uint64_t>(into), options);
+    } catch (const error& e) {
+      if (e.argument() == "samples") check_no_negative(file, chunk, first_index);  // names the file
+      throw;
+    }
+    record_choice(totals.strategies, result.chose);
+    ++totals.chunks;
+    if (!first) {
+      for (std::size_t v = 0; v < chunk_counts.size(); ++v) totals.counts[v] += chunk_counts[v];
+    }
+    if (result.left_out > 0) {
+      const std::uint64_t counted_below = totals.counts.size();
+      const T highest = extent_of(chunk).highest;
+      const auto length = static_cast<std::uint64_t>(highest) + 1;
+      if (length > most_bins) {
+        invalid("--bincount", fmt::format("would make {} bins (the largest sample, {}, plus one); pass --bins N to "
+                                          "count values below N only",
+                                          length, highest));
+      }
+      totals.counts.resize(static_cast<std::size_t>(length), 0);
+      for (const T x : chunk) {
+        if (static_cast<std::uint64_t>(x) >= counted_below) ++totals.counts[static_cast<std::size_t>(x)];
+      }
+    }
+  });
+  // The largest sample is the last value counted.
+  while (!totals.counts.empty() && totals.counts.back() == 0) totals.counts.pop_back();
+  plan.num_bins = static_cast<std::int64_t>(totals.counts.size());
+  plan.description = plan.num_bins == 0 ? "bincount of an empty file: no values"
+                                        : fmt::format("bincount of {} values (0 to {}, the largest sample)",
+                                                      plan.num_bins, plan.num_bins - 1);
+  return {std::move(plan), std::move(totals)};
 }
 
 // ---- output -------------------------------------------------------------------------------
@@ -666,6 +732,14 @@ void run_typed(const hist_arguments& args, const hist_settings& settings, sample
                                       file_label(file), to_string(file.type())));
   }
   chunk_reader<T> reader(file, settings.chunk_bytes);
+  if constexpr (is_bincount_sample_v<T>) {
+    if (args.bincount && args.bins_option->count() == 0 && settings.where == backend::cpu) {
+      const auto [plan, totals] = count_bincount_from_data(settings, file, reader);
+      write_output(args, settings, plan, totals.counts);
+      report(args, settings, file, plan, totals, false);
+      return;
+    }
+  }
   const bin_plan plan = plan_bins(args, settings, file, reader);
   // With a length from the data, the extra pass has already checked for negative samples.
   const bool check_negative = args.bincount && args.bins_option->count() > 0;
