@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <new>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -39,6 +40,20 @@ class error : public std::runtime_error {
                                                 std::string_view what) {
   throw error(errc::invalid_argument, std::string(argument),
               std::string(function) + ": argument '" + std::string(argument) + "' " + std::string(what));
+}
+
+/**
+ * @brief Runs `call`, turning a failed host allocation (std::bad_alloc: the CPU backend's private
+ * copies, tables or fixed-point sums did not fit) into errc::out_of_memory naming `function`.
+ */
+template <class Call>
+decltype(auto) reporting_host_memory_shortage(std::string_view function, Call&& call) {
+  try {
+    return call();
+  } catch (const std::bad_alloc&) {
+    throw error(errc::out_of_memory, "",
+                std::string(function) + ": the temporary host memory this call needs could not be allocated");
+  }
 }
 
 }  // namespace tally

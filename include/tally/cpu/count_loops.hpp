@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -192,13 +193,25 @@ class private_copies {
       : num_bins_(static_cast<std::size_t>(bins)), copies_(threads) {}
 
   /// The calling thread's copy, allocated and zeroed; call once from each thread of the region.
+  /// nullptr when the memory cannot be had: an exception must not leave an OpenMP region (the
+  /// program would end), so the thread skips its share and throw_if_short() reports it after.
   Bin* take() {
     const std::size_t bytes = (num_bins_ * sizeof(Bin) + line - 1) / line * line;  // no line shared
     auto& mine = copies_[static_cast<std::size_t>(thread_num())];
-    mine.reset(static_cast<Bin*>(::operator new(bytes, std::align_val_t{line})));
-    std::uninitialized_fill_n(mine.get(), num_bins_, Bin{});
     if (thread_num() == 0) team_ = static_cast<std::size_t>(team_size());
+    mine.reset(static_cast<Bin*>(::operator new(bytes, std::align_val_t{line}, std::nothrow)));
+    if (!mine) {
+      short_.store(true, std::memory_order_relaxed);
+      return nullptr;
+    }
+    std::uninitialized_fill_n(mine.get(), num_bins_, Bin{});
     return mine.get();
+  }
+
+  /// After the region: throws std::bad_alloc (which the calls report as errc::out_of_memory) when
+  /// a thread got no copy.
+  void throw_if_short() const {
+    if (short_.load(std::memory_order_relaxed)) throw std::bad_alloc();
   }
 
   /// Copy `t` of the team that took them; read after the parallel region.
@@ -213,6 +226,7 @@ class private_copies {
   std::size_t num_bins_;
   std::vector<std::unique_ptr<Bin, aligned_delete>> copies_;
   std::size_t team_ = 0;
+  std::atomic<bool> short_{false};
 };
 
 /// The share of [0, n) that the calling thread of a team takes: contiguous, as schedule(static).
@@ -253,8 +267,9 @@ std::uint64_t count_privatized(std::span<const Sample> samples, Counter* counts,
   {
     Counter* mine = copies.take();
     const auto [first, last] = thread_share(samples.size());
-    count_slots(samples.data() + first, last - first, mine, tables, map);
+    if (mine != nullptr) count_slots(samples.data() + first, last - first, mine, tables, map);
   }
+  copies.throw_if_short();
   const auto copy_at = [&copies](std::size_t t) { return copies.copy(t); };
   refuse_if_counted<Sample, Counter>(samples, map, copies.team(), tables, copy_at);
   return merge_slots(counts, map, copies.team(), tables, copy_at, true);

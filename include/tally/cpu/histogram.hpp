@@ -236,11 +236,15 @@ std::uint64_t weigh_privatized(std::span<const Sample> samples, const Weight* we
   {
     bin_type* mine = copies.take();
     const Mapper local = map;  // as in count_privatized: not read again after every store
+    // Every thread meets the loop (a worksharing loop must be met by all); one without its copy
+    // leaves its share, and the call throws after the region.
 #pragma omp for schedule(static)
     for (std::int64_t i = 0; i < n; ++i) {
+      if (mine == nullptr) continue;
       add_or_leave_out(local(samples[i]), left_out, [&](std::int64_t bin) { add(mine[bin], weights[i]); });
     }
   }
+  copies.throw_if_short();
 #pragma omp parallel for schedule(static)
   for (std::int64_t bin = 0; bin < num_bins; ++bin) {
     bin_type total = copies.copy(0)[bin];
@@ -266,7 +270,9 @@ histogram_result run_weighted(std::string_view function, std::span<const Sample>
   const std::int64_t num_bins = map.num_bins();
   if (!options.deterministic) {
     const choice chose = choose_weighted(options.algorithm, samples.size(), num_bins, sizeof(double));
-    std::fill(sums.begin(), sums.end(), 0.0);
+    // The sequential strategy adds into the sums; privatized writes every bin once, from its copies
+    // (so a call that cannot have them leaves the sums as they were).
+    if (chose.used != strategy::privatized) std::fill(sums.begin(), sums.end(), 0.0);
     const std::uint64_t left_out = weigh(chose.used, samples, weights.data(), sums.data(), num_bins, map, add_in_double{});
     return {chose, left_out};
   }
@@ -340,30 +346,32 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<Count
   static_assert(is_histogram_sample_v<Sample>, "histogram samples: the types of is_histogram_sample_v (tally/bins.hpp)");
   static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
   constexpr std::string_view function = "tally::cpu::histogram_even";
-  tally::detail::check_even_bins(function, bins);
-  tally::detail::check_histogram_buffers(function, samples, counts, bins.num_bins);
-  tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
-  const even_bin_mapper<Sample> even(bins, options.last_edge);
-  if constexpr (is_small_sample_v<Sample>) {
-    // Few values, so no grid: the shortcuts or the general rule (the GPU's value tables are filled
-    // from this same mapper).
-    return tally::detail::with_fastest_mapper(even, [&](const auto& map) {
-      return detail::run_histogram(samples, counts, map, options.algorithm);
-    });
-  } else {
-    // Exact shortcuts as they are; other even bins (general ranges, doubles, numpy's data range)
-    // over a table of their edges: the estimate's and the general rule's host forms compute an
-    // edge per sample (a double product kept from fusing through memory), the table reads one.
-    const bool exact = even.shortcut() == even_shortcut::integer_step || even.shortcut() == even_shortcut::exact_float_edges;
-    if (!exact && bins.num_bins <= detail::max_table_bins && std::isfinite(static_cast<double>(even.edge(0))) &&
-        std::isfinite(static_cast<double>(even.edge(bins.num_bins)))) {
-      return detail::run_over_edges(samples, counts, bins.num_bins,
-                                    [&even](std::int64_t i) { return static_cast<double>(even.edge(i)); }, options);
+  return reporting_host_memory_shortage(function, [&]() -> histogram_result {
+    tally::detail::check_even_bins(function, bins);
+    tally::detail::check_histogram_buffers(function, samples, counts, bins.num_bins);
+    tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
+    const even_bin_mapper<Sample> even(bins, options.last_edge);
+    if constexpr (is_small_sample_v<Sample>) {
+      // Few values, so no grid: the shortcuts or the general rule (the GPU's value tables are filled
+      // from this same mapper).
+      return tally::detail::with_fastest_mapper(even, [&](const auto& map) {
+        return detail::run_histogram(samples, counts, map, options.algorithm);
+      });
+    } else {
+      // Exact shortcuts as they are; other even bins (general ranges, doubles, numpy's data range)
+      // over a table of their edges: the estimate's and the general rule's host forms compute an
+      // edge per sample (a double product kept from fusing through memory), the table reads one.
+      const bool exact = even.shortcut() == even_shortcut::integer_step || even.shortcut() == even_shortcut::exact_float_edges;
+      if (!exact && bins.num_bins <= detail::max_table_bins && std::isfinite(static_cast<double>(even.edge(0))) &&
+          std::isfinite(static_cast<double>(even.edge(bins.num_bins)))) {
+        return detail::run_over_edges(samples, counts, bins.num_bins,
+                                      [&even](std::int64_t i) { return static_cast<double>(even.edge(i)); }, options);
+      }
+      return tally::detail::with_fastest_mapper(even, [&](const auto& map) {
+        return detail::run_histogram(samples, counts, map, options.algorithm);
+      });
     }
-    return tally::detail::with_fastest_mapper(even, [&](const auto& map) {
-      return detail::run_histogram(samples, counts, map, options.algorithm);
-    });
-  }
+  });
 }
 
 /**
@@ -389,11 +397,13 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<const
   static_assert(is_weight_v<Weight>, "weights: float or double");
   static_assert(is_weight_sum_v<Sum>, "weighted sums: double");
   constexpr std::string_view function = "tally::cpu::histogram_even";
-  tally::detail::check_even_bins(function, bins);
-  tally::detail::check_weighted_buffers(function, samples, weights, sums, bins.num_bins, options.deterministic);
-  tally::detail::check_strategy(function, backend::cpu, operation::weighted_histogram, options.algorithm);
-  return detail::run_weighted(function, samples, weights, std::span<double>(sums), even_bin_mapper<Sample>(bins, options.last_edge),
-                              options);
+  return reporting_host_memory_shortage(function, [&]() -> histogram_result {
+    tally::detail::check_even_bins(function, bins);
+    tally::detail::check_weighted_buffers(function, samples, weights, sums, bins.num_bins, options.deterministic);
+    tally::detail::check_strategy(function, backend::cpu, operation::weighted_histogram, options.algorithm);
+    return detail::run_weighted(function, samples, weights, std::span<double>(sums), even_bin_mapper<Sample>(bins, options.last_edge),
+                                options);
+  });
 }
 
 /**
@@ -406,18 +416,20 @@ histogram_result histogram_range(std::span<const Sample> samples, std::span<Coun
   static_assert(is_histogram_sample_v<Sample>, "histogram samples: the types of is_histogram_sample_v (tally/bins.hpp)");
   static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
   constexpr std::string_view function = "tally::cpu::histogram_range";
-  tally::detail::check_range_edges(function, edges);
-  tally::detail::check_histogram_buffers(function, samples, counts, static_cast<std::int64_t>(edges.size()) - 1);
-  tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
-  if constexpr (is_small_sample_v<Sample>) {
-    return detail::run_histogram(samples, counts, range_bin_mapper<Sample>(edges.data(), static_cast<std::int64_t>(edges.size()), options.last_edge),
-                                 options.algorithm);
-  } else {
-    // A table or grid over the edges: a sample costs an estimate or a cell and a compare or two,
-    // where a search over all the edges costs log2(edges) dependent loads.
-    return detail::run_over_edges(samples, counts, static_cast<std::int64_t>(edges.size()) - 1,
-                                  [edges](std::int64_t i) { return edges[static_cast<std::size_t>(i)]; }, options);
-  }
+  return reporting_host_memory_shortage(function, [&]() -> histogram_result {
+    tally::detail::check_range_edges(function, edges);
+    tally::detail::check_histogram_buffers(function, samples, counts, static_cast<std::int64_t>(edges.size()) - 1);
+    tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
+    if constexpr (is_small_sample_v<Sample>) {
+      return detail::run_histogram(samples, counts, range_bin_mapper<Sample>(edges.data(), static_cast<std::int64_t>(edges.size()), options.last_edge),
+                                   options.algorithm);
+    } else {
+      // A table or grid over the edges: a sample costs an estimate or a cell and a compare or two,
+      // where a search over all the edges costs log2(edges) dependent loads.
+      return detail::run_over_edges(samples, counts, static_cast<std::int64_t>(edges.size()) - 1,
+                                    [edges](std::int64_t i) { return edges[static_cast<std::size_t>(i)]; }, options);
+    }
+  });
 }
 
 /**
@@ -430,23 +442,25 @@ histogram_result bincount(std::span<const Sample> samples, std::span<Counter> co
   static_assert(is_bincount_sample_v<Sample>, "bincount samples: the integer histogram samples");
   static_assert(is_counter_v<Counter>, "counters: uint32 or uint64");
   constexpr std::string_view function = "tally::cpu::bincount";
-  const auto num_bins = static_cast<std::int64_t>(counts.size());
-  if (num_bins == 0) tally::throw_invalid_argument(function, "counts", "must hold at least one bin (num_bins is counts.size(), 0)");
-  tally::detail::check_histogram_buffers(function, samples, counts, num_bins);
-  tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
-  if constexpr (std::is_same_v<Sample, std::uint8_t>) {
-    if (num_bins >= 256) {
-      // Every byte has a bin: a direct count of the 256 values, with no compare.
-      for (std::size_t v = 256; v < counts.size(); ++v) counts[v] = 0;
-      return detail::run_histogram(samples, counts.first(256), tally::detail::byte_shift_mapper(0, 256), options.algorithm);
+  return reporting_host_memory_shortage(function, [&]() -> histogram_result {
+    const auto num_bins = static_cast<std::int64_t>(counts.size());
+    if (num_bins == 0) tally::throw_invalid_argument(function, "counts", "must hold at least one bin (num_bins is counts.size(), 0)");
+    tally::detail::check_histogram_buffers(function, samples, counts, num_bins);
+    tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
+    if constexpr (std::is_same_v<Sample, std::uint8_t>) {
+      if (num_bins >= 256) {
+        // Every byte has a bin: a direct count of the 256 values, with no compare.
+        for (std::size_t v = 256; v < counts.size(); ++v) counts[v] = 0;
+        return detail::run_histogram(samples, counts.first(256), tally::detail::byte_shift_mapper(0, 256), options.algorithm);
+      }
     }
-  }
-  if constexpr (std::is_signed_v<Sample>) {
-    return detail::run_histogram(samples, counts, detail::signed_bincount_slots<Sample>(num_bins, function),
-                                 options.algorithm);
-  } else {
-    return detail::run_histogram(samples, counts, bincount_mapper<Sample>(num_bins), options.algorithm);
-  }
+    if constexpr (std::is_signed_v<Sample>) {
+      return detail::run_histogram(samples, counts, detail::signed_bincount_slots<Sample>(num_bins, function),
+                                   options.algorithm);
+    } else {
+      return detail::run_histogram(samples, counts, bincount_mapper<Sample>(num_bins), options.algorithm);
+    }
+  });
 }
 
 }  // namespace tally::cpu

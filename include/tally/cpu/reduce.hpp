@@ -187,31 +187,33 @@ template <class T>
 reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_options& options = {}) {
   static_assert(is_reduce_sample_v<T>, "reduce samples: the types of is_reduce_sample_v (tally/reduce.hpp)");
   constexpr std::string_view function = "tally::cpu::reduce";
-  choice chose = detail::check_and_choose(function, operation::reduce, samples, options.algorithm);
-  using A = accumulator_t<T>;
-  if constexpr (is_floating_sample_v<T>) {
-    if (options.deterministic && op == reduce_op::sum) {
-      detail::check_deterministic(function, options.algorithm, samples.size());
-      if (chose.used == strategy::reduction) {
-        chose = {strategy::privatized, "deterministic: whole chunks per thread, exact integer partials merged"};
-      }
-      const bool parallel = chose.used == strategy::privatized;
-      if constexpr (is_half_float_v<T>) {
-        // Their sums are float's: the deterministic float sum of the values, widened exactly
-        // (the GPU widens them the same way, so the bits agree).
-        std::vector<float> widened(samples.size());
-        std::transform(samples.begin(), samples.end(), widened.begin(), [](T x) { return static_cast<float>(x); });
-        return {detail::deterministic_sum(std::span<const float>(widened), parallel), chose};
-      } else {
-        return {detail::deterministic_sum(samples, parallel), chose};
+  return reporting_host_memory_shortage(function, [&]() -> reduce_result<T> {
+    choice chose = detail::check_and_choose(function, operation::reduce, samples, options.algorithm);
+    using A = accumulator_t<T>;
+    if constexpr (is_floating_sample_v<T>) {
+      if (options.deterministic && op == reduce_op::sum) {
+        detail::check_deterministic(function, options.algorithm, samples.size());
+        if (chose.used == strategy::reduction) {
+          chose = {strategy::privatized, "deterministic: whole chunks per thread, exact integer partials merged"};
+        }
+        const bool parallel = chose.used == strategy::privatized;
+        if constexpr (is_half_float_v<T>) {
+          // Their sums are float's: the deterministic float sum of the values, widened exactly
+          // (the GPU widens them the same way, so the bits agree).
+          std::vector<float> widened(samples.size());
+          std::transform(samples.begin(), samples.end(), widened.begin(), [](T x) { return static_cast<float>(x); });
+          return {detail::deterministic_sum(std::span<const float>(widened), parallel), chose};
+        } else {
+          return {detail::deterministic_sum(samples, parallel), chose};
+        }
       }
     }
-  }
-  const auto combine = [op](A a, A b) { return tally::detail::reduce_combine<T>(op, a, b); };
-  const A value = detail::fold<A>(chose.used, op, static_cast<std::int64_t>(samples.size()),
-                                  tally::detail::reduce_identity<T>(op),
-                                  [&](std::int64_t i) { return static_cast<A>(samples[i]); }, combine);
-  return {value, chose};
+    const auto combine = [op](A a, A b) { return tally::detail::reduce_combine<T>(op, a, b); };
+    const A value = detail::fold<A>(chose.used, op, static_cast<std::int64_t>(samples.size()),
+                                    tally::detail::reduce_identity<T>(op),
+                                    [&](std::int64_t i) { return static_cast<A>(samples[i]); }, combine);
+    return {value, chose};
+  });
 }
 
 /** @brief How many samples satisfy `predicate`. */
