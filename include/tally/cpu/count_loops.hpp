@@ -18,6 +18,9 @@
 
 namespace tally::cpu::detail {
 
+
+
+
 /**
  * A mapper the count loop reads a sample's slot from: `slot(x)` in [0, slots()), where slots
  * [first_bin_slot(), first_bin_slot() + num_bins()) are the bins and any other slot holds samples
@@ -116,6 +119,7 @@ void count_slots(const Sample* data, std::size_t n, Counter* tables, const SlotM
   for (int t = 0; t < Tables; ++t) table[t] = tables + static_cast<std::size_t>(t) * stride;
   std::size_t i = 0;
   for (; i + Tables <= n; i += Tables) {
+    __builtin_prefetch(data + i + prefetch_distance / sizeof(Sample));  // cpu/tuning.hpp
     for (int t = 0; t < Tables; ++t) ++table[t][local.slot(data[i + t])];
   }
   for (; i < n; ++i) ++table[0][local.slot(data[i])];
@@ -170,6 +174,7 @@ std::uint64_t count_into_bins(const Sample* data, std::size_t n, Counter* counts
   const auto first = static_cast<std::uint64_t>(local.first_bin_slot());
   Counter spill = 0;
   for (std::size_t i = 0; i < n; ++i) {
+    __builtin_prefetch(data + i + prefetch_distance / sizeof(Sample));
     const std::uint64_t bin = static_cast<std::uint64_t>(local.slot(data[i])) - first;  // below wraps past every bin
     Counter* counter = bin < num_bins ? counts + bin : &spill;
     ++*counter;

@@ -1,9 +1,10 @@
-// The CPU backend's bin mappers over a table of the edges held in cache: an estimate from one
-// multiply picks a bin, and compares with its edges settle it (even bins that no exact shortcut
-// takes, numpy's float32 edges of a data range, evenly spread range bins); and the GPU's grid
-// over float keys refined in double (range bins of double and int64 samples, whose own grid
-// entries hold one threshold each). Exact against the edges whatever the estimate: it only picks
-// where the compares start. Host-only: no CUDA header is included here.
+// The CPU backend's bin mappers over tables of the edges held in cache: an estimate from one
+// multiply picks a slot, and compares with its edges settle it (even bins that no exact shortcut
+// takes, numpy's float32 edges of a data range, evenly spread range bins); the GPU's grid, its
+// tables filled by the host, for other range bins of float and small integer samples; and the
+// float grid's cells over a table of double edges for double and int64 samples, whose own grid
+// entries hold one threshold each. Each is exact against the edges: the estimate or cell only
+// picks where the compares start. Host-only: no CUDA header is included here.
 #pragma once
 
 #include <cmath>
@@ -142,52 +143,82 @@ class grid_slots {
 };
 
 /**
- * Slots (padded_edges) of double and int64 samples among double edges (compared in double, as
- * numpy compares them): the GPU's grid over float keys (three thresholds a cell entry, where a
- * double entry holds one, so cells of two edges, at the grid's two ends always, need no search)
- * counts the edges at or below the sample rounded to float; one compare with each neighbouring
- * double edge settles the count. Exact where `fits`: distinct edges further apart than a float's
- * spacing there, so that at most one edge lies between a double and its float. No branch.
+ * Slots (edges at or below the sample: bin b is slot b + 1) of double and int64 samples among
+ * double edges (compared in double, as numpy compares them). A sample's cell is the GPU grid's
+ * cell of its float (the float grid, planned over the edges, spaces its cells by value or by a
+ * float's bits, whichever suits the edges; the grid over doubles has only the first), which never
+ * falls as the sample rises, so taking each edge's cell by the same rule tells which edges lie
+ * below a cell; the edges in it, at most three but in rare cells, are compared in double from a
+ * table of the edges. Where the GPU grid's double entries hold one threshold (cells of two edges,
+ * at both ends always, searched), this takes about twenty instructions a sample and no branch.
  */
 template <class Sample>
-class refined_grid_mapper {
+class float_cell_mapper {
  public:
   using float_grid = tally::detail::grid_range_bin_mapper<float>;
+  /// Edges a cell holds that are compared without a search.
+  static constexpr int cell_edges = 3;
 
-  /// `padded`: padded_edges of the edges; `tables`: float_grid::table_bytes of the edges, 16-byte
-  /// aligned; both alive while this is.
-  refined_grid_mapper(std::span<const double> padded, std::span<std::byte> tables)
-      : grid_(padded.subspan(1, padded.size() - 2), upper_edge::exclusive, tables, tables.data()),
-        padded_(padded.data()),
-        num_bins_(static_cast<std::int64_t>(padded.size()) - 3) {}
+  /// The cells' words and the padded edges, alive while a mapper reads them.
+  struct tables {
+    std::vector<std::uint32_t> words;  ///< per cell: the edges below it, shifted left once, the low bit for more than cell_edges
+    std::vector<double> edges;         ///< as samples compare with them (+0, not -0), then NaN cell_edges times
+  };
 
-  /// Whether at most one of `edges` lies between any double and the float nearest it.
-  static bool fits(std::span<const double> edges) {
-    for (std::size_t i = 1; i < edges.size(); ++i) {
-      const double larger = std::fmax(std::fabs(edges[i - 1]), std::fabs(edges[i]));
-      const auto as_float = static_cast<float>(larger);
-      if (!std::isfinite(std::nextafter(as_float, std::numeric_limits<float>::infinity()))) return false;
-      const double spacing = static_cast<double>(std::nextafter(as_float, std::numeric_limits<float>::infinity())) -
-                             static_cast<double>(as_float);
-      if (!(edges[i] - edges[i - 1] > 2.0 * spacing)) return false;
+  /// The mapper over sorted, finite `edges` (doubles, +0 for 0) and its tables, filled here.
+  float_cell_mapper(std::span<const double> edges, upper_edge last_edge, tables& room)
+      : num_bins_(static_cast<std::int64_t>(edges.size()) - 1) {
+    const auto num_edges = static_cast<std::int64_t>(edges.size());
+    room.edges.assign(edges.begin(), edges.end());
+    // A closed last bin: the last edge as the next double above it, so a sample equal to it stays below.
+    if (last_edge == upper_edge::inclusive) {
+      room.edges.back() = std::nextafter(edges.back(), std::numeric_limits<double>::infinity());
     }
-    return true;
+    const auto edge_at = [&room](std::int64_t i) { return room.edges[static_cast<std::size_t>(i)]; };
+    grid_ = float_grid::plan(edge_at, num_edges, upper_edge::exclusive);
+    const int cells = grid_.cells();
+    room.words.assign(static_cast<std::size_t>(cells) + 1, 0);
+    std::int64_t below = 0;  // edges whose cell is below c
+    for (int c = 0; c < cells; ++c) {
+      const std::int64_t first = below;
+      while (below < num_edges && cell_of(room.edges[static_cast<std::size_t>(below)]) <= c) ++below;
+      const bool several = below - first > cell_edges;
+      room.words[static_cast<std::size_t>(c)] = (static_cast<std::uint32_t>(first) << 1) | (several ? 1u : 0u);
+    }
+    room.words[static_cast<std::size_t>(cells)] = static_cast<std::uint32_t>(below) << 1;  // the last cell's search ends here
+    room.edges.insert(room.edges.end(), cell_edges, std::numeric_limits<double>::quiet_NaN());  // nothing reaches NaN, +inf neither
+    words_ = room.words.data();
+    edges_ = room.edges.data();
   }
 
   std::int64_t num_bins() const { return num_bins_; }
-  std::int64_t slots() const { return num_bins_ + 3; }
+  std::int64_t slots() const { return num_bins_ + 2; }
   static constexpr std::int64_t first_bin_slot() { return 1; }
 
   std::size_t slot(Sample sample) const {
-    const double x = static_cast<double>(sample) + 0.0;
-    const int count = grid_.edges_at_or_below(static_cast<float>(x));  // padded[count] is the last edge it counted
-    return static_cast<std::size_t>(count - (x < padded_[count] ? 1 : 0) + (x >= padded_[count + 1] ? 1 : 0));
+    const double x = static_cast<double>(sample) + 0.0;  // -0 as +0: they compare equal, so take one cell
+    const int c = cell_of(x);
+    const std::uint32_t word = words_[c];
+    const std::uint32_t first = word >> 1;
+    std::uint32_t count = first;
+    for (int k = 0; k < cell_edges; ++k) count += x >= edges_[first + static_cast<std::uint32_t>(k)] ? 1u : 0u;
+    if ((word & 1u) != 0u) {
+      const double* edges = edges_;
+      count = static_cast<std::uint32_t>(tally::detail::partition_point(
+          static_cast<std::int64_t>(first), static_cast<std::int64_t>(words_[c + 1] >> 1),
+          [edges, x](std::int64_t i) { return x >= edges[i]; }));
+    }
+    return count;
   }
   std::int64_t operator()(Sample sample) const { return bin_of_slot(slot(sample), num_bins_); }
 
  private:
+  /// The cell of a double: the float grid's cell of its nearest float, never falling as it rises.
+  int cell_of(double x) const { return grid_.cell_of(static_cast<float>(x)); }
+
   float_grid grid_;
-  const double* padded_;
+  const std::uint32_t* words_ = nullptr;
+  const double* edges_ = nullptr;
   std::int64_t num_bins_;
 };
 

@@ -134,7 +134,7 @@ histogram_result run_histogram(std::span<const Sample> samples, std::span<Counte
  * Counts over the sorted, finite edges `edge_at(0)` to `edge_at(num_bins)` (doubles) with the
  * CPU's mapper for them: evenly spaced edges (as samples compare with them) through the estimate
  * and a table of the edges; other layouts through the GPU's grid, whose tables the host fills,
- * for double and int64 samples a float grid refined in double (cpu/edge_tables.hpp).
+ * for double and int64 samples the float grid's cells over a table of the edges (cpu/edge_tables.hpp).
  */
 template <class Sample, class Counter, class EdgeAt>
 histogram_result run_over_edges(std::span<const Sample> samples, std::span<Counter> counts, std::int64_t num_bins,
@@ -149,11 +149,9 @@ histogram_result run_over_edges(std::span<const Sample> samples, std::span<Count
     return run_histogram(samples, counts, estimated_table_mapper<Sample, key>(padded), options.algorithm);
   }
   if constexpr (std::is_same_v<Sample, double> || std::is_same_v<Sample, std::int64_t>) {
-    using mapper = refined_grid_mapper<Sample>;
-    if (num_bins <= max_table_bins && mapper::fits(edges)) {
-      const std::vector<double> padded = padded_edges<double>(edges, options.last_edge);
-      std::vector<std::byte> tables(mapper::float_grid::table_bytes(num_bins + 1));
-      return run_histogram(samples, counts, mapper(padded, tables), options.algorithm);
+    if (num_bins <= max_table_bins) {
+      typename float_cell_mapper<Sample>::tables tables;
+      return run_histogram(samples, counts, float_cell_mapper<Sample>(edges, options.last_edge, tables), options.algorithm);
     }
   } else {
     if (num_bins <= max_table_bins) {

@@ -312,6 +312,12 @@ class grid_range_bin_mapper {
   }
 
 #if !defined(__CUDA_ARCH__)
+  /// The grid's cell of `key` (any monotone cell serves where both the tables and the samples take
+  /// it): the CPU backend's double samples take their float's cell (cpu/edge_tables.hpp).
+  int cell_of(key_type key) const { return cell(key); }
+  /// The grid's cells.
+  int cells() const { return cells_; }
+
   /// How many edges are at or below `sample` (0 to num_bins + 1), what map_items counts before it
   /// makes a bin of it: the CPU backend's double samples take a float grid's count as the start
   /// of their search (cpu/edge_tables.hpp).
