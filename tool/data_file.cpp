@@ -1,6 +1,7 @@
 // Reading and writing the files of `tally hist`: the .npy header (a Python dict literal after a
 // magic string and a length, parsed here by hand), raw sample files and `--edges` files.
 #include "data_file.hpp"
+#include "parallel_read.hpp"
 
 #include <sys/stat.h>
 
@@ -508,9 +509,10 @@ void sample_file::read_bytes(std::uint64_t offset, void* destination, std::size_
     fail(errc::io_error, "FILE", path_.string(),
          "cannot seek to byte " + std::to_string(offset) + ": " + system_reason());
   }
-  if (std::fread(destination, 1, bytes, file_.get()) != bytes) {
+  bool failed = false;  // large reads in pieces over the threads (parallel_read.hpp)
+  if (read_at(file_.get(), offset, destination, bytes, failed) != bytes) {
     const std::string where = "byte " + std::to_string(offset) + " (" + std::to_string(bytes) + " bytes)";
-    if (std::ferror(file_.get())) {
+    if (failed) {
       fail(errc::io_error, "FILE", path_.string(), "could not be read at " + where + ": " + system_reason());
     }
     struct stat now {};
