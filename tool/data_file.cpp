@@ -1,9 +1,10 @@
 // Reading and writing the files of `tally hist`: the .npy header (a Python dict literal after a
-// magic string and a length, parsed here by hand), raw sample files and `--edges` files.
+// magic string and a length, parsed here by hand), raw sample files, stdin and `--edges` files.
 #include "data_file.hpp"
 #include "parallel_read.hpp"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cerrno>
@@ -48,7 +49,9 @@ const dtype_spelling& spelling_of(dtype type) {
 }
 
 /// "FILE 'data.npy'": how every message about a file starts, so the argument and file are named.
-std::string file_label(const std::string& argument, const std::string& path) { return argument + " '" + path + "'"; }
+std::string file_label(const std::string& argument, const std::string& path) {
+  return argument + " '" + path + "'" + (path == "-" ? " (stdin)" : "");
+}
 
 [[noreturn]] void fail(errc code, const std::string& argument, const std::string& path, const std::string& what) {
   throw error(code, argument, file_label(argument, path) + ": " + what);
@@ -211,22 +214,19 @@ class npy_dict_parser {
   const std::string& argument_;
 };
 
-/// The dtype of a .npy `descr`, or an error that says why it is not read.
-dtype dtype_of_descr(const std::string& descr, const std::string& path, const std::string& argument) {
+/// The storage of a .npy `descr`, or an error that says why it is not read. numpy writes '<' (or
+/// '>' on a big-endian machine, or for an array made so) before a type of several bytes and '|'
+/// before a one-byte type; '=' (this host's order) is taken too. Bool is read as uint8.
+npy_storage storage_of_descr(const std::string& descr, const std::string& path, const std::string& argument) {
+  const bool marked = descr.size() == 3 && (descr[0] == '<' || descr[0] == '>' || descr[0] == '=' || descr[0] == '|');
+  const std::string_view kind = marked ? std::string_view(descr).substr(1) : std::string_view();
   for (const auto& entry : dtype_spellings) {
-    if (!entry.descr.empty() && descr == entry.descr) return entry.type;
+    if (entry.descr.empty() || kind != entry.descr.substr(1)) continue;
+    // '|' is numpy's mark for "no byte order", which only a one-byte type lacks.
+    if (descr[0] == '|' && entry.size > 1) break;
+    return {entry.type, descr[0] == '>' && entry.size > 1, false};
   }
-  // One-byte types have no byte order: numpy writes '|u1' and '|i1', but '<', '>' and '=' mean the same.
-  if (descr.size() == 3 && (descr[0] == '<' || descr[0] == '>' || descr[0] == '=')) {
-    if (descr.substr(1) == "u1") return dtype::uint8;
-    if (descr.substr(1) == "i1") return dtype::int8;
-  }
-  if (descr.size() >= 2 && descr[0] == '>') {
-    fail(errc::invalid_argument, argument, path,
-         ".npy header field 'descr' is " + quoted_excerpt(descr) +
-             ", a big-endian dtype; tally reads little-endian files only (in numpy: "
-             "a.astype(a.dtype.newbyteorder('<')))");
-  }
+  if (kind == "b1") return {dtype::uint8, false, true};
   std::string supported;
   for (const auto& entry : dtype_spellings) {
     if (entry.descr.empty()) continue;
@@ -234,7 +234,7 @@ dtype dtype_of_descr(const std::string& descr, const std::string& path, const st
   }
   fail(errc::invalid_argument, argument, path,
        ".npy header field 'descr' is " + quoted_excerpt(descr) + ", which tally does not read; supported: " +
-           supported);
+           supported + ", |b1 (bool, read as uint8), in either byte order ('>' for big-endian)");
 }
 
 std::uint64_t read_little_endian(const unsigned char* bytes, int count) {
@@ -370,25 +370,47 @@ std::vector<double> read_edges_file(const std::filesystem::path& path, const std
   std::vector<double> edges;
   if (has_npy_magic(content)) {
     const npy_header header = read_npy_header(file.get(), name, argument);
-    if (header.descr != "<f8") {
+    const npy_storage storage = storage_of_descr(header.descr, name, argument);
+    if (storage.bools) {
       fail(errc::invalid_argument, argument, name,
-           "holds dtype " + quoted_excerpt(header.descr) +
-               "; edges in a .npy file must be float64 ('<f8'): np.save(path, edges.astype(np.float64))");
+           "holds bools (.npy header field 'descr' is '|b1'); edges are numbers: np.save(path, edges.astype(float))");
     }
-    if (header.fortran_order && header.shape.size() > 1) {
+    if (header.shape.size() != 1) {
+      std::string shape;
+      for (const std::uint64_t dimension : header.shape) shape += (shape.empty() ? "" : ", ") + std::to_string(dimension);
       fail(errc::invalid_argument, argument, name,
-           ".npy header field 'fortran_order' is True; save the edges in C order");
+           fmt::format("holds a {}-d array, shape ({}{}); the edges must be 1-d (numpy.histogram: '`bins` must be 1d'){}",
+                       header.shape.size(), shape, header.shape.size() == 1 ? "," : "",
+                       header.shape.empty() ? ". For N even bins, pass --bins N" : ""));
     }
+    const std::size_t size = size_of(storage.type);
     // Divided, not multiplied: a shape of 2^61 edges times 8 bytes would wrap to 8.
     const std::uint64_t available = content.size() >= header.data_offset ? content.size() - header.data_offset : 0;
-    if (header.num_elements > available / sizeof(double)) {
+    if (header.num_elements > available / size) {
       fail(errc::invalid_argument, argument, name,
            "is shorter than its .npy header field 'shape' says: " + std::to_string(header.num_elements) +
                " edges, but only " + std::to_string(available) + " bytes follow the header");
     }
     edges.resize(static_cast<std::size_t>(header.num_elements));
-    // An empty vector's data() may be null, which memcpy must not get even for 0 bytes.
-    if (!edges.empty()) std::memcpy(edges.data(), content.data() + header.data_offset, edges.size() * sizeof(double));
+    visit_dtype(storage.type, [&]<class T>(std::type_identity<T>) {
+      for (std::size_t i = 0; i < edges.size(); ++i) {
+        T value;
+        std::memcpy(&value, content.data() + header.data_offset + i * sizeof(T), sizeof(T));
+        if (storage.big_endian) swap_bytes(&value, 1, sizeof(T));
+        edges[i] = static_cast<double>(value);
+        // Samples are compared with the edges in float64, so an edge must be one exactly; and an
+        // integer sample past 2^53, rounded to float64, could land on an edge numpy tells it from.
+        constexpr double exact_integers = 9007199254740992.0;  // 2^53
+        if constexpr (std::is_integral_v<T> && sizeof(T) == 8) {
+          if (!(std::fabs(edges[i]) < exact_integers)) {
+            fail(errc::invalid_argument, argument, name,
+                 fmt::format("edge {} is {}, an integer edge beyond 2^53, which float64 (the precision tally "
+                             "compares edges in) does not hold exactly; save the edges as float64",
+                             i, value));
+          }
+        }
+      }
+    });
     return edges;
   }
 
@@ -428,17 +450,80 @@ std::vector<double> read_edges_file(const std::filesystem::path& path, const std
   return edges;
 }
 
+void swap_bytes(void* data, std::size_t count, std::size_t size) {
+  auto* bytes = static_cast<unsigned char*>(data);
+  for (std::size_t i = 0; i < count; ++i, bytes += size) std::reverse(bytes, bytes + size);
+}
+
+void sample_file::bools_to_0_1(void* data, std::size_t bytes) {
+  auto* values = static_cast<std::uint8_t*>(data);
+  for (std::size_t i = 0; i < bytes; ++i) values[i] = values[i] != 0 ? 1 : 0;
+}
+
+void sample_file::open_stream(const std::string& argument, const std::string& name) {
+  // A stream can be read once, but tally reads its input twice when the range or a bincount's
+  // length comes from the data: it is copied first to a temporary file, removed at once (so it
+  // goes when tally does, however it ends), which nothing else can change while it is read.
+  const char* tmpdir = std::getenv("TMPDIR");
+  const std::string folder = tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp";
+  const std::string where = "a temporary file in '" + folder + "' (set TMPDIR for another folder)";
+  std::string pattern = folder + "/.tally-stream-XXXXXX";
+  const int descriptor = ::mkstemp(pattern.data());
+  if (descriptor < 0) fail(errc::io_error, argument, name, "cannot be copied to " + where + ": " + system_reason());
+  ::unlink(pattern.c_str());
+  std::unique_ptr<std::FILE, file_closer> copy(::fdopen(descriptor, "w+b"));
+  if (!copy) {
+    ::close(descriptor);
+    fail(errc::io_error, argument, name, "cannot be copied to " + where + ": " + system_reason());
+  }
+  std::FILE* source = name == "-" ? stdin : file_.get();
+  std::vector<char> block(std::size_t{1} << 20);
+  for (std::size_t got; (got = std::fread(block.data(), 1, block.size(), source)) > 0;) {
+    if (std::fwrite(block.data(), 1, got, copy.get()) != got) {
+      fail(errc::io_error, argument, name, "cannot be copied to " + where + ": " + system_reason());
+    }
+  }
+  if (std::ferror(source)) fail(errc::io_error, argument, name, "cannot be read: " + system_reason());
+  if (std::fflush(copy.get()) != 0) {
+    fail(errc::io_error, argument, name, "cannot be copied to " + where + ": " + system_reason());
+  }
+  file_ = std::move(copy);
+  spooled_ = true;
+}
+
 sample_file::sample_file(const std::filesystem::path& path, std::optional<dtype> requested) : path_(path) {
   const std::string argument = "FILE";
   const std::string name = path.string();
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) fail(errc::io_error, argument, name, "is a directory, not a file");
-  file_.reset(std::fopen(path.c_str(), "rb"));
-  if (!file_) fail(errc::io_error, argument, name, "cannot be opened: " + system_reason());
+  if (name == "-") {
+    struct stat input {};
+    if (::fstat(STDIN_FILENO, &input) != 0) fail(errc::io_error, argument, name, "cannot be read: " + system_reason());
+    if (S_ISREG(input.st_mode)) {
+      // A file redirected to stdin (tally hist - < data.npy) is read in place, whole, like any file.
+      const int descriptor = ::dup(STDIN_FILENO);
+      file_.reset(descriptor >= 0 ? ::fdopen(descriptor, "rb") : nullptr);
+      if (!file_) fail(errc::io_error, argument, name, "cannot be opened: " + system_reason());
+    } else if (::isatty(STDIN_FILENO)) {
+      fail(errc::invalid_argument, argument, name,
+           "is a terminal: pipe the samples in (... | tally hist -) or redirect a file (tally hist - < data.npy)");
+    } else {
+      open_stream(argument, name);
+    }
+  } else {
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) fail(errc::io_error, argument, name, "is a directory, not a file");
+    file_.reset(std::fopen(path.c_str(), "rb"));
+    if (!file_) fail(errc::io_error, argument, name, "cannot be opened: " + system_reason());
+  }
   // The file opened, not whatever the path names a moment later: check_unchanged compares with this.
   struct stat opened {};
   if (::fstat(fileno(file_.get()), &opened) != 0) {
     fail(errc::io_error, argument, name, "has no size: " + system_reason());
+  }
+  if (S_ISFIFO(opened.st_mode) || S_ISSOCK(opened.st_mode)) {
+    open_stream(argument, name);  // a named pipe, or a shell's <(...)
+    if (::fstat(fileno(file_.get()), &opened) != 0) {
+      fail(errc::io_error, argument, name, "has no size: " + system_reason());
+    }
   }
   if (!S_ISREG(opened.st_mode)) fail(errc::io_error, argument, name, "has no size: it is not a regular file");
   const auto file_bytes = static_cast<std::uint64_t>(opened.st_size);
@@ -446,6 +531,7 @@ sample_file::sample_file(const std::filesystem::path& path, std::optional<dtype>
   opened_modified_ns_ = modified_ns(opened);
 
   char prefix[6] = {};
+  if (std::fseek(file_.get(), 0, SEEK_SET) != 0) fail(errc::io_error, argument, name, "cannot be read: " + system_reason());
   const std::size_t prefix_bytes = std::fread(prefix, 1, sizeof(prefix), file_.get());
   is_npy_ = has_npy_magic({prefix, prefix_bytes});
   if (!is_npy_ && path.extension() == ".npy") {
@@ -455,12 +541,11 @@ sample_file::sample_file(const std::filesystem::path& path, std::optional<dtype>
 
   if (is_npy_) {
     const npy_header header = read_npy_header(file_.get(), name, argument);
-    type_ = dtype_of_descr(header.descr, name, argument);
-    if (header.fortran_order) {
-      fail(errc::invalid_argument, argument, name,
-           ".npy header field 'fortran_order' is True; tally reads C-order arrays (np.save(path, "
-           "np.ascontiguousarray(a)))");
-    }
+    // Fortran order holds the same samples in another order: their counts are the same.
+    storage_ = storage_of_descr(header.descr, name, argument);
+    type_ = storage_.type;
+    fortran_order_ = header.fortran_order;
+    shape_ = header.shape;
     if (requested && *requested != type_) {
       throw error(errc::invalid_argument, "--dtype",
                   "argument '--dtype' is " + std::string(to_string(*requested)) + " but " + file_label(argument, name) +
@@ -500,6 +585,43 @@ sample_file::sample_file(const std::filesystem::path& path, std::optional<dtype>
     data_offset_ = 0;
     num_samples_ = file_bytes / size;
   }
+}
+
+std::string sample_file::name() const { return path_.string() == "-" ? "stdin" : path_.string(); }
+
+std::string sample_file::layout() const {
+  if (!is_npy_) return "raw";
+  std::string text = ".npy";
+  if (storage_.big_endian) text += ", big-endian";
+  if (fortran_order_ && shape_.size() > 1) text += ", Fortran order";
+  if (storage_.bools) text += ", bool read as uint8";
+  return text;
+}
+
+std::string sample_file::sample_at(std::uint64_t position) const {
+  if (shape_.size() <= 1) return "sample " + std::to_string(position);
+  // The multi-index of the position: in the file the last axis varies fastest (C order) or the
+  // first (Fortran order); numpy's flat index (a.ravel()) is always C order's.
+  std::vector<std::uint64_t> index(shape_.size());
+  std::uint64_t rest = position;
+  for (std::size_t k = 0; k < shape_.size(); ++k) {
+    const std::size_t axis = fortran_order_ ? k : shape_.size() - 1 - k;
+    index[axis] = rest % shape_[axis];  // no axis is 0 long: there is a sample
+    rest /= shape_[axis];
+  }
+  std::uint64_t flat = 0;
+  std::string index_text;
+  std::string shape_text;
+  for (std::size_t axis = 0; axis < shape_.size(); ++axis) {
+    flat = flat * shape_[axis] + index[axis];
+    if (axis > 0) {
+      index_text += ", ";
+      shape_text += "x";
+    }
+    index_text += std::to_string(index[axis]);
+    shape_text += std::to_string(shape_[axis]);
+  }
+  return fmt::format("sample {} (index [{}] of the {} array)", flat, index_text, shape_text);
 }
 
 void sample_file::read_bytes(std::uint64_t offset, void* destination, std::size_t bytes) {

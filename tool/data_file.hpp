@@ -1,6 +1,6 @@
 // The files `tally hist` reads and writes: a minimal .npy header parser and writer (no
-// third-party npy library), raw binary sample files, and a reader that hands the samples over in
-// chunks so that files larger than memory can be counted. Host-only.
+// third-party npy library), raw binary sample files, stdin, and a reader that hands the samples
+// over in chunks so that files larger than memory can be counted. Host-only.
 #pragma once
 
 #include <algorithm>
@@ -28,7 +28,7 @@
 namespace tally::cli {
 
 static_assert(std::endian::native == std::endian::little,
-              ".npy files and raw files are read as little-endian; this host is not");
+              "raw files are read as little-endian, and .npy files swapped from big-endian; this host is not");
 
 /** @brief The sample types a data file may hold (the types tally histograms accept). */
 enum class dtype : std::uint8_t { int8, uint8, int16, uint16, int32, uint32, int64, float16, bfloat16, float32, float64 };
@@ -124,6 +124,16 @@ struct npy_header {
   std::uint64_t num_elements = 1;  ///< the product of `shape` (1 for a 0-d array)
 };
 
+/** @brief How a .npy file stores its samples: their type, byte order, and whether they are bools. */
+struct npy_storage {
+  dtype type = dtype::uint8;
+  bool big_endian = false;  ///< '>' in 'descr': each sample is byte-swapped as it is read
+  bool bools = false;       ///< '|b1': numpy's bool, read as uint8 0 and 1
+};
+
+/** @brief Reverses the bytes of each of `count` values of `size` bytes at `data` (big-endian to this host's order). */
+void swap_bytes(void* data, std::size_t count, std::size_t size);
+
 /** @brief Whether `prefix` (the first bytes of a file) starts with the .npy magic string. */
 bool has_npy_magic(std::span<const char> prefix);
 
@@ -137,14 +147,18 @@ npy_header read_npy_header(std::FILE* file, const std::string& path, const std::
 std::string format_npy_header(std::string_view descr, std::span<const std::uint64_t> shape);
 
 /**
- * @brief Reads bin edges for `--edges`: a .npy of float64 (any shape, flattened) or a text file of
- * numbers separated by whitespace or newlines ('#' starts a comment). Checks nothing about order.
+ * @brief Reads bin edges for `--edges`: a 1-d .npy of any numeric dtype numpy saves (float16,
+ * float32, float64, or integers within 2^53, each exact in float64; either byte order), or a text
+ * file of numbers separated by whitespace, commas or newlines ('#' starts a comment). An array of
+ * another dimension is an error, as numpy.histogram says ("bins must be 1d"). Checks nothing
+ * about order.
  */
 std::vector<double> read_edges_file(const std::filesystem::path& path, const std::string& argument);
 
 /**
- * @brief A file of samples: a .npy file (recognized by its magic string) or a raw binary file of
- * one dtype, little-endian, with no header. Opening checks that the size matches the samples.
+ * @brief A file of samples: a .npy file (recognized by its magic string; C or Fortran order, either
+ * byte order, bool read as uint8) or a raw binary file of one dtype, little-endian, with no header.
+ * The path `-` is stdin. Opening checks that the size matches the samples.
  */
 class sample_file {
  public:
@@ -155,9 +169,20 @@ class sample_file {
   sample_file(const std::filesystem::path& path, std::optional<dtype> requested);
 
   [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+  /** @brief The path, or "stdin" for `-`: how reports name the input. */
+  [[nodiscard]] std::string name() const;
   [[nodiscard]] dtype type() const noexcept { return type_; }
   [[nodiscard]] bool is_npy() const noexcept { return is_npy_; }
+  /** @brief ".npy" or "raw", with what else was read: "big-endian", "Fortran order", "bool as uint8". */
+  [[nodiscard]] std::string layout() const;
   [[nodiscard]] std::uint64_t num_samples() const noexcept { return num_samples_; }
+  /**
+   * @brief The sample at `position` in the file's order, as numpy indexes it: "sample 7" for a 1-d
+   * array or a raw file; for an array of several dimensions, its index in C order (numpy's ravel)
+   * and its multi-index, "sample 7 (index [1, 3] of the 2x4 array)", which for a Fortran-order
+   * file is not its position in the file.
+   */
+  [[nodiscard]] std::string sample_at(std::uint64_t position) const;
   /** @brief Bytes after the last sample that the header does not account for (.npy only). */
   [[nodiscard]] std::uint64_t trailing_bytes() const noexcept { return trailing_bytes_; }
 
@@ -168,15 +193,24 @@ class sample_file {
    */
   void check_unchanged() const;
 
-  /** @brief Reads samples [first, first + out.size()) into `out`. */
+  /**
+   * @brief Reads samples [first, first + out.size()) of the file's order into `out`, in this
+   * host's byte order (bools as 0 and 1).
+   */
   template <class T>
   void read(std::uint64_t first, std::span<T> out) {
     if (dtype_of<T>() != type_) throw std::logic_error("sample_file::read: wrong sample type");
     read_bytes(data_offset_ + first * sizeof(T), out.data(), out.size_bytes());
+    if (storage_.big_endian) swap_bytes(out.data(), out.size(), sizeof(T));
+    if (storage_.bools) bools_to_0_1(out.data(), out.size_bytes());
   }
 
  private:
   void read_bytes(std::uint64_t offset, void* destination, std::size_t bytes);
+  /// numpy's bool is one byte that should be 0 or 1; any other byte is true, as numpy reads it.
+  static void bools_to_0_1(void* data, std::size_t bytes);
+  /// Opens stdin, or a pipe, as a file that can be read twice: see the constructor.
+  void open_stream(const std::string& argument, const std::string& name);
 
   struct file_closer {
     void operator()(std::FILE* file) const noexcept { std::fclose(file); }
@@ -188,6 +222,10 @@ class sample_file {
   std::uint64_t data_offset_ = 0;
   std::uint64_t num_samples_ = 0;
   std::uint64_t trailing_bytes_ = 0;
+  npy_storage storage_;                ///< .npy only: byte order and bools
+  bool fortran_order_ = false;         ///< .npy only: the first axis varies fastest in the file
+  std::vector<std::uint64_t> shape_;   ///< .npy only
+  bool spooled_ = false;               ///< a stream (stdin, a pipe) copied to a temporary file
   std::uint64_t opened_bytes_ = 0;     ///< the file's size when opened (fstat)
   std::int64_t opened_modified_ns_ = 0;  ///< its modification time then, in ns since the epoch
 };

@@ -1,8 +1,8 @@
 // `tally hist FILE`: a histogram or bincount of a .npy or raw binary file, on the CPU or the GPU.
 // The file is read in chunks (so it may be larger than memory), each chunk is counted by the
-// library and added into a running uint64 total. Bins follow numpy.histogram, except that by
-// default a sample equal to the last edge is left out ([lower, upper), as the library counts);
-// --include-upper-edge gives numpy's closed last bin.
+// library and added into a running uint64 total. Bins follow numpy.histogram, the last one closed
+// as numpy closes it (the library's own default is half-open); --last-edge exclusive leaves a
+// sample equal to the last edge out.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -52,7 +52,9 @@ struct hist_arguments {
   std::vector<double> range;
   std::string edges_file;
   bool bincount = false;
-  bool include_upper_edge = false;
+  std::string last_edge = "inclusive";  ///< --last-edge: numpy's closed last bin, or half-open
+  bool include_upper_edge = false;      ///< the old spelling of --last-edge inclusive, now the default
+  bool quiet = false;
   std::string strategy_name = "automatic";
   std::string backend_name = "auto";
   std::int64_t chunk_mb = 256;
@@ -110,7 +112,9 @@ struct count_totals {
   throw error(errc::invalid_argument, argument, "argument '" + argument + "' " + what);
 }
 
-std::string file_label(const sample_file& file) { return "FILE '" + file.path().string() + "'"; }
+std::string file_label(const sample_file& file) {
+  return "FILE '" + file.path().string() + "'" + (file.path() == "-" ? " (stdin)" : "");
+}
 
 std::string no_gpu_reason() {
   return gpu::built_with_cuda() ? "no CUDA device is visible" : "this tally was built without CUDA";
@@ -151,7 +155,11 @@ hist_settings check_arguments(const hist_arguments& args) {
                                              "the CPU runs automatic, " + strategy_list(backend::cpu) +
                                                  "; the GPU runs automatic, " + strategy_list(backend::gpu));
   settings.where = choose_backend(args.backend_name, settings.algorithm);
-  settings.last_edge = args.include_upper_edge ? upper_edge::inclusive : upper_edge::exclusive;
+  settings.last_edge = args.last_edge == "exclusive" ? upper_edge::exclusive : upper_edge::inclusive;
+  if (args.include_upper_edge && settings.last_edge == upper_edge::exclusive) {
+    invalid("--include-upper-edge", "closes the last bin, which --last-edge exclusive opens: give one of them");
+  }
+  if (args.include_upper_edge && args.bincount) invalid("--include-upper-edge", "is for bins with edges, not --bincount");
 
   if (args.chunk_mb < 1 || args.chunk_mb > largest_chunk_mb) {
     invalid("--chunk-mb", "must be between 1 and " + std::to_string(largest_chunk_mb) + " (got " +
@@ -218,8 +226,9 @@ void check_no_negative(const sample_file& file, std::span<const T> chunk, std::u
     if (negative != chunk.end()) {
       invalid(
           "--bincount",
-          fmt::format("counts non-negative integers only (numpy.bincount raises too), but sample {} of {} is {}",
-                      first_index + static_cast<std::uint64_t>(negative - chunk.begin()), file_label(file),
+          fmt::format("counts non-negative integers only (numpy.bincount raises too), but {} of {} is {}",
+                      file.sample_at(first_index + static_cast<std::uint64_t>(negative - chunk.begin())),
+                      file_label(file),
                       format_sample(*negative)));
     }
   }
@@ -245,9 +254,9 @@ sample_extent<T> scan_extent(chunk_reader<T>& reader, const sample_file& file, b
       if (odd != chunk.end()) {
         invalid("--range",
                 fmt::format("is needed: without it the range is the data's min and max, which must be finite "
-                            "(numpy raises too), but sample {} of {} is {}",
-                            first_index + static_cast<std::uint64_t>(odd - chunk.begin()), file_label(file),
-                            format_sample(*odd)));
+                            "(numpy raises too), but {} of {} is {}",
+                            file.sample_at(first_index + static_cast<std::uint64_t>(odd - chunk.begin())),
+                            file_label(file), format_sample(*odd)));
       }
     }
     if constexpr (std::is_signed_v<T>) {
@@ -681,15 +690,15 @@ void report(const hist_arguments& args, const hist_settings& settings, const sam
             const count_totals& totals, bool automatic_range) {
   const std::uint64_t samples = file.num_samples();
   const std::uint64_t counted = samples - totals.left_out;
-  std::string text = fmt::format("tally hist: {}: {} {} samples ({}), {} chunk{} of at most {} MiB\n",
-                                 file.path().string(), samples, to_string(file.type()), file.is_npy() ? ".npy" : "raw",
-                                 totals.chunks, totals.chunks == 1 ? "" : "s", args.chunk_mb);
+  std::string text = fmt::format("tally hist: {}: {} {} samples ({}), {} chunk{} of at most {} MiB\n", file.name(),
+                                 samples, to_string(file.type()), file.layout(), totals.chunks,
+                                 totals.chunks == 1 ? "" : "s", args.chunk_mb);
   text += fmt::format("  bins:     {}\n", plan.description);
   if (plan.kind != bin_kind::bincount) {
     text += fmt::format("            bins are [lower, upper){}\n",
                         settings.last_edge == upper_edge::inclusive
-                            ? "; the last is [lower, upper] (--include-upper-edge, as numpy.histogram)"
-                            : "; a sample equal to the last edge is left out (--include-upper-edge counts it)");
+                            ? "; the last is [lower, upper], as numpy.histogram closes it"
+                            : "; a sample equal to the last edge is left out (--last-edge exclusive)");
   }
   text += fmt::format("  counted:  {}\n", counted);
   if (plan.kind == bin_kind::bincount) {
@@ -705,22 +714,27 @@ void report(const hist_arguments& args, const hist_settings& settings, const sam
         "  strategy: {} ({}){}\n", to_string(use.chose.used), use.chose.reason,
         totals.strategies.size() > 1 ? fmt::format(", on {} chunk{}", use.chunks, use.chunks == 1 ? "" : "s") : "");
   }
-  std::uint64_t sum = 0;
-  for (const std::uint64_t count : totals.counts) sum += count;
-  if (sum != counted) {
-    text += fmt::format("  warning:  the counts add up to {}, not {}: {} updates were lost\n", sum, counted,
-                        counted - sum);
-  }
   if (automatic_range && settings.last_edge == upper_edge::exclusive && totals.left_out > totals.not_finite) {
     const std::uint64_t at_maximum = totals.left_out - totals.not_finite;
     text += fmt::format(
-        "  note:     {} sample{} equal to the largest value, the last edge, {} left out; "
-        "--include-upper-edge counts {} as numpy.histogram does\n",
+        "  note:     {} sample{} equal to the largest value, the last edge, {} left out (--last-edge exclusive); "
+        "numpy.histogram counts {}\n",
         at_maximum, at_maximum == 1 ? "" : "s", at_maximum == 1 ? "is" : "are", at_maximum == 1 ? "it" : "them");
   }
+  // Warnings are printed under --quiet too: they say something may be wrong.
+  std::vector<std::string> warnings;
+  std::uint64_t sum = 0;
+  for (const std::uint64_t count : totals.counts) sum += count;
+  if (sum != counted) {
+    warnings.push_back(fmt::format("the counts add up to {}, not {}: {} updates were lost", sum, counted, counted - sum));
+  }
   if (file.trailing_bytes() > 0) {
-    text += fmt::format("  warning:  {} bytes after the last sample were ignored (as numpy.load ignores them)\n",
-                        file.trailing_bytes());
+    warnings.push_back(fmt::format("{} bytes after the last sample were ignored (as numpy.load ignores them)",
+                                   file.trailing_bytes()));
+  }
+  if (args.quiet) text.clear();
+  for (const std::string& warning : warnings) {
+    text += (args.quiet ? "tally hist: warning: " : "  warning:  ") + warning + "\n";
   }
   std::fputs(text.c_str(), stderr);
 }
@@ -759,9 +773,10 @@ int run_hist(const hist_arguments& args) {
 }
 
 constexpr const char* hist_footer = R"(Bins:
-  Bin i holds the samples x with lower_i <= x < upper_i. By default a sample equal to the last
-  edge is LEFT OUT (half-open bins, as the library counts); --include-upper-edge makes the last bin
-  [lower, upper] and counts it, as numpy.histogram does. The same rule applies to --edges.
+  Bin i holds the samples x with lower_i <= x < upper_i, and the last bin is closed, [lower, upper],
+  as numpy.histogram counts: `tally hist FILE` is numpy.histogram(np.load(FILE)). --last-edge
+  exclusive makes every bin half-open (the library's own default, and CUB's), so a sample equal to
+  the last edge is left out. The same rule applies to --edges.
   Even bins (--bins N, default 10) have numpy.histogram's edges exactly. Without --range the range
   is the data's min and max (an extra pass over the file), widened by 0.5 each way when they are
   equal, as numpy does; NaN or infinity in the data is then an error, as in numpy. float16 data
@@ -771,11 +786,15 @@ constexpr const char* hist_footer = R"(Bins:
   --bincount counts value v in bin v, like numpy.bincount: the length is the largest value + 1, or
   --bins N (values >= N are left out and reported). Negative values are an error.
 
+Input:
+  .npy files as numpy saves them (C or Fortran order, either byte order, bool as uint8), raw
+  files with --dtype, and - for stdin (a .npy, told by its magic string, or raw with --dtype).
+
 Output:
   A table on stdout (bin, lower, upper, count; for --bincount: value, count), or --output FILE.npy
   (the uint64 counts) or FILE.csv (the table's columns). Edges print in the precision samples are
   compared in (float32, float16 or bfloat16 for even bins of such data). A report on stderr gives
-  the samples, counted, left out, the backend and the strategy that ran.
+  the samples, counted, left out, the backend and the strategy that ran (--quiet: warnings only).
 
 Large files are read in chunks of --chunk-mb; each is counted and added to a uint64 total.)";
 
@@ -788,8 +807,9 @@ void add_hist_command(CLI::App& app, int& exit_code) {
   hist->footer(hist_footer);
 
   hist->add_option("FILE", args->file,
-                   "The samples: a .npy file (|i1, |u1, <i2, <u2, <i4, <u4, <i8, <f2, <f4, <f8; C order, any shape) "
-                   "or a raw binary file (little-endian, with --dtype; the only form for bfloat16)")
+                   "The samples: a .npy file (int8 to int64, uint8 to uint32, float16 to float64, bool; any shape, "
+                   "C or Fortran order, either byte order), a raw binary file (little-endian, with --dtype; the "
+                   "only form for bfloat16), or - for stdin")
       ->required();
   std::vector<std::string> dtype_choices;
   for (const dtype type : all_dtypes) dtype_choices.emplace_back(to_string(type));
@@ -807,7 +827,7 @@ void add_hist_command(CLI::App& app, int& exit_code) {
                            ->type_name("LO HI");
   args->edges_option = hist->add_option("--edges", args->edges_file,
                                         "Bins between given edges: a text file of numbers (whitespace- or "
-                                        "newline-separated) or a float64 .npy; ascending")
+                                        "newline-separated) or a 1-d .npy (float or integer); ascending")
                            ->type_name("FILE")
                            ->excludes(args->range_option)
                            ->excludes(args->bins_option);
@@ -815,10 +835,15 @@ void add_hist_command(CLI::App& app, int& exit_code) {
                                          "Count each integer value v in bin v, as numpy.bincount (integer dtypes only)")
                               ->excludes(args->range_option)
                               ->excludes(args->edges_option);
-  hist->add_flag("--include-upper-edge", args->include_upper_edge,
-                 "Count a sample equal to the last edge in the last bin, as numpy.histogram does "
-                 "(default: left out; bins are [lower, upper))")
+  hist->add_option("--last-edge", args->last_edge,
+                   "inclusive: the last bin is [lower, upper], as numpy.histogram; exclusive: every bin is "
+                   "[lower, upper), as the library and CUB count, so a sample equal to the last edge is left out")
+      ->check(CLI::IsMember({"inclusive", "exclusive"}))
+      ->capture_default_str()
       ->excludes(bincount);
+  // The flag that closed the last bin before that became the default; kept so that scripts run.
+  hist->add_flag("--include-upper-edge", args->include_upper_edge, "The default now: --last-edge inclusive")
+      ->group("");
   hist->add_option("--strategy", args->strategy_name,
                    "How conflicting updates are resolved: automatic, or a CPU strategy (" +
                        strategy_list(backend::cpu) + ") or GPU strategy (" + strategy_list(backend::gpu) + ")")
@@ -831,6 +856,7 @@ void add_hist_command(CLI::App& app, int& exit_code) {
   hist->add_option("--output", args->output,
                    "Write the counts to FILE.npy (uint64) or FILE.csv instead of a table on stdout")
       ->type_name("FILE");
+  hist->add_flag("--quiet", args->quiet, "No report on stderr (warnings are still printed)");
 
   hist->callback([args, &exit_code] { exit_code = run_hist(*args); });
 }

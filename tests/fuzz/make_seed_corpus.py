@@ -65,6 +65,15 @@ def npy_corpus():
     write(h, "valid-double-quotes.npy",
           npy_by_hand('{"descr": "|u1", "fortran_order": False, "shape": (1,)}', b"\7"))
     write(h, "valid-one-byte-any-order.npy", npy_by_hand("{'descr': '<i1', 'fortran_order': False, 'shape': (1,)}", b"\7"))
+    # Every array numpy saves for the types tally counts: either byte order, Fortran order, bool.
+    write(h, "valid-big-endian-int32.npy", numpy_file(np.arange(2, dtype=">i4")))
+    write(h, "valid-big-endian-float16.npy", numpy_file(np.array([1.5, -np.inf, 6e-8], dtype=">f2")))
+    write(h, "valid-big-endian-fortran-float64.npy",
+          numpy_file(np.asfortranarray(np.arange(6, dtype=">f8").reshape(2, 3))))
+    write(h, "valid-fortran-order.npy", numpy_file(np.asfortranarray(np.ones((2, 2), dtype=np.float32))))
+    write(h, "valid-bool.npy", numpy_file(np.array([True, False, True])))
+    write(h, "valid-bool-not-0-or-1.npy", npy_by_hand("{'descr': '|b1', 'fortran_order': False, 'shape': (2,)}",
+                                                      b"\2\xff"))
     # Nearly valid: each stops at one check.
     whole = numpy_file(np.arange(4, dtype=np.float64))
     write(h, "bad-magic-only.npy", MAGIC)
@@ -85,9 +94,9 @@ def npy_corpus():
     write(h, "bad-descr-garbage.npy",
           npy_by_hand(b"{'descr': '\xff\x00\x1b[2J', 'fortran_order': False, 'shape': (1,)}", b"\0" * 8))
     write(h, "bad-descr-structured.npy", numpy_file(np.zeros(2, dtype=[("a", "<i4"), ("b", "<f4")])))
-    write(h, "bad-descr-big-endian.npy", numpy_file(np.arange(2, dtype=">i4")))
+    write(h, "bad-descr-no-byte-order-for-a-wide-type.npy",
+          npy_by_hand("{'descr': '|i4', 'fortran_order': False, 'shape': (1,)}", b"\0" * 4))
     write(h, "bad-descr-unsupported.npy", numpy_file(np.arange(2, dtype=np.uint64)))
-    write(h, "bad-fortran-order.npy", numpy_file(np.asfortranarray(np.ones((2, 2), dtype=np.float32))))
     write(h, "bad-unexpected-field.npy",
           npy_by_hand("{'descr': '<f8', 'fortran_order': False, 'shape': (0,), 'extra': 1}"))
     write(h, "bad-missing-shape.npy", npy_by_hand("{'descr': '<f8', 'fortran_order': False}"))
@@ -123,16 +132,25 @@ def edges_corpus():
     write(h, "valid-text-specials.txt", b"-inf -0 nan inf +inf\n")
     write(h, "valid-text-subnormal.txt", b"0 5e-324 2.2250738585072014e-308\n")
     write(h, "valid-npy.npy", numpy_file(np.array([0.0, 0.5, 1.0])))
-    write(h, "valid-npy-2d.npy", numpy_file(np.linspace(0, 1, 6).reshape(2, 3)))
-    write(h, "valid-npy-0d.npy", numpy_file(np.float64(1.0)))
+    # Edges of any numeric dtype numpy saves, in either byte order; 1-d, as numpy.histogram wants them.
+    write(h, "valid-npy-float32.npy", numpy_file(np.array([0.0, 0.1, 1.0], dtype=np.float32)))
+    write(h, "valid-npy-float16.npy", numpy_file(np.array([-1.0, 0.1, 65504.0], dtype=np.float16)))
+    write(h, "valid-npy-big-endian.npy", numpy_file(np.array([0.0, 0.5, 1.0], dtype=">f8")))
+    write(h, "valid-npy-int64.npy", numpy_file(np.arange(3, dtype=np.int64)))
+    write(h, "valid-npy-int8.npy", numpy_file(np.array([-128, 0, 127], dtype=np.int8)))
+    write(h, "valid-npy-fortran-order.npy",
+          npy_by_hand("{'descr': '<f8', 'fortran_order': True, 'shape': (2,)}", np.array([0.0, 1.0]).tobytes()))
+    write(h, "bad-npy-2d.npy", numpy_file(np.linspace(0, 1, 6).reshape(2, 3)))
+    write(h, "bad-npy-2d-fortran.npy", numpy_file(np.asfortranarray(np.ones((2, 2)))))
+    write(h, "bad-npy-0d.npy", numpy_file(np.float64(1.0)))
+    write(h, "bad-npy-bool.npy", numpy_file(np.array([False, True])))
+    write(h, "bad-npy-int64-beyond-2-53.npy", numpy_file(np.array([0, 2**60], dtype=np.int64)))
     write(h, "bad-text-empty.txt", b"")
     write(h, "bad-text-not-a-number.txt", b"0 1 two\n")
     write(h, "bad-text-two-signs.txt", b"0 +-1\n")
     write(h, "bad-text-beyond-float64.txt", b"0 1e309\n")
     write(h, "bad-text-hexadecimal.txt", b"0 0x10\n")
     write(h, "bad-text-binary.txt", b"\x00\xff\x1b[2J\x07" * 4)
-    write(h, "bad-npy-int.npy", numpy_file(np.arange(3, dtype=np.int64)))
-    write(h, "bad-npy-fortran.npy", numpy_file(np.asfortranarray(np.ones((2, 2)))))
     write(h, "bad-npy-truncated.npy", numpy_file(np.arange(4.0))[:-5])
     # 2^61 + 1 edges of 8 bytes: the byte count wraps to 8 in 64 bits.
     write(h, "bad-npy-shape-wraps-64-bits.npy",
