@@ -13,6 +13,8 @@ namespace tally::cli {
 
 void add_devices_command(CLI::App& app, int& exit_code) {
   CLI::App* sub = app.add_subcommand("devices", "Show the GPU tally runs on (or the CPU backend) and its read bandwidth");
+  // Every command takes --quiet; this one prints its answer only, no progress to silence.
+  sub->add_flag("--quiet")->description("No progress on stderr (devices prints none)");
   sub->callback([&exit_code] {
     const int count = gpu::device_count();
     if (count == 0) {

@@ -2,6 +2,7 @@
 // codes. Host-only; the GPU backend is reached through tally/gpu.hpp.
 #include <cstdio>
 #include <exception>
+#include <new>
 #include <string>
 
 #include <CLI/CLI.hpp>
@@ -10,6 +11,7 @@
 #include "tally/config.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu.hpp"
+#include "usage.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"tally: histograms, counts and reductions on GPUs (and CPUs), measured against the read bandwidth"};
@@ -27,18 +29,33 @@ int main(int argc, char** argv) {
   tally::cli::add_lab_command(app, exit_code);
   tally::cli::add_advise_command(app, exit_code);
   tally::cli::add_plot_command(app, exit_code);
+  app.footer("Run 'tally COMMAND --help' for a command's options. To begin: tally hist data.npy (a histogram of a "
+             ".npy file, as numpy.histogram counts it).");
+  // As git does: a bare `tally` lists the commands, and is a usage error (it did nothing).
+  if (argc <= 1) {
+    std::fputs(app.help().c_str(), stdout);
+    return tally::cli::exit_usage;
+  }
+  // Every failure is reported as `tally <command>: ...`, whoever raised it.
+  const auto report = [&app](const char* message) {
+    std::fprintf(stderr, "%s\n", tally::cli::labelled(tally::cli::command_label(app), message).c_str());
+  };
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? tally::cli::exit_success : tally::cli::exit_usage;
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "%s\n", tally::cli::parse_error_message(app, e).c_str());
+    return tally::cli::exit_usage;
   } catch (const tally::error& e) {
-    std::fprintf(stderr, "tally: %s\n", e.what());
+    report(e.what());
     const bool usage = e.code() == tally::errc::invalid_argument || e.code() == tally::errc::not_supported ||
                        e.code() == tally::errc::io_error;
     return usage ? tally::cli::exit_usage : tally::cli::exit_failure;
+  } catch (const std::bad_alloc&) {
+    report("out of host memory (std::bad_alloc)");
+    return tally::cli::exit_failure;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tally: %s\n", e.what());
+    report(e.what());
     return tally::cli::exit_failure;
   }
   return exit_code;

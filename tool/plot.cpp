@@ -201,6 +201,7 @@ void add_plot_command(CLI::App& app, int& exit_code) {
   struct plot_arguments {
     std::string results;
     std::string output;
+    bool quiet = false;
   };
   auto args = std::make_shared<plot_arguments>();
   CLI::App* sub = app.add_subcommand(
@@ -209,6 +210,7 @@ void add_plot_command(CLI::App& app, int& exit_code) {
       "(matplotlib)");
   sub->add_option("results", args->results, "The result JSON, as written by --json")->required();
   sub->add_option("-o,--output", args->output, "The picture to write: a .png or .svg file")->required();
+  sub->add_flag("--quiet", args->quiet, "Do not say what was drawn");
   sub->callback([args, &exit_code] {
     constexpr const char* command = "tally plot";
     check_plot_path(args->output, command, "--output");
@@ -218,7 +220,7 @@ void add_plot_command(CLI::App& app, int& exit_code) {
                   fmt::format("{}: argument 'results': no such file '{}'", command, args->results));
     }
     draw_plot(args->results, args->output, command, "--output", "results");
-    std::printf("%s: drew %s\n", command, args->output.c_str());
+    if (!args->quiet) std::printf("%s: drew %s\n", command, args->output.c_str());
     exit_code = exit_success;
   });
 }

@@ -94,11 +94,12 @@ def run_writer(name, inputs, folder, preexec_fn=None):
 def assert_failed_cleanly(result, option, target, reason, before, folder, existed=True):
     """Exit code 2, one message naming the option, the file and `reason`, and the folder as it was."""
     outcome = "the existing file is unchanged" if existed else "no file was made"
-    expected = f"tally: {option} '{target}' cannot be written: {reason}; {outcome}"
+    command = result.args[1]  # every message is `tally <command>: ...`
+    expected = f"tally {command}: {option} '{target}' cannot be written: {reason}; {outcome}"
     assert result.returncode == 2, (
         f"exit code {result.returncode}\nstdout:\n{result.stdout}\nstderr:\n{result.stderr}")
     assert expected in result.stderr, f"expected '{expected}' in stderr:\n{result.stderr}"
-    assert result.stderr.count("tally: ") == 1, f"one error, not several:\n{result.stderr}"
+    assert result.stderr.count(f"tally {command}: ") == 1, f"one error, not several:\n{result.stderr}"
     assert folder_state(folder) == before, "the folder changed: a temporary or partial file is left, or the target moved"
 
 
