@@ -180,13 +180,6 @@ const bench_row* find_row(const std::vector<bench_row>& rows, std::string_view s
   return nullptr;
 }
 
-std::string bytes_text(double bytes) {
-  if (bytes >= 1 << 30) return fmt::format("{:.1f} GiB", bytes / (1 << 30));
-  if (bytes >= 1 << 20) return fmt::format("{:.1f} MiB", bytes / (1 << 20));
-  if (bytes >= 1024) return fmt::format("{:.0f} KiB", bytes / 1024);
-  return fmt::format("{:.0f} bytes", bytes);
-}
-
 std::string speed_ratio(const bench_row& fast, const bench_row& slow) {
   const double r = slow.median_ms / fast.median_ms;
   return r >= 10 ? fmt::format("{:.0f}x", r) : fmt::format("{:.1f}x", r);
@@ -354,7 +347,7 @@ int advise_typed(const advise_arguments& args, backend where, std::vector<T> sam
   bench_environment env;
   static_cast<run_environment&>(env) = describe_run_environment(where);
   if (!args.quiet) std::fprintf(stderr, "[advise] measuring the read bandwidth\n");
-  measure_read_bandwidth(where, env, args.measuring.gpu_timing());
+  measure_read_bandwidth(where, env, args.measuring.gpu_timing(), samples.size() * sizeof(T));
   env.warmup_runs = warmup;
   print_environment_header(stdout, "advise", env);
   fmt::print("read bandwidth {:.1f} GB/s ({}); timing: {}\n", env.read_bytes_per_s * 1e-9, env.read_method,
@@ -446,6 +439,10 @@ int run_advise(const advise_arguments& args) {
     if (!args.type_name.empty()) requested = parse_dtype(args.type_name);
     sample_file file(args.file, requested);
     return visit_dtype(file.type(), [&]<class T>(std::type_identity<T>) {
+      const double bytes = static_cast<double>(file.num_samples()) * sizeof(T);
+      check_memory_fits(command_name, "--file",
+                        fmt::format("the file's {} {} samples, read whole,", file.num_samples(), to_string(file.type())),
+                        where, bytes, bytes);
       std::vector<T> samples(static_cast<std::size_t>(file.num_samples()));
       file.read(0, std::span<T>(samples));
       file.check_unchanged();
@@ -469,6 +466,9 @@ int run_advise(const advise_arguments& args) {
                              fmt::format("must be <= {} for {} samples of a distribution (they reach no further bin)",
                                          most_generated_bins<T>(), to_string(*type)));
     }
+    const double bytes = static_cast<double>(size) * sizeof(T);
+    check_memory_fits(command_name, "--samples", fmt::format("{} {} samples", size, to_string(*type)), where, bytes,
+                      bytes);
     std::vector<T> samples(static_cast<std::size_t>(size));
     generate_samples<T>(*dist, args.bins, args.seed, samples);
     const std::string text =

@@ -761,10 +761,29 @@ int run_bench(const bench_config& cfg) {
   effective.runs = cfg.given.runs_or_default(on_gpu);
   effective.warmup = cfg.given.warmup_or_default(on_gpu);
 
+  // The largest input, checked before anything is allocated: the samples of the widest type (and
+  // a float weight each for weighted histograms), on the host and, on a GPU, on the device too.
+  const std::int64_t largest = *std::max_element(sizes.begin(), sizes.end());
+  std::size_t widest = 0;
+  std::string widest_name;
+  for (const std::string& type : cfg.types) {
+    if (size_of(*parse_dtype(type)) > widest) {
+      widest = size_of(*parse_dtype(type));
+      widest_name = type;
+    }
+  }
+  const double sample_bytes = static_cast<double>(largest) * static_cast<double>(widest);
+  const double input_bytes = sample_bytes + (weighted ? static_cast<double>(largest) * sizeof(float) : 0.0);
+  const double counter_bytes =
+      static_cast<double>(*std::max_element(bin_counts.begin(), bin_counts.end())) * sizeof(std::uint64_t);
+  check_memory_fits("tally bench", "--sizes",
+                    fmt::format("{} {} samples{}", largest, widest_name, weighted ? " and their float weights" : ""),
+                    where, input_bytes + 2 * counter_bytes, input_bytes + counter_bytes);
+
   bench_environment env;
   static_cast<run_environment&>(env) = describe_run_environment(where);
   if (!cfg.quiet) std::fprintf(stderr, "[bench] measuring the read bandwidth\n");
-  measure_read_bandwidth(where, env, cfg.given.gpu_timing());
+  measure_read_bandwidth(where, env, cfg.given.gpu_timing(), static_cast<std::uint64_t>(sample_bytes));
   env.warmup_runs = effective.warmup;
   std::vector<bench_row> rows;
   const bench_case run{effective, where, strategies, distributions, bin_counts, sizes, env.read_bytes_per_s, rows};

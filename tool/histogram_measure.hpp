@@ -11,6 +11,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -26,12 +27,33 @@
 namespace tally::cli {
 
 /**
- * @brief Measures the read bandwidth of backend `where` into `env` (read_bytes_per_s and
- * read_method): on a GPU 16-byte streaming loads over max(1 GiB, 8 x L2), median of 20; on CPUs
- * an OpenMP streaming read of 8-byte words over 512 MiB, median of 7. `timing` is how the GPU's
- * runs are timed, and env.timing records it.
+ * @brief How many bytes the read bandwidth is measured over for inputs of `input_bytes`: the input's
+ * size, but at least 4 x the L2 (a GPU's, or on CPUs the L2 of every thread together), so that the
+ * figure is a read from beyond L2 and not L2's own speed, and at most what was always used for
+ * large inputs (a GPU: max(1 GiB, 8 x L2); CPUs: 512 MiB). An input that fits a larger cache is
+ * then compared with a read from the same cache.
  */
-void measure_read_bandwidth(backend where, bench_environment& env, gpu::run_timing timing);
+std::uint64_t read_bandwidth_bytes(backend where, std::uint64_t input_bytes);
+
+/**
+ * @brief Measures the read bandwidth of backend `where` into `env` (read_bytes_per_s and
+ * read_method) over read_bandwidth_bytes(where, input_bytes): on a GPU 16-byte streaming loads,
+ * median of 20; on CPUs an OpenMP streaming read of 8-byte words, median of 7. `timing` is how
+ * the GPU's runs are timed, and env.timing records it.
+ */
+void measure_read_bandwidth(backend where, bench_environment& env, gpu::run_timing timing, std::uint64_t input_bytes);
+
+/** @brief Bytes as "512 MiB", "4.0 TiB": for messages. */
+std::string bytes_text(double bytes);
+
+/**
+ * @brief Refuses, before anything is allocated, inputs that cannot fit: throws errc::invalid_argument
+ * naming `option` of `command` and the memory needed when `host_bytes` exceed the host memory
+ * available now (MemAvailable) or, on a GPU, `device_bytes` exceed the GPU's memory. `what` says
+ * what the bytes hold ("2^40 int32 samples").
+ */
+void check_memory_fits(std::string_view command, std::string_view option, const std::string& what, backend where,
+                       double host_bytes, double device_bytes);
 
 /**
  * @brief `warmup` untimed, then `runs` timed runs of `once` on the GPU, timed as `timing` says;

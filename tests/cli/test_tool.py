@@ -1,8 +1,10 @@
 """Tests of the `tally` tool as a whole (TALLY_BIN): what a bare `tally` prints, "did you mean" for
-misspelled commands and options, one error style (`tally <command>: ...`) for every command, and
---quiet on every command.
+misspelled commands and options, one error style (`tally <command>: ...`) for every command,
+--quiet on every command, sizes refused before anything is allocated, and the read bandwidth
+measured over a buffer sized to the input.
 """
 
+import json
 import os
 import re
 import subprocess
@@ -127,3 +129,37 @@ def test_quiet_commands_print_nothing_on_stderr(args):
     assert quiet.stderr == "" and quiet.stdout != "", quiet.stderr
     if args[0] != "devices":
         assert loud.stderr != "", "the command has no progress for --quiet to silence"
+
+
+# ---- sizes and the read bandwidth ----------------------------------------------------------------
+
+def test_sizes_too_large_for_memory_are_refused_before_anything_runs():
+    result = run_tally("bench", "--sizes", "2^40", expect=2)
+    assert result.stdout == "", "the header was printed before the sizes were checked:\n" + result.stdout
+    assert result.stderr.startswith("tally bench: argument '--sizes' is too large: 1099511627776 int32 samples need "
+                                    "4.0 TiB of host memory"), result.stderr
+    assert "available" in result.stderr, result.stderr
+    result = run_tally("bench", "--sizes", "2^38", "--types", "uint8,float64", expect=2)
+    assert "float64 samples need 2.0 TiB" in result.stderr, result.stderr
+    result = run_tally("advise", "--distribution", "uniform", "--bins", "4", "--samples", "2^40", expect=2)
+    assert result.stderr.startswith("tally advise: argument '--samples' is too large: "), result.stderr
+
+
+def read_bandwidth_bytes(document):
+    """The buffer the read bandwidth was measured over, from a result JSON's read_method."""
+    found = re.search(r"over (\d+) (KiB|MiB|GiB)", document["read_method"])
+    assert found, document["read_method"]
+    return int(found.group(1)) * {"KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[found.group(2)]
+
+
+def test_the_read_bandwidth_is_measured_over_a_buffer_sized_to_the_input(tmp_path):
+    measured = {}
+    for samples in (2**12, 2**24):  # int32: 16 KiB, within any L2; 64 MiB
+        out = tmp_path / f"bench-{samples}.json"
+        run_tally("bench", "--backend", "cpu", "--sizes", samples, "--bins", "16", "--dists", "uniform",
+                  "--strategies", "sequential", "--runs", "1", "--warmup", "0", "--quiet", "--json", out)
+        measured[samples] = read_bandwidth_bytes(json.loads(out.read_text()))
+    # A small input is measured beyond L2, never over the input itself; never over the old 512 MiB.
+    assert 4 * 2**12 * 4 < measured[2**12] < 512 * 2**20, measured
+    # A larger input is measured over itself (at least), not over 512 MiB.
+    assert 4 * 2**24 <= measured[2**24] < 512 * 2**20, measured
