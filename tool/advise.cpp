@@ -180,6 +180,22 @@ const bench_row* find_row(const std::vector<bench_row>& rows, std::string_view s
   return nullptr;
 }
 
+/// "1.52 ms (runs 1.40-1.71)": a median with the spread of the runs it comes from.
+std::string timing_with_spread(const bench_row& row) {
+  return fmt::format("{:.3g} ms (runs {:.3g}-{:.3g})", row.median_ms, row.min_ms, row.max_ms);
+}
+
+/// Whether `slow` is slower than `fast` beyond the noise: even its fastest run is slower than the
+/// slowest run of `fast`. Medians of a few runs on a shared machine swing far more than the
+/// difference between two good strategies (automatic's "N% slower" swung 89-188% on identical runs).
+bool slower_beyond_noise(const bench_row& slow, const bench_row& fast) { return slow.min_ms > fast.max_ms; }
+
+/// "35% slower", or past twice the time "4.2x the time".
+std::string slowdown(double slow_ms, double fast_ms) {
+  const double ratio = slow_ms / fast_ms;
+  return ratio >= 2 ? fmt::format("{:.1f}x the time", ratio) : fmt::format("{:.0f}% slower", 100 * (ratio - 1));
+}
+
 std::string speed_ratio(const bench_row& fast, const bench_row& slow) {
   const double r = slow.median_ms / fast.median_ms;
   return r >= 10 ? fmt::format("{:.0f}x", r) : fmt::format("{:.1f}x", r);
@@ -252,8 +268,14 @@ advice explain(const std::vector<bench_row>& rows, const input_shape& shape, con
   const bench_row* atomic = find_row(rows, "atomic");
   const bench_row* lock = on_gpu ? nullptr : find_row(rows, "critical");
   const bench_row* cub = on_gpu ? find_row(rows, "cub") : nullptr;
-  text += fmt::format("Measured, {} was fastest: {:.3g} ms, {:.2f} of the read bandwidth", best->strategy,
-                      best->median_ms, best->read_fraction);
+  text += fmt::format("Measured, {} was fastest: {}, {:.2f} of the read bandwidth", best->strategy,
+                      timing_with_spread(*best), best->read_fraction);
+  std::string close;
+  for (const bench_row& r : rows) {
+    if (&r == best || r.strategy == "automatic" || !r.timed || r.verdict != "exact") continue;
+    if (!slower_beyond_noise(r, *best)) close += (close.empty() ? "" : ", ") + r.strategy;
+  }
+  if (!close.empty()) text += fmt::format(" (within noise of it: {}, whose runs overlap its runs)", close);
   if (atomic != nullptr && atomic != best) {
     text += fmt::format(", {} the speed of {} (one atomic per sample)", speed_ratio(*best, *atomic), atomic->strategy);
   }
@@ -294,17 +316,20 @@ advice explain(const std::vector<bench_row>& rows, const input_shape& shape, con
   }
 
   if (const bench_row* chosen = find_row(rows, "automatic")) {
-    const double slower = chosen->median_ms / best->median_ms - 1;
-    const double noise = std::max({5.0, chosen->noise_percent, best->noise_percent}) / 100;
     text += fmt::format("automatic chose {} ({})", chosen->used, chosen->reason);
     if (chosen->used == w) {
       text += ", the fastest strategy.";
-    } else if (slower <= 0) {
-      text += fmt::format(", and measured as fast as {} (the difference is noise).", w);
-    } else if (slower <= noise) {
-      text += fmt::format(", within {:.0f}% of {}: as good within the noise.", 100 * slower, w);
+    } else if (chosen->median_ms <= best->median_ms) {
+      text += fmt::format(": {} against {}'s {}, no slower.", timing_with_spread(*chosen), w, timing_with_spread(*best));
+    } else if (!slower_beyond_noise(*chosen, *best)) {
+      text += fmt::format(": {} against {}'s {}, within noise (the runs overlap), so as good here.",
+                          timing_with_spread(*chosen), w, timing_with_spread(*best));
     } else {
-      text += fmt::format(", {:.0f}% slower than {}: for this input, ask for {} by name.", 100 * slower, w, w);
+      text += fmt::format(
+          ": {} against {}'s {}: {} by the medians, and {} even from its fastest run to {}'s slowest; for this "
+          "input, ask for {} by name.",
+          timing_with_spread(*chosen), w, timing_with_spread(*best), slowdown(chosen->median_ms, best->median_ms),
+          slowdown(chosen->min_ms, best->max_ms), w, w);
     }
   } else {
     text += "automatic gave no exact result to compare.";

@@ -22,6 +22,7 @@ void summarize_times(bench_row& row, std::vector<double> times_ms, std::int64_t 
   row.runs = t.runs;
   row.median_ms = t.median_ms;
   row.min_ms = t.min_ms;
+  row.max_ms = t.max_ms;
   row.noise_percent = t.noise_percent;
   const double seconds = row.median_ms * 1e-3;
   row.samples_per_s = seconds > 0 ? static_cast<double>(row.num_samples) / seconds : 0.0;
@@ -245,6 +246,7 @@ const std::vector<row_field<bench_row>> bench_fields{
     {"runs", &bench_row::runs},
     {"median_ms", &bench_row::median_ms},
     {"min_ms", &bench_row::min_ms},
+    {"max_ms", &bench_row::max_ms},
     {"noise_percent", &bench_row::noise_percent},
     {"samples_per_s", &bench_row::samples_per_s},
     {"bytes_per_s", &bench_row::bytes_per_s},

@@ -50,6 +50,7 @@ struct bench_row {
   int runs = 0;
   double median_ms = 0.0;
   double min_ms = 0.0;
+  double max_ms = 0.0;  ///< the slowest timed run: with min_ms, the spread a difference must beat
   double noise_percent = 0.0;  ///< (p90 - p10) / median
   double samples_per_s = 0.0;
   double bytes_per_s = 0.0;

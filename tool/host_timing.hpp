@@ -1,5 +1,5 @@
 // Wall-clock timing on the host and the summary every measuring command reports: the median of
-// the runs, the fastest, and the noise (p90 - p10) / median.
+// the runs, the fastest and slowest, and the noise (p90 - p10) / median.
 #pragma once
 
 #include <algorithm>
@@ -21,10 +21,11 @@ struct time_summary {
   int runs = 0;
   double median_ms = 0.0;
   double min_ms = 0.0;
+  double max_ms = 0.0;
   double noise_percent = 0.0;  ///< (p90 - p10) / median
 };
 
-/** @brief The median, minimum and noise of per-run milliseconds (at least one run). */
+/** @brief The median, minimum, maximum and noise of per-run milliseconds (at least one run). */
 inline time_summary summarize_ms(std::vector<double> times_ms) {
   std::sort(times_ms.begin(), times_ms.end());
   const auto at = [&](double q) { return times_ms[static_cast<std::size_t>(q * static_cast<double>(times_ms.size() - 1))]; };
@@ -32,6 +33,7 @@ inline time_summary summarize_ms(std::vector<double> times_ms) {
   s.runs = static_cast<int>(times_ms.size());
   s.median_ms = at(0.5);
   s.min_ms = times_ms.front();
+  s.max_ms = times_ms.back();
   s.noise_percent = s.median_ms > 0 ? 100.0 * (at(0.9) - at(0.1)) / s.median_ms : 0.0;
   return s;
 }

@@ -163,3 +163,18 @@ def test_the_read_bandwidth_is_measured_over_a_buffer_sized_to_the_input(tmp_pat
     assert 4 * 2**12 * 4 < measured[2**12] < 512 * 2**20, measured
     # A larger input is measured over itself (at least), not over 512 MiB.
     assert 4 * 2**24 <= measured[2**24] < 512 * 2**20, measured
+
+
+def test_advise_says_how_noisy_the_figures_it_compares_are(tmp_path):
+    out = tmp_path / "advise.json"
+    run_tally("advise", "--distribution", "uniform", "--bins", "64", "--samples", "2^16", "--runs", "5", "--quiet",
+              "--json", out)
+    doc = json.loads(out.read_text())
+    for row in doc["rows"]:
+        if row["timed"]:
+            assert row["min_ms"] <= row["median_ms"] <= row["max_ms"], row
+    text = doc["explanation"]
+    assert re.search(r"was fastest: [\d.e+-]+ ms \(runs [\d.e+-]+-[\d.e+-]+\)", text), text
+    # automatic is either the fastest, as fast, within the noise, or slower beyond it (and says by how much).
+    assert re.search(r"the fastest strategy\.|no slower\.|within noise \(the runs overlap\)|even from its fastest run",
+                     text), text
