@@ -244,60 +244,40 @@ inline std::pair<std::size_t, std::size_t> thread_share(std::size_t n) {
   return {first, first + base + (t < extra ? 1 : 0)};
 }
 
-/**
- * Calls `run(Table{})` with the counter type of a thread's own tables of slots: 32 bits while the
- * call counts fewer than 2^32 samples (no counter of a table can overflow then), else the
- * caller's. Half the bytes keep twice the slots in the first-level cache: 64-bit tables of
- * 10^4 bins (80 KB) counted int64 samples at 0.95 ns each, 32-bit ones (40 KB) at 0.7.
- */
-template <class Counter, class Run>
-decltype(auto) with_table_counter(std::size_t num_samples, Run&& run) {
-  if constexpr (sizeof(Counter) > sizeof(std::uint32_t)) {
-    if (static_cast<std::uint64_t>(num_samples) < (std::uint64_t{1} << 32)) return run(std::uint32_t{});
-  }
-  return run(Counter{});
-}
-
 /// One thread: its own tables of slots while they are small beside the input (then summed into
 /// the counts), else straight into the counts.
 template <class Sample, class Counter, class SlotMapper>
 std::uint64_t count_sequential(std::span<const Sample> samples, Counter* counts, const SlotMapper& map) {
   const std::int64_t slots = map.slots();
-  return with_table_counter<Counter>(samples.size(), [&](auto zero) -> std::uint64_t {
-    using Table = decltype(zero);
-    const int tables = count_tables<Table>(slots);
-    if (static_cast<std::uint64_t>(slots) * 4 > samples.size() && tables == 1) {
-      if constexpr (refusing_mapper<SlotMapper, Sample>) map.refuse(samples);  // a pass of its own here
-      std::fill(counts, counts + map.num_bins(), Counter{0});
-      return count_into_bins(samples.data(), samples.size(), counts, map);
-    }
-    std::vector<Table> all(static_cast<std::size_t>(tables) * static_cast<std::size_t>(slots), Table{0});
-    count_slots(samples.data(), samples.size(), all.data(), tables, map);
-    const auto copy_at = [&all](std::size_t) { return all.data(); };
-    refuse_if_counted<Sample, Table>(samples, map, 1, tables, copy_at);
-    return merge_slots(counts, map, 1, tables, copy_at, false);
-  });
+  const int tables = count_tables<Counter>(slots);
+  if (static_cast<std::uint64_t>(slots) * 4 > samples.size() && tables == 1) {
+    if constexpr (refusing_mapper<SlotMapper, Sample>) map.refuse(samples);  // a pass of its own here
+    std::fill(counts, counts + map.num_bins(), Counter{0});
+    return count_into_bins(samples.data(), samples.size(), counts, map);
+  }
+  std::vector<Counter> all(static_cast<std::size_t>(tables) * static_cast<std::size_t>(slots), Counter{0});
+  count_slots(samples.data(), samples.size(), all.data(), tables, map);
+  const auto copy_at = [&all](std::size_t) { return all.data(); };
+  refuse_if_counted<Sample, Counter>(samples, map, 1, tables, copy_at);
+  return merge_slots(counts, map, 1, tables, copy_at, false);
 }
 
 /// A private copy of the slots per thread (each thread a contiguous share of the samples), summed.
 template <class Sample, class Counter, class SlotMapper>
 std::uint64_t count_privatized(std::span<const Sample> samples, Counter* counts, const SlotMapper& map) {
   const std::int64_t slots = map.slots();
-  return with_table_counter<Counter>(samples.size(), [&](auto zero) -> std::uint64_t {
-    using Table = decltype(zero);
-    const int tables = count_tables<Table>(slots);
-    private_copies<Table> copies(static_cast<std::size_t>(max_threads()), slots * tables);
+  const int tables = count_tables<Counter>(slots);
+  private_copies<Counter> copies(static_cast<std::size_t>(max_threads()), slots * tables);
 #pragma omp parallel
-    {
-      Table* mine = copies.take();
-      const auto [first, last] = thread_share(samples.size());
-      if (mine != nullptr) count_slots(samples.data() + first, last - first, mine, tables, map);
-    }
-    copies.throw_if_short();
-    const auto copy_at = [&copies](std::size_t t) { return copies.copy(t); };
-    refuse_if_counted<Sample, Table>(samples, map, copies.team(), tables, copy_at);
-    return merge_slots(counts, map, copies.team(), tables, copy_at, true);
-  });
+  {
+    Counter* mine = copies.take();
+    const auto [first, last] = thread_share(samples.size());
+    if (mine != nullptr) count_slots(samples.data() + first, last - first, mine, tables, map);
+  }
+  copies.throw_if_short();
+  const auto copy_at = [&copies](std::size_t t) { return copies.copy(t); };
+  refuse_if_counted<Sample, Counter>(samples, map, copies.team(), tables, copy_at);
+  return merge_slots(counts, map, copies.team(), tables, copy_at, true);
 }
 
 /// The OpenMP reduction clause over the slots: each thread gets a private, zeroed copy, counts its
@@ -305,19 +285,16 @@ std::uint64_t count_privatized(std::span<const Sample> samples, Counter* counts,
 template <class Sample, class Counter, class SlotMapper>
 std::uint64_t count_reduction(std::span<const Sample> samples, Counter* counts, const SlotMapper& map) {
   const std::int64_t slots = map.slots();
-  return with_table_counter<Counter>(samples.size(), [&](auto zero) -> std::uint64_t {
-    using Table = decltype(zero);
-    std::vector<Table> total(static_cast<std::size_t>(slots), Table{0});
-    Table* all = total.data();
+  std::vector<Counter> total(static_cast<std::size_t>(slots), Counter{0});
+  Counter* all = total.data();
 #pragma omp parallel reduction(+ : all[:slots])
-    {
-      const auto [first, last] = thread_share(samples.size());
-      count_slots<1>(samples.data() + first, last - first, all, map);  // `all` is the thread's copy here
-    }
-    const auto copy_at = [all](std::size_t) { return all; };
-    refuse_if_counted<Sample, Table>(samples, map, 1, 1, copy_at);
-    return merge_slots(counts, map, 1, 1, copy_at, false);
-  });
+  {
+    const auto [first, last] = thread_share(samples.size());
+    count_slots<1>(samples.data() + first, last - first, all, map);  // `all` is the thread's copy here
+  }
+  const auto copy_at = [all](std::size_t) { return all; };
+  refuse_if_counted<Sample, Counter>(samples, map, 1, 1, copy_at);
+  return merge_slots(counts, map, 1, 1, copy_at, false);
 }
 
 }  // namespace tally::cpu::detail
