@@ -135,34 +135,43 @@ void count_slots(const Sample* data, std::size_t n, Counter* tables, int num_tab
   }
 }
 
-/// Adds `copies` blocks of `tables` tables of slots into the counts (bin b from slot
-/// first_bin_slot + b) and returns the samples they left out; each bin is summed by one thread.
+/// Adds `copies` blocks of `tables` tables of slots into counts[from, to) (bin b from slot
+/// first_bin_slot + b).
 template <class Counter, class SlotMapper, class CopyAt>
-std::uint64_t merge_slots(Counter* counts, const SlotMapper& map, std::size_t copies, int tables, CopyAt copy_at,
-                          bool parallel) {
-  const std::int64_t num_bins = map.num_bins();
+void merge_bins(Counter* counts, const SlotMapper& map, std::size_t copies, int tables, CopyAt copy_at,
+                std::size_t from, std::size_t to) {
   const auto slots = static_cast<std::size_t>(map.slots());
   const auto first = static_cast<std::size_t>(map.first_bin_slot());
-  const std::size_t blocks = static_cast<std::size_t>(tables);
-#pragma omp parallel for schedule(static) if (parallel)
-  for (std::int64_t bin = 0; bin < num_bins; ++bin) {
+  for (std::size_t bin = from; bin < to; ++bin) {
     Counter total = 0;
     for (std::size_t c = 0; c < copies; ++c) {
-      for (std::size_t t = 0; t < blocks; ++t) total += copy_at(c)[t * slots + first + static_cast<std::size_t>(bin)];
+      for (std::size_t t = 0; t < static_cast<std::size_t>(tables); ++t) total += copy_at(c)[t * slots + first + bin];
     }
     counts[bin] = total;
   }
+}
+
+/// The samples that `copies` blocks of `tables` tables of slots left out: their slots outside the bins.
+template <class SlotMapper, class CopyAt>
+std::uint64_t left_out_of(const SlotMapper& map, std::size_t copies, int tables, CopyAt copy_at) {
+  const auto slots = static_cast<std::size_t>(map.slots());
+  const auto first = static_cast<std::size_t>(map.first_bin_slot());
+  const auto past = first + static_cast<std::size_t>(map.num_bins());
   std::uint64_t left_out = 0;
-  const auto add_left_out = [&](std::size_t from, std::size_t to) {
-    for (std::size_t c = 0; c < copies; ++c) {
-      for (std::size_t t = 0; t < blocks; ++t) {
-        for (std::size_t s = from; s < to; ++s) left_out += copy_at(c)[t * slots + s];
-      }
+  for (std::size_t c = 0; c < copies; ++c) {
+    for (std::size_t t = 0; t < static_cast<std::size_t>(tables); ++t) {
+      for (std::size_t s = 0; s < first; ++s) left_out += copy_at(c)[t * slots + s];
+      for (std::size_t s = past; s < slots; ++s) left_out += copy_at(c)[t * slots + s];
     }
-  };
-  add_left_out(0, first);
-  add_left_out(first + static_cast<std::size_t>(num_bins), slots);
+  }
   return left_out;
+}
+
+/// Adds one thread's tables of slots into the counts and returns the samples they left out.
+template <class Counter, class SlotMapper, class CopyAt>
+std::uint64_t merge_slots(Counter* counts, const SlotMapper& map, int tables, CopyAt copy_at) {
+  merge_bins(counts, map, 1, tables, copy_at, 0, static_cast<std::size_t>(map.num_bins()));
+  return left_out_of(map, 1, tables, copy_at);
 }
 
 /// Adds data[0, n) straight into `counts` (num_bins counters, no slots of its own): a left-out
@@ -216,8 +225,10 @@ class private_copies {
   /// After the region: throws std::bad_alloc (which the calls report as errc::out_of_memory) when
   /// a thread got no copy.
   void throw_if_short() const {
-    if (short_.load(std::memory_order_relaxed)) throw std::bad_alloc();
+    if (short_of_memory()) throw std::bad_alloc();
   }
+  /// Whether a thread got no copy (read after every thread took one: after a barrier).
+  bool short_of_memory() const { return short_.load(std::memory_order_relaxed); }
 
   /// Copy `t` of the team that took them; read after the parallel region.
   const Bin* copy(std::size_t t) const { return copies_[t].get(); }
@@ -259,7 +270,7 @@ std::uint64_t count_sequential(std::span<const Sample> samples, Counter* counts,
   count_slots(samples.data(), samples.size(), all.data(), tables, map);
   const auto copy_at = [&all](std::size_t) { return all.data(); };
   refuse_if_counted<Sample, Counter>(samples, map, 1, tables, copy_at);
-  return merge_slots(counts, map, 1, tables, copy_at, false);
+  return merge_slots(counts, map, tables, copy_at);
 }
 
 /// A private copy of the slots per thread (each thread a contiguous share of the samples), summed.
@@ -268,16 +279,33 @@ std::uint64_t count_privatized(std::span<const Sample> samples, Counter* counts,
   const std::int64_t slots = map.slots();
   const int tables = count_tables<Counter>(slots);
   private_copies<Counter> copies(static_cast<std::size_t>(max_threads()), slots * tables);
+  const auto copy_at = [&copies](std::size_t t) { return copies.copy(t); };
+  // One region counts and then merges, each thread a share of the bins: a second region for the
+  // merge is a second wait for both threads, which on a busy machine cost more than the merge.
 #pragma omp parallel
   {
     Counter* mine = copies.take();
     const auto [first, last] = thread_share(samples.size());
     if (mine != nullptr) count_slots(samples.data() + first, last - first, mine, tables, map);
+#pragma omp barrier
+    // No count is written when a copy is missing or a sample is refused: both throw below.
+    bool refused = copies.short_of_memory();
+    if constexpr (refusing_mapper<SlotMapper, Sample>) {
+      const auto slot = static_cast<std::size_t>(map.refused_slot());
+      for (std::size_t c = 0; c < copies.team() && !refused; ++c) {
+        for (std::size_t t = 0; t < static_cast<std::size_t>(tables); ++t) {
+          refused = refused || copy_at(c)[t * static_cast<std::size_t>(slots) + slot] != 0;
+        }
+      }
+    }
+    if (!refused) {
+      const auto [from, to] = thread_share(static_cast<std::size_t>(map.num_bins()));
+      merge_bins(counts, map, copies.team(), tables, copy_at, from, to);
+    }
   }
   copies.throw_if_short();
-  const auto copy_at = [&copies](std::size_t t) { return copies.copy(t); };
   refuse_if_counted<Sample, Counter>(samples, map, copies.team(), tables, copy_at);
-  return merge_slots(counts, map, copies.team(), tables, copy_at, true);
+  return left_out_of(map, copies.team(), tables, copy_at);
 }
 
 /// The OpenMP reduction clause over the slots: each thread gets a private, zeroed copy, counts its
@@ -294,7 +322,7 @@ std::uint64_t count_reduction(std::span<const Sample> samples, Counter* counts, 
   }
   const auto copy_at = [all](std::size_t) { return all; };
   refuse_if_counted<Sample, Counter>(samples, map, 1, 1, copy_at);
-  return merge_slots(counts, map, 1, 1, copy_at, false);
+  return merge_slots(counts, map, 1, copy_at);
 }
 
 }  // namespace tally::cpu::detail

@@ -13,10 +13,13 @@ inline constexpr std::uint64_t parallel_threshold = 1 << 16;
 /// Per-thread copies of the counts are used while they take at most this many bytes.
 inline constexpr std::uint64_t private_copies_budget = std::uint64_t{256} << 20;
 
-/// A thread counts into this many interleaved tables (sample i into table i % 4) while they take
-/// at most interleaved_tables_bytes, about the first-level cache's worth (48 KiB here): one table
-/// makes consecutive samples of a hot bin wait for each other's counter store.
-inline constexpr int interleaved_tables = 4;
+/// A thread counts into this many interleaved tables (sample i into table i % 8) while they take
+/// at most interleaved_tables_bytes, within the first-level cache (48 KiB here): with one table,
+/// consecutive samples of a hot bin wait for each other's counter store. Where the mapping is
+/// cheap it shows: uint8 bincount of normal-shaped bytes took 0.54, 0.44, 0.37 and 0.32 ns a
+/// sample with 1, 2, 4 and 8 tables; float samples through the table or grid (1.7-2.1 ns) did not
+/// move, nor did 10^7 equal samples (their chain hides behind the mapping).
+inline constexpr int interleaved_tables = 8;
 inline constexpr std::uint64_t interleaved_tables_bytes = std::uint64_t{32} << 10;
 
 /// The count loops ask for the samples this many bytes ahead (a prefetch each step): on the 2-core
