@@ -219,6 +219,12 @@ def take(a, argument: str):
     elif module == "numpy" or isinstance(a, (list, tuple, int, float)):
         kind = Kind("numpy")
         flat = np.ascontiguousarray(np.asarray(a).ravel())
+        # What numpy counts as it does: bools as uint8 0 and 1 (numpy.histogram converts them),
+        # and the other byte order (a big-endian array, as np.load may give) swapped to this host's.
+        if flat.dtype == np.bool_:
+            flat = flat.astype(np.uint8)
+        elif not flat.dtype.isnative:
+            flat = flat.astype(flat.dtype.newbyteorder("="))
     elif hasattr(a, "__dlpack__"):
         raise TypeError(f"{argument}: arrays from {module} are not supported yet (numpy, CuPy and PyTorch are)")
     else:

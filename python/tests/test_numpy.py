@@ -171,6 +171,22 @@ def test_shapes_and_layouts_numpy_accepts():
         np.testing.assert_array_equal(tally.histogram(view, 20)[0], np.histogram(view, 20)[0])
 
 
+def test_big_endian_and_bool_arrays_count_as_numpy_counts_them():
+    a = samples("float64", shape="uniform")
+    for dtype in (">f8", ">f4", ">i4", ">i2", ">u2", ">i8"):
+        view = a.astype(dtype)
+        np.testing.assert_array_equal(tally.histogram(view, 20)[0], np.histogram(view, 20)[0])
+        if dtype[1] in "iu":
+            np.testing.assert_array_equal(tally.bincount(np.abs(view)), np.bincount(np.abs(view)))
+    b = RNG.random(1000) < 0.3
+    with pytest.warns(RuntimeWarning):  # numpy: "Converting input from bool to uint8"
+        want_counts, want_edges = np.histogram(b)
+    counts, edges = tally.histogram(b)
+    np.testing.assert_array_equal(counts, want_counts)
+    np.testing.assert_array_equal(edges, want_edges)
+    np.testing.assert_array_equal(tally.bincount(b), np.bincount(b))
+
+
 def test_jax_arrays_on_the_cpu_give_jax_arrays():
     jax = pytest.importorskip("jax")
     a = samples("float32")
