@@ -450,9 +450,33 @@ std::vector<double> read_edges_file(const std::filesystem::path& path, const std
   return edges;
 }
 
+namespace {
+
+/// Byte-swaps `count` unsigned integers of type U in place, a loop the compiler vectorizes (a byte
+/// at a time took about 6 ns a float32 sample).
+template <class U>
+void swap_each(unsigned char* bytes, std::size_t count) {
+  for (std::size_t i = 0; i < count; ++i) {
+    U value;
+    std::memcpy(&value, bytes + i * sizeof(U), sizeof(U));
+    if constexpr (sizeof(U) == 2) value = __builtin_bswap16(value);
+    if constexpr (sizeof(U) == 4) value = __builtin_bswap32(value);
+    if constexpr (sizeof(U) == 8) value = __builtin_bswap64(value);
+    std::memcpy(bytes + i * sizeof(U), &value, sizeof(U));
+  }
+}
+
+}  // namespace
+
 void swap_bytes(void* data, std::size_t count, std::size_t size) {
   auto* bytes = static_cast<unsigned char*>(data);
-  for (std::size_t i = 0; i < count; ++i, bytes += size) std::reverse(bytes, bytes + size);
+  switch (size) {
+    case 2: return swap_each<std::uint16_t>(bytes, count);
+    case 4: return swap_each<std::uint32_t>(bytes, count);
+    case 8: return swap_each<std::uint64_t>(bytes, count);
+    default:
+      for (std::size_t i = 0; i < count; ++i, bytes += size) std::reverse(bytes, bytes + size);
+  }
 }
 
 void sample_file::bools_to_0_1(void* data, std::size_t bytes) {
