@@ -356,10 +356,11 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<Count
         return detail::run_histogram(samples, counts, map, options.algorithm);
       });
     } else {
-      // Exact shortcuts as they are; other even bins (general ranges, doubles, numpy's data range)
-      // over a table of their edges: the estimate's and the general rule's host forms compute an
-      // edge per sample (a double product kept from fusing through memory), the table reads one.
-      const bool exact = even.shortcut() == even_shortcut::integer_step || even.shortcut() == even_shortcut::exact_float_edges;
+      // Integer steps as they are; other even bins (float samples over exact edges too, general
+      // ranges, doubles, numpy's data range) over a table of their edges: the estimate's and the
+      // general rule's host forms compute an edge per sample (a double product kept from fusing
+      // through memory), the table reads one, and the exact float shortcut's host form branches.
+      const bool exact = even.shortcut() == even_shortcut::integer_step;
       if (!exact && bins.num_bins <= detail::max_table_bins && std::isfinite(static_cast<double>(even.edge(0))) &&
           std::isfinite(static_cast<double>(even.edge(bins.num_bins)))) {
         return detail::run_over_edges(samples, counts, bins.num_bins,
