@@ -118,28 +118,27 @@ class estimated_table_mapper {
 
 /**
  * Slots (padded_edges) of float samples and integers of 32 bits or less among double edges, as
- * the GPU's grid counts them: the edges at or below the sample (edges_at_or_below) are its slot.
+ * the GPU's grid of kind `Kind` counts them: the edges at or below the sample are its slot. The
+ * kind is a template argument so that no sample tests it (float32 over 63 bins, 2.37-2.45 ns a
+ * sample with the test, 2.29-2.30 without).
  */
-template <class Sample>
+template <class Sample, tally::detail::grid_kind Kind>
 class grid_slots {
  public:
   using grid = tally::detail::grid_range_bin_mapper<Sample>;
 
-  /// `padded`: padded_edges of the edges as doubles; `tables`: grid::table_bytes of the edges,
-  /// 16-byte aligned, alive while this is.
-  grid_slots(std::span<const double> padded, std::span<std::byte> tables)
-      : grid_(padded.subspan(1, padded.size() - 2), upper_edge::exclusive, tables, tables.data()),
-        num_bins_(static_cast<std::int64_t>(padded.size()) - 3) {}
+  /// `map`: a grid over padded_edges of the edges (as doubles, the first and last left out) of
+  /// kind `Kind`, its tables alive while this is.
+  explicit grid_slots(const grid& map) : grid_(map) {}
 
-  std::int64_t num_bins() const { return num_bins_; }
-  std::int64_t slots() const { return num_bins_ + 2; }
+  std::int64_t num_bins() const { return grid_.num_bins(); }
+  std::int64_t slots() const { return grid_.num_bins() + 2; }
   static constexpr std::int64_t first_bin_slot() { return 1; }
-  std::size_t slot(Sample sample) const { return static_cast<std::size_t>(grid_.edges_at_or_below(sample)); }
-  std::int64_t operator()(Sample sample) const { return bin_of_slot(slot(sample), num_bins_); }
+  std::size_t slot(Sample sample) const { return static_cast<std::size_t>(grid_.template edges_at_or_below_in<Kind>(sample)); }
+  std::int64_t operator()(Sample sample) const { return bin_of_slot(slot(sample), grid_.num_bins()); }
 
  private:
   grid grid_;
-  std::int64_t num_bins_;
 };
 
 /**

@@ -158,8 +158,15 @@ histogram_result run_over_edges(std::span<const Sample> samples, std::span<Count
       std::vector<double> doubles(edges.size());
       for (std::size_t i = 0; i < edges.size(); ++i) doubles[i] = edge_at(static_cast<std::int64_t>(i));
       const std::vector<double> padded = padded_edges<double>(doubles, options.last_edge);
-      std::vector<std::byte> tables(grid_slots<Sample>::grid::table_bytes(num_bins + 1));
-      return run_histogram(samples, counts, grid_slots<Sample>(padded, tables), options.algorithm);
+      using grid = tally::detail::grid_range_bin_mapper<Sample>;
+      std::vector<std::byte> tables(grid::table_bytes(num_bins + 1));
+      const grid map(std::span<const double>(padded).subspan(1, padded.size() - 2), upper_edge::exclusive, tables,
+                     tables.data());
+      if (map.kind() == tally::detail::grid_kind::float_bits) {
+        return run_histogram(samples, counts, grid_slots<Sample, tally::detail::grid_kind::float_bits>(map),
+                             options.algorithm);
+      }
+      return run_histogram(samples, counts, grid_slots<Sample, tally::detail::grid_kind::value>(map), options.algorithm);
     }
   }
   {

@@ -322,8 +322,23 @@ class grid_range_bin_mapper {
   /// makes a bin of it: the CPU backend's double samples take a float grid's count as the start
   /// of their search (cpu/edge_tables.hpp).
   int edges_at_or_below(Sample sample) const {
-    const threshold_type x = compared(sample);
-    const int c = cell(static_cast<key_type>(x));
+    return kind_ == grid_kind::float_bits ? edges_at_or_below_in<grid_kind::float_bits>(sample)
+                                          : edges_at_or_below_in<grid_kind::value>(sample);
+  }
+
+  /// edges_at_or_below for a grid of kind `Kind` (kind()), with no test of the kind a sample.
+  template <grid_kind Kind>
+  int edges_at_or_below_in(Sample sample) const {
+    int c = 0;
+    threshold_type x{};
+    if constexpr (Kind == grid_kind::value && std::is_floating_point_v<Sample>) {
+      // -0 and +0 take one value cell and exceed the same thresholds: no compared() here.
+      x = static_cast<threshold_type>(sample);
+      c = static_cast<int>(clamp_without_branch((x - span_low_) * scale_, key_type{0}, last_cell_));
+    } else {
+      x = compared(sample);
+      c = cell(static_cast<key_type>(x));
+    }
     const cell_entry& entry = entries_[c];
     int count = static_cast<int>(entry.word >> 1) + thresholds_exceeded(x, entry);
     if ((entry.word & 1u) != 0u) count = search(x, count, static_cast<int>(entries_[c + 1].word >> 1));
