@@ -91,6 +91,7 @@ struct bin_plan {
   /// range is the data's.
   dtype arithmetic = dtype::float64;
   std::string description;          ///< one line for the report
+  bool edges_given = false;         ///< range bins from --edges (not numpy's even edges)
 };
 
 /// The distinct strategies the chunks ran, with how many chunks each.
@@ -353,7 +354,7 @@ bin_plan plan_even_bins(std::int64_t num_bins, double lower, double upper, dtype
   const even_bin_mapper<T> library(plan.even, settings.last_edge);
   for (std::int64_t i = 0; i <= num_bins; ++i) {
     if (static_cast<double>(library.edge(i)) != plan.edges[i]) {
-      plan.kind = bin_kind::range;  // numpy's edges, counted by binary search
+      plan.kind = bin_kind::range;  // numpy's edges, counted as range bins
       break;
     }
   }
@@ -423,6 +424,7 @@ bin_plan plan_bins(const hist_arguments& args, const hist_settings& settings, sa
   if (args.edges_option->count() > 0) {
     bin_plan plan;
     plan.kind = bin_kind::range;
+    plan.edges_given = true;
     plan.edges = load_edges(args.edges_file);
     plan.num_bins = static_cast<std::int64_t>(plan.edges.size()) - 1;
     plan.description = fmt::format("{} bins between the edges of '{}', [{}, {}{}", plan.num_bins, args.edges_file,
@@ -540,19 +542,28 @@ count_totals count_file(const bin_plan& plan, const hist_settings& settings, con
   };
 
   if (plan.num_bins == 0) return totals;  // a bincount of no samples: nothing to count into
+  // --edges over float samples on the CPU: the library's count says which left-out samples are not finite.
+  std::optional<range_bins_apart> apart;
+  if (is_floating_sample_v<T> && settings.where == backend::cpu && plan.kind == bin_kind::range && plan.edges_given) {
+    apart.emplace(edges, settings.last_edge);
+    if (!apart->fits()) apart.reset();
+  }
+  const auto count_apart = [&](std::span<const T> samples, std::span<std::uint64_t> counts) {
+    return apart->count(samples, counts, settings.algorithm, totals.not_finite);
+  };
   chunk_counter<T> counter(settings.where, plan.num_bins, reader.capacity());
   reader.for_each_chunk([&](std::span<const T> chunk, std::uint64_t first_index) {
     // The CPU's bincount refuses negative samples as it counts, before it writes a count.
     if (check_negative && settings.where != backend::cpu) check_no_negative(file, chunk, first_index);
     histogram_result result;
     try {
-      result = counter.add(chunk, run);
+      result = apart ? counter.add(chunk, count_apart) : counter.add(chunk, run);
     } catch (const error& e) {
       if (check_negative && e.argument() == "samples") check_no_negative(file, chunk, first_index);  // names the file
       throw;
     }
     // Only a sample left out can be NaN or infinite: no pass to count them when none was.
-    if (result.left_out > 0) totals.not_finite += count_not_finite(chunk);
+    if (result.left_out > 0 && !apart) totals.not_finite += count_not_finite(chunk);
     totals.left_out += result.left_out;
     record_choice(totals.strategies, result.chose);
     ++totals.chunks;

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -19,6 +20,8 @@
 #include <emmintrin.h>
 #endif
 
+#include "tally/bins.hpp"
+#include "tally/cpu/histogram.hpp"
 #include "tally/cpu/parallel.hpp"
 #include "tally/small_float.hpp"
 
@@ -213,5 +216,53 @@ std::uint64_t first_bincount_length(std::span<const T> chunk) {
     return std::clamp<std::uint64_t>(std::bit_ceil(largest * 4 + 1), 256, most);
   }
 }
+
+/**
+ * @brief Range bins on the CPU whose left-out samples come split, the NaN and infinite ones apart,
+ * with no pass of their own: the library counts over the edges extended by the largest finite
+ * double on either side (a bin below the first edge, one above the last, the last edge closed), so
+ * the samples it leaves out are exactly those that are not finite. The pass that counted them
+ * cost 8-10% of a run (10^7 float32 samples over 7 quantile bins, tally hist's wall time, medians
+ * of 7: one thread 43.5 -> 40.2 ms, two 27.4 -> 24.5 ms).
+ */
+class range_bins_apart {
+ public:
+  /// `edges`: sorted and finite (checked by the caller); fits() is false where the extension
+  /// cannot be made (a closed last bin at the largest double).
+  range_bins_apart(std::span<const double> edges, upper_edge last_edge) {
+    constexpr double largest = std::numeric_limits<double>::max();
+    extended_.reserve(edges.size() + 2);
+    extended_.push_back(-largest);
+    extended_.insert(extended_.end(), edges.begin(), edges.end());
+    // The user's closed last bin, [e, last], is [e, the next double above last) here.
+    if (last_edge == upper_edge::inclusive) extended_.back() = std::nextafter(edges.back(), std::numeric_limits<double>::infinity());
+    extended_.push_back(largest);
+    fits_ = std::isfinite(extended_[extended_.size() - 2]);
+  }
+
+  /** @brief Whether count() can be used. */
+  [[nodiscard]] bool fits() const { return fits_; }
+
+  /**
+   * @brief Counts `samples` into `counts` (the user's bins) and returns what cpu::histogram_range
+   * over the user's edges returns; adds the samples left out that are NaN or infinite to `not_finite`.
+   */
+  template <class T>
+  histogram_result count(std::span<const T> samples, std::span<std::uint64_t> counts, strategy algorithm,
+                         std::uint64_t& not_finite) {
+    scratch_.resize(counts.size() + 2);
+    const histogram_result result = cpu::histogram_range(samples, std::span<std::uint64_t>(scratch_),
+                                                         std::span<const double>(extended_),
+                                                         histogram_options{algorithm, upper_edge::inclusive});
+    std::copy(scratch_.begin() + 1, scratch_.end() - 1, counts.begin());
+    not_finite += result.left_out;
+    return {result.chose, result.left_out + scratch_.front() + scratch_.back()};
+  }
+
+ private:
+  std::vector<double> extended_;
+  std::vector<std::uint64_t> scratch_;
+  bool fits_ = false;
+};
 
 }  // namespace tally::cli

@@ -21,6 +21,7 @@ GPU_WANTED = os.environ.get("TALLY_TEST_GPU") == "1"
 DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "float16", "float32", "float64"]
 INT_DTYPES = ["int8", "uint8", "int16", "uint16", "int32", "uint32", "int64"]
 FLOAT_DTYPES = ["float16", "float32", "float64"]
+DOUBLE_MAX = float(np.finfo(np.float64).max)
 
 BACKENDS = [
     "cpu",
@@ -236,6 +237,29 @@ def test_nan_and_infinities_are_left_out_and_reported(tmp_path, dtype):
     result = run_tally("hist", path, "--bins", 4, "--range", 0, 1, "--backend", "cpu")
     assert re.search(r"left out:\s+6 \(NaN or infinite: 4; outside the bins: 2\)", result.stderr), result.stderr
     assert re.search(r"counted:\s+2\b", result.stderr), result.stderr
+
+
+# Edges at the ends of the doubles, where the CPU counts NaN and infinities apart from samples
+# outside by extending the user's edges (tool/sample_scan.hpp): the split must not move.
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("last_edge", ["inclusive", "exclusive"])
+@pytest.mark.parametrize("edges", [[-1.0, 0.0, 1.0], [-DOUBLE_MAX, 0.0, 1.0], [0.0, 1.0, DOUBLE_MAX],
+                                   [-DOUBLE_MAX, DOUBLE_MAX]], ids=["finite", "lowest", "largest", "all"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_edges_report_nan_and_infinities_apart(tmp_path, dtype, edges, last_edge, backend):
+    values = [np.nan, -np.inf, np.inf, -DOUBLE_MAX, DOUBLE_MAX, 0.5, 1.0, -5.0, 5.0, -1.0, 0.0, np.nan]
+    with np.errstate(over="ignore"):  # the largest double is infinite in float32
+        a = np.array(values, dtype=dtype)
+    (path,) = save(tmp_path, a, "npy")
+    edges_path = tmp_path / "edges.npy"
+    np.save(edges_path, np.array(edges, np.float64))
+    finite = a[np.isfinite(a)].astype(np.float64)
+    want = edge_rule_counts(finite, edges, last_edge == "inclusive")
+    got, stderr = hist_counts(tmp_path, path, "--edges", edges_path, "--last-edge", last_edge, backend=backend)
+    check_equal(got, want, f"{dtype} --edges {edges} --last-edge {last_edge}", 0)
+    not_finite = int(np.count_nonzero(~np.isfinite(a)))
+    outside = finite.size - int(want.sum())
+    assert f"(NaN or infinite: {not_finite}; outside the bins: {outside})" in stderr, stderr
 
 
 # ---- automatic range ------------------------------------------------------------------------
