@@ -91,10 +91,11 @@ inline constexpr std::array gpu_histogram_strategies{
     strategy::atomic,          strategy::global_privatized, strategy::shared_atomic, strategy::two_phase,
     strategy::warp_aggregated, strategy::replicated,        strategy::packed16,      strategy::partitioned,
     strategy::radix_sort,      strategy::cub};
-/// Weighted histograms: per-thread sums merged in thread order (CPU), one atomic per sample or a
-/// shared-memory copy per block (GPU).
+/// Weighted histograms: per-thread sums merged in thread order (CPU); one atomic per sample, a
+/// shared-memory copy per block, or a warp's weights of one bin summed with shuffles first (GPU).
 inline constexpr std::array cpu_weighted_strategies{strategy::sequential, strategy::privatized};
-inline constexpr std::array gpu_weighted_strategies{strategy::atomic, strategy::shared_atomic};
+inline constexpr std::array gpu_weighted_strategies{strategy::atomic, strategy::shared_atomic,
+                                                    strategy::warp_aggregated};
 /// reduce and count_if: the ladder from one atomic per sample to none at all, then CUB.
 inline constexpr std::array gpu_reduce_strategies{strategy::atomic, strategy::atomic_per_thread,
                                                   strategy::block_reduce_atomic, strategy::two_phase, strategy::cub};

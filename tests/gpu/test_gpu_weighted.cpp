@@ -2,7 +2,7 @@
 // several sample types, against the long-double loop (tests/common/weighted_reference.hpp) within
 // the stated bounds; seeded random data, all samples in one bin, out-of-range and NaN samples,
 // NaN and infinite weights, empty input, sizes that are not a multiple of a vector, misaligned
-// spans; and `deterministic`: the same bits over 5 runs, for both strategies, and the CPU's bits.
+// spans; and `deterministic`: the same bits over 5 runs, for every strategy, and the CPU's bits.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -22,7 +22,12 @@ namespace {
 constexpr std::uint64_t seed = 20261207;
 const std::vector<std::size_t> sizes =
     quick_mode() ? std::vector<std::size_t>{0, 1, 33, 1000} : std::vector<std::size_t>{0, 1, 31, 33, 1000, (1u << 20) + 3};
-const std::vector<strategy> weighted_strategies{strategy::automatic, strategy::atomic, strategy::shared_atomic};
+/// automatic and every weighted strategy the library lists.
+const std::vector<strategy> weighted_strategies = [] {
+  std::vector<strategy> out{strategy::automatic};
+  for (const strategy s : strategies_for(backend::gpu, operation::weighted_histogram)) out.push_back(s);
+  return out;
+}();
 
 bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
@@ -102,7 +107,8 @@ void check_all(pattern p, std::size_t n, std::int64_t num_bins, std::size_t offs
 
 template <class Sample, class Weight>
 void check_patterns() {
-  for (const pattern p : {pattern::uniform, pattern::single, pattern::with_outliers}) {
+  // single, geometric and sorted crowd a warp's lanes into few bins (warp_aggregated's groups).
+  for (const pattern p : {pattern::uniform, pattern::single, pattern::geometric, pattern::sorted, pattern::with_outliers}) {
     for (const std::size_t n : sizes) {
       for (const std::int64_t num_bins : {std::int64_t{1}, std::int64_t{7}, std::int64_t{4096}, std::int64_t{1} << 17}) {
         for (const std::size_t offset : {std::size_t{0}, std::size_t{1}}) {
@@ -157,7 +163,7 @@ TEST(GpuWeightedHistogram, NanAndInfiniteWeightsPropagateAsOnTheCpu) {
 TEST(GpuWeightedHistogram, DeterministicRefusesWeightsBeyond2Pow31) {
   const std::vector<double> samples{0.5, 1.5, 7.0};
   const std::vector<double> weights{1.0, 2147483648.0, 1e300};  // the last sample is left out: ignored
-  for (const strategy s : {strategy::atomic, strategy::shared_atomic}) {
+  for (const strategy s : strategies_for(backend::gpu, operation::weighted_histogram)) {
     std::vector<double> sums;
     try {
       run_gpu(samples, weights, 0, even_bins{2, 0.0, 2.0}, {s, upper_edge::exclusive, true}, sums);

@@ -3,6 +3,8 @@
 // counted sample's weight to its bin, in double (order-dependent) or as fixed-point words
 // (detail/fixed_point_weight.hpp: exact, so order-independent). The bins live in global memory
 // (device-scope atomics) or in a block's shared-memory copy (shared-memory atomics), then flushed.
+// With warp_aggregated, the lanes of a warp that hold one bin first add their weights with
+// shuffles, so that a crowded bin takes one atomic a warp rather than 32 that wait on each other.
 #pragma once
 
 #include <cstdint>
@@ -54,6 +56,114 @@ __device__ __forceinline__ std::uint64_t for_each_weighted(const Sample* samples
                                                            std::int64_t num_samples, const Mapper& map, Add add) {
   return for_each_bin(samples, num_samples, map,
                       [&](std::int64_t bin, std::int64_t i) { add(bin, static_cast<double>(weights[i])); });
+}
+
+/// The fixed-point words of weights added together (flags travel apart, by atomicOr).
+struct fixed_words {
+  std::uint64_t low;
+  std::uint64_t high;
+};
+
+__device__ __forceinline__ double shuffle_from(double value, int lane) { return __shfl_sync(0xffffffffu, value, lane); }
+__device__ __forceinline__ fixed_words shuffle_from(fixed_words value, int lane) {
+  return {__shfl_sync(0xffffffffu, static_cast<unsigned long long>(value.low), lane),
+          __shfl_sync(0xffffffffu, static_cast<unsigned long long>(value.high), lane)};
+}
+__device__ __forceinline__ double plus(double a, double b) { return a + b; }
+/// Modulo 2^64, as the bins add them (detail/fixed_point_weight.hpp: the final sums are in range).
+__device__ __forceinline__ fixed_words plus(fixed_words a, fixed_words b) { return {a.low + b.low, a.high + b.high}; }
+
+/**
+ * The sum of `value` over the lanes in `peers` (this lane included, all lanes of the warp calling),
+ * valid in the lowest lane of `peers`. A tree over each group's lanes in lane order: every lane
+ * adds the value of the next lane of its group still in play, then every second one leaves, so a
+ * group of k lanes takes ceil(log2 k) rounds of shuffles, all groups at once.
+ */
+template <class Value>
+__device__ __forceinline__ Value sum_over_peers(unsigned peers, Value value) {
+  const unsigned lane = threadIdx.x % 32;
+  unsigned position = __popc(peers & ((1u << lane) - 1));  // this lane's place in its group
+  unsigned later = peers & ~((2u << lane) - 1);            // the group's lanes above this one (2u << 31 is 0)
+  while (__any_sync(0xffffffffu, later != 0)) {
+    const int next = __ffs(later) - 1;
+    const Value theirs = shuffle_from(value, next >= 0 ? next : static_cast<int>(lane));
+    if (next >= 0) value = plus(value, theirs);
+    later &= ~__ballot_sync(0xffffffffu, (position & 1) != 0);  // odd places are summed into even ones: they leave
+    position >>= 1;
+  }
+  return value;
+}
+
+/**
+ * Grid-stride walk by whole warps for warp_aggregated: each step a warp loads `Items` x 32
+ * samples and their weights (all loads issued before any is used, so a lane waits for memory once
+ * a step, not twice a sample), then for each 32 of them: `weigh(bin, weight)` turns a counted
+ * sample's weight into a Value (a lane's own work, such as flags), and each bin gets one
+ * `add(bin, value)` with its lanes' values summed. The lanes are grouped (match_any on `Key`, the
+ * bin's type: 32 bits where the bins fit shared memory) only when two neighbours share a bin, a
+ * shuffle and a vote that a warp of distinct bins pays alone. Returns how many this thread left
+ * out. Every lane of the block's warps must call it (blockDim.x a multiple of 32).
+ */
+template <class Value, class Key, int Items, class Sample, class Weight, class Mapper, class Weigh, class Add>
+__device__ __forceinline__ std::uint64_t for_each_weighted_in_warps(const Sample* samples, const Weight* weights,
+                                                                    std::int64_t num_samples, const Mapper& map,
+                                                                    Weigh weigh, Add add) {
+  std::uint64_t left_out = 0;
+  const unsigned lane = threadIdx.x % 32;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x * Items;
+  for (std::int64_t base = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + (threadIdx.x - lane)) * Items;
+       base < num_samples; base += stride) {
+    Sample sample[Items]{};
+    Weight weight[Items]{};
+#pragma unroll
+    for (int k = 0; k < Items; ++k) {
+      const std::int64_t i = base + k * 32 + lane;
+      if (i < num_samples) {
+        sample[k] = samples[i];
+        weight[k] = weights[i];
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < Items; ++k) {
+      std::int64_t bin = -1;  // no sample, or one left out
+      Value value{};
+      if (base + k * 32 + lane < num_samples) {
+        bin = map(sample[k]);
+        if (bin < 0) {
+          ++left_out;
+        } else {
+          value = weigh(bin, static_cast<double>(weight[k]));
+        }
+      }
+      const Key key = static_cast<Key>(bin);
+      const bool same_as_below = __shfl_up_sync(0xffffffffu, key, 1) == key && lane > 0 && key >= 0;
+      if (!__any_sync(0xffffffffu, same_as_below)) {
+        if (key >= 0) add(bin, value);
+        continue;
+      }
+      const unsigned peers = __match_any_sync(0xffffffffu, key);
+      value = sum_over_peers(peers, value);
+      if (key >= 0 && (peers & ((1u << lane) - 1)) == 0) add(bin, value);  // the group's lowest lane
+    }
+  }
+  return left_out;
+}
+
+/// The fixed-point words of one weight for for_each_weighted_in_warps: a weight that raises a flag
+/// (NaN, infinite, out of range) sets it in `bins` at once and adds no words.
+__device__ __forceinline__ fixed_words fixed_words_of(const fixed_point_bins& bins, std::int64_t bin, double weight) {
+  const fixed_point_weight::fixed_weight f = fixed_point_weight::to_fixed(weight);
+  if (f.flags != 0) {
+    atomicOr(bins.flags + bin, f.flags);
+    return {0, 0};
+  }
+  return {f.low, f.high};
+}
+
+/// Adds summed fixed-point words to bin `bin` of `bins`, skipping zero words.
+__device__ __forceinline__ void add_fixed_words(const fixed_point_bins& bins, std::int64_t bin, fixed_words words) {
+  if (words.low != 0) atomic_add_word(bins.low + bin, words.low);
+  if (words.high != 0) atomic_add_word(bins.high + bin, words.high);
 }
 
 /// Adds a block's shared copy of double sums to the global sums: one atomic per non-zero bin

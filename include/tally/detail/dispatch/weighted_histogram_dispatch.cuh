@@ -33,15 +33,28 @@ inline const char* weighted_strategy_unfit(strategy s, std::int64_t num_bins, bo
   return nullptr;
 }
 
-/// automatic: a shared-memory copy per block while the bins fit, else one global atomic per sample.
+/// Whether a block keeps a shared-memory copy of the sums: always for shared_atomic, for
+/// warp_aggregated while the copy fits (else it adds into the global sums).
+inline bool weighted_copy_in_shared(strategy s, std::int64_t num_bins, bool deterministic,
+                                    const device_properties& props) {
+  return s == strategy::shared_atomic ||
+         (s == strategy::warp_aggregated &&
+          weighted_copy_bytes(num_bins, deterministic) <= props.shared_memory_per_block_optin);
+}
+
+/// automatic: warp_aggregated, which adds a warp's weights of one bin with shuffles before any
+/// atomic, in a shared-memory copy per block while the sums fit.
 inline choice choose_gpu_weighted(strategy requested, std::int64_t num_bins, bool deterministic,
                                   const device_properties& props) {
   if (requested != strategy::automatic) return {requested, "asked for"};
-  if (weighted_copy_bytes(num_bins, deterministic) <= props.shared_memory_per_block_optin) {
-    return {strategy::shared_atomic,
-            "the sums fit in shared memory: one shared-memory atomic per sample, one global atomic per bin per block"};
+  if (weighted_copy_in_shared(strategy::warp_aggregated, num_bins, deterministic, props)) {
+    return {strategy::warp_aggregated,
+            "the sums fit in shared memory: lanes of a warp with one bin add their weights with shuffles, then one "
+            "shared-memory atomic per bin per warp, one global atomic per bin per block"};
   }
-  return {strategy::atomic, "too many bins for shared memory: one global atomic per sample"};
+  return {strategy::warp_aggregated,
+          "too many bins for shared memory: lanes of a warp with one bin add their weights with shuffles, then one "
+          "global atomic per bin per warp"};
 }
 
 /**
@@ -64,12 +77,21 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   device_properties props;
   if (cudaError_t e = current_device_properties(props); e != cudaSuccess) return e;
   constexpr int threads = tuning::weighted_block_threads;
-  const std::size_t copy_bytes = s == strategy::shared_atomic ? weighted_copy_bytes(num_bins, deterministic) : 0;
+  static_assert(threads % 32 == 0, "warp_aggregated walks by whole warps");
+  if (s != strategy::shared_atomic && s != strategy::atomic && s != strategy::warp_aggregated) {
+    return cudaErrorInvalidValue;
+  }
+  const bool in_shared = weighted_copy_in_shared(s, num_bins, deterministic, props);
+  const std::size_t copy_bytes = in_shared ? weighted_copy_bytes(num_bins, deterministic) : 0;
   int blocks = 1;
-  if (s != strategy::shared_atomic && s != strategy::atomic) return cudaErrorInvalidValue;
-  // Sizes the grid of the strategy's kernel (`shared_atomic` or `atomic`) and launches it into `out`.
-  const auto launch = [&](auto shared_atomic_kernel, auto atomic_kernel, auto out) {
-    auto kernel = s == strategy::shared_atomic ? shared_atomic_kernel : atomic_kernel;
+  // Sizes the grid of the strategy's kernel and launches it into `out`: the kernels for
+  // shared_atomic, atomic, and warp_aggregated with a shared copy or without.
+  const auto launch = [&](auto shared_atomic_kernel, auto atomic_kernel, auto in_warps_shared_kernel,
+                          auto in_warps_global_kernel, auto out) {
+    auto kernel = s == strategy::shared_atomic ? shared_atomic_kernel
+                  : s == strategy::atomic      ? atomic_kernel
+                  : in_shared                  ? in_warps_shared_kernel
+                                               : in_warps_global_kernel;
     if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, 1 << 30, blocks, threads); e != cudaSuccess) {
       return e;
     }
@@ -81,14 +103,17 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
     if (cudaError_t e = cudaMemsetAsync(sums, 0, sizeof(double) * num_bins, stream); e != cudaSuccess) return e;
     if (num_samples == 0) return cudaSuccess;
     return launch(weighted_shared_atomic_kernel<Sample, Weight, Mapper>, weighted_atomic_kernel<Sample, Weight, Mapper>,
-                  sums);
+                  weighted_warp_aggregated_kernel<true, Sample, Weight, Mapper>,
+                  weighted_warp_aggregated_kernel<false, Sample, Weight, Mapper>, sums);
   }
 
   const fixed_point_bins bins = fixed_point_bins::at(static_cast<std::uint64_t*>(temp), num_bins);
   if (cudaError_t e = cudaMemsetAsync(temp, 0, fixed_point_bins::bytes(num_bins), stream); e != cudaSuccess) return e;
   if (num_samples > 0) {
     if (cudaError_t e = launch(fixed_shared_atomic_kernel<Sample, Weight, Mapper>,
-                               fixed_atomic_kernel<Sample, Weight, Mapper>, bins);
+                               fixed_atomic_kernel<Sample, Weight, Mapper>,
+                               fixed_warp_aggregated_kernel<true, Sample, Weight, Mapper>,
+                               fixed_warp_aggregated_kernel<false, Sample, Weight, Mapper>, bins);
         e != cudaSuccess) {
       return e;
     }

@@ -1,15 +1,17 @@
-// The weighted histogram kernels: one per strategy (atomic, shared_atomic) and per
+// The weighted histogram kernels: one per strategy (atomic, shared_atomic, warp_aggregated) and per
 // arithmetic (double sums, or the exact fixed-point words of `deterministic`), plus the kernel
 // that turns fixed-point bins into doubles. Every accumulating kernel adds the samples it leaves
 // out to `left_out` (one atomic per warp).
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda/atomic>
 
 #include "tally/detail/block/weighted_bins.cuh"
 #include "tally/detail/block/warp_sum.cuh"
+#include "tally/detail/tuning/histogram_tuning.cuh"
 
 namespace tally::detail {
 
@@ -71,6 +73,63 @@ __global__ void fixed_shared_atomic_kernel(const Sample* samples, const Weight* 
   warp_add_to(mine, left_out);
   __syncthreads();
   flush_fixed_copy(copy, num_bins, bins);
+}
+
+/// The type warp_aggregated groups lanes by: a shared copy's bins fit 32 bits, global ones may not.
+template <bool InShared>
+using bin_key = std::conditional_t<InShared, int, long long>;
+
+/// warp_aggregated, double sums: the lanes of a warp that hold one bin add their weights with
+/// shuffles first, then one atomic per bin per warp, into a shared-memory copy per block
+/// (`InShared`, flushed as shared_atomic's) or straight into `sums` (zeroed by the caller).
+template <bool InShared, class Sample, class Weight, class Mapper>
+__global__ void weighted_warp_aggregated_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
+                                                double* sums, Mapper map, std::uint64_t* left_out) {
+  extern __shared__ double shared_sums[];
+  const std::int64_t num_bins = map.num_bins();
+  double* target = sums;
+  if constexpr (InShared) {
+    for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) shared_sums[bin] = 0.0;
+    __syncthreads();
+    target = shared_sums;
+  }
+  const std::uint64_t mine = for_each_weighted_in_warps<double, bin_key<InShared>, tuning::weighted_items_per_lane>(
+      samples, weights, num_samples, map, [](std::int64_t, double w) { return w; },
+      [target](std::int64_t bin, double w) { atomicAdd(target + bin, w); });
+  warp_add_to(mine, left_out);
+  if constexpr (InShared) {
+    __syncthreads();
+    flush_double_copy(shared_sums, num_bins, sums);
+  }
+}
+
+/// deterministic, warp_aggregated: the fixed-point words of a warp's weights of one bin added with
+/// shuffles (integers: the grouping changes no bit), then one atomic per word per bin per warp,
+/// into a shared-memory copy per block (`InShared`) or straight into `bins`.
+template <bool InShared, class Sample, class Weight, class Mapper>
+__global__ void fixed_warp_aggregated_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
+                                             fixed_point_bins bins, Mapper map, std::uint64_t* left_out) {
+  extern __shared__ std::uint64_t shared_words[];
+  const std::int64_t num_bins = map.num_bins();
+  fixed_point_bins target = bins;
+  if constexpr (InShared) {
+    target = fixed_point_bins::at(shared_words, num_bins);
+    for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) {
+      target.low[bin] = 0;
+      target.high[bin] = 0;
+      target.flags[bin] = 0;
+    }
+    __syncthreads();
+  }
+  const std::uint64_t mine = for_each_weighted_in_warps<fixed_words, bin_key<InShared>, tuning::weighted_items_per_lane>(
+      samples, weights, num_samples, map,
+      [target](std::int64_t bin, double w) { return fixed_words_of(target, bin, w); },
+      [target](std::int64_t bin, fixed_words words) { add_fixed_words(target, bin, words); });
+  warp_add_to(mine, left_out);
+  if constexpr (InShared) {
+    __syncthreads();
+    flush_fixed_copy(target, num_bins, bins);
+  }
 }
 
 /// sums[bin] = the value the fixed-point bin stands for; sets *out_of_range to 1 when a bin saw

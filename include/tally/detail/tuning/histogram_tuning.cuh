@@ -62,6 +62,9 @@ inline constexpr int byte_replicas = 64;
 inline constexpr std::size_t byte_replicas_shared_budget = std::size_t{128} << 10;
 /// Threads per block of the weighted histogram kernels (a first choice, not yet measured).
 inline constexpr int weighted_block_threads = 256;
+/// Samples (and weights) each lane of warp_aggregated's weighted kernels loads a step, all loads
+/// issued before the first is used.
+inline constexpr int weighted_items_per_lane = 4;
 /// Threads per block of the merge and helper kernels.
 inline constexpr int merge_block_threads = 256;
 /// Global-memory budget for per-block histogram copies (global_privatized, two_phase).
