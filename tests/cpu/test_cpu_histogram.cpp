@@ -607,4 +607,22 @@ TEST(HistogramStrategies, AutomaticExplainsItsChoiceOnSmallAndLargeInputs) {
   }
 }
 
+TEST(HistogramStrategies, AutomaticCountsOnOneThreadWhenCopiesWouldNotPay) {
+  // Fewer than four samples a bin: a private copy per thread costs more than the input it splits,
+  // and atomics on the shared counts lost to one thread by 1.3-32x (docs/performance.md). Enough
+  // samples for the threads, so that the choice is not the small-input one.
+  const std::size_t n = std::size_t{1} << 17;
+  const std::int64_t num_bins = std::int64_t{1} << 17;
+  std::vector<std::uint32_t> samples(n);
+  for (std::size_t i = 0; i < n; ++i) samples[i] = static_cast<std::uint32_t>((i * 7919) % static_cast<std::size_t>(num_bins));
+  std::vector<std::uint64_t> counts(static_cast<std::size_t>(num_bins), tally_test::poison<std::uint64_t>);
+  const auto result = tally::cpu::bincount<std::uint32_t, std::uint64_t>(samples, counts);
+  EXPECT_EQ(result.chose.used, strategy::sequential) << result.chose.reason;
+  if (tally::cpu::detail::max_threads() > 1) {  // with one thread the reason is that one
+    EXPECT_NE(result.chose.reason.find("fewer than four samples a bin"), std::string::npos) << result.chose.reason;
+  }
+  EXPECT_TRUE(tally_test::counts_equal<std::uint64_t>(
+      counts, tally_test::reference_bincount_counts<std::uint32_t>(samples, num_bins).counts));
+}
+
 }  // namespace

@@ -54,9 +54,14 @@ inline choice choose_privatized_or(strategy requested, std::uint64_t num_samples
   return fallback;
 }
 
+/// Where copies do not pay, one thread: atomics on the shared counts lost to it in every case
+/// measured (2 cores: 1.3-32x at 2^16 samples over 65536 bins, 18x on one hot bin over 2^26 bins;
+/// docs/performance.md, "CPU backend: automatic for histograms").
 inline choice choose_histogram(strategy requested, std::uint64_t num_samples, std::int64_t num_bins,
                                std::size_t counter_bytes) {
-  const choice fallback{strategy::atomic, "too many bins for private copies; atomics on many bins rarely collide"};
+  const choice fallback{strategy::sequential,
+                        "fewer than four samples a bin, or too many bins for private copies: one thread counts into "
+                        "the one array (atomics on shared counts cost more than they save, most on crowded bins)"};
   return choose_privatized_or(requested, num_samples, num_bins, counter_bytes, fallback);
 }
 
