@@ -94,15 +94,26 @@ __device__ __forceinline__ Value sum_over_peers(unsigned peers, Value value) {
   return value;
 }
 
+/// The sum of `value` over all 32 lanes, in every lane (a butterfly of shuffles).
+template <class Value>
+__device__ __forceinline__ Value sum_over_warp(Value value) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2) {
+    value = plus(value, shuffle_from(value, static_cast<int>((threadIdx.x % 32) ^ offset)));
+  }
+  return value;
+}
+
 /**
  * Grid-stride walk by whole warps for warp_aggregated: each step a warp loads `Items` x 32
  * samples and their weights (all loads issued before any is used, so a lane waits for memory once
- * a step, not twice a sample), then for each 32 of them: `weigh(bin, weight)` turns a counted
- * sample's weight into a Value (a lane's own work, such as flags), and each bin gets one
- * `add(bin, value)` with its lanes' values summed. The lanes are grouped (match_any on `Key`, the
- * bin's type: 32 bits where the bins fit shared memory) only when two neighbours share a bin, a
- * shuffle and a vote that a warp of distinct bins pays alone. Returns how many this thread left
- * out. Every lane of the block's warps must call it (blockDim.x a multiple of 32).
+ * a step, not twice a sample). `weigh(bin, weight)` turns a counted sample's weight into a Value
+ * (a lane's own work, such as flags). For each 32 samples, each bin gets one `add(bin, value)`
+ * with its lanes' values summed: a shuffle and a ballot tell whether neighbouring lanes share
+ * bins; none do: each lane adds its own; all do: one butterfly sums the warp; else the lanes are
+ * grouped (match_any on `Key`, the bin's type: 32 bits where the bins fit shared memory) and each
+ * group sums in a tree. Returns how many this thread left out. Every lane of the block's warps
+ * must call it (blockDim.x a multiple of 32).
  */
 template <class Value, class Key, int Items, class Sample, class Weight, class Mapper, class Weigh, class Add>
 __device__ __forceinline__ std::uint64_t for_each_weighted_in_warps(const Sample* samples, const Weight* weights,
@@ -137,13 +148,17 @@ __device__ __forceinline__ std::uint64_t for_each_weighted_in_warps(const Sample
       }
       const Key key = static_cast<Key>(bin);
       const bool same_as_below = __shfl_up_sync(0xffffffffu, key, 1) == key && lane > 0 && key >= 0;
-      if (!__any_sync(0xffffffffu, same_as_below)) {
+      const unsigned same = __ballot_sync(0xffffffffu, same_as_below);
+      if (same == 0) {
         if (key >= 0) add(bin, value);
-        continue;
+      } else if (same == 0xfffffffeu) {  // every lane holds the bin of lane 0
+        const Value total = sum_over_warp(value);
+        if (lane == 0) add(bin, total);
+      } else {
+        const unsigned peers = __match_any_sync(0xffffffffu, key);
+        const Value total = sum_over_peers(peers, value);
+        if (key >= 0 && (peers & ((1u << lane) - 1)) == 0) add(bin, total);  // the group's lowest lane
       }
-      const unsigned peers = __match_any_sync(0xffffffffu, key);
-      value = sum_over_peers(peers, value);
-      if (key >= 0 && (peers & ((1u << lane) - 1)) == 0) add(bin, value);  // the group's lowest lane
     }
   }
   return left_out;
