@@ -83,7 +83,8 @@ using bin_key = std::conditional_t<InShared, int, long long>;
 /// shuffles first, then one atomic per bin per warp, into a shared-memory copy per block
 /// (`InShared`, flushed as shared_atomic's) or straight into `sums` (zeroed by the caller).
 template <bool InShared, class Sample, class Weight, class Mapper>
-__global__ void weighted_warp_aggregated_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
+__global__ void __launch_bounds__(tuning::weighted_block_threads, tuning::weighted_in_warps_min_blocks)
+weighted_warp_aggregated_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
                                                 double* sums, Mapper map, std::uint64_t* left_out) {
   extern __shared__ double shared_sums[];
   const std::int64_t num_bins = map.num_bins();
@@ -107,7 +108,8 @@ __global__ void weighted_warp_aggregated_kernel(const Sample* samples, const Wei
 /// shuffles (integers: the grouping changes no bit), then one atomic per word per bin per warp,
 /// into a shared-memory copy per block (`InShared`) or straight into `bins`.
 template <bool InShared, class Sample, class Weight, class Mapper>
-__global__ void fixed_warp_aggregated_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
+__global__ void __launch_bounds__(tuning::weighted_block_threads, tuning::weighted_in_warps_min_blocks)
+fixed_warp_aggregated_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
                                              fixed_point_bins bins, Mapper map, std::uint64_t* left_out) {
   extern __shared__ std::uint64_t shared_words[];
   const std::int64_t num_bins = map.num_bins();

@@ -65,6 +65,9 @@ inline constexpr int weighted_block_threads = 256;
 /// Samples (and weights) each lane of warp_aggregated's weighted kernels loads a step, all loads
 /// issued before the first is used.
 inline constexpr int weighted_items_per_lane = 4;
+/// Blocks of weighted_block_threads a multiprocessor must hold for warp_aggregated's weighted
+/// kernels: at most 40 registers a thread (they took 44-47, five blocks).
+inline constexpr int weighted_in_warps_min_blocks = 6;
 /// Threads per block of the merge and helper kernels.
 inline constexpr int merge_block_threads = 256;
 /// Global-memory budget for per-block histogram copies (global_privatized, two_phase).
