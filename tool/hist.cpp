@@ -91,7 +91,10 @@ struct bin_plan {
   /// range is the data's.
   dtype arithmetic = dtype::float64;
   std::string description;          ///< one line for the report
-  bool edges_given = false;         ///< range bins from --edges (not numpy's even edges)
+  /// Range bins from --edges, not numpy's even edges counted as range bins: only the former are
+  /// counted over edges extended past both ends (range_bins_apart), which would break the even
+  /// spacing the library counts numpy's edges by (an estimate and a table, not the grid).
+  bool edges_given = false;
 };
 
 /// The distinct strategies the chunks ran, with how many chunks each.

@@ -12,7 +12,6 @@
 #include <cstdint>
 #include <limits>
 #include <span>
-#include <string_view>
 #include <type_traits>
 #include <vector>
 

@@ -18,9 +18,6 @@
 
 namespace tally::cpu::detail {
 
-
-
-
 /**
  * A mapper the count loop reads a sample's slot from: `slot(x)` in [0, slots()), where slots
  * [first_bin_slot(), first_bin_slot() + num_bins()) are the bins and any other slot holds samples
@@ -45,18 +42,28 @@ concept refusing_mapper = slot_mapper<Mapper, Sample> && requires(const Mapper& 
   m.refuse(samples);
 };
 
+/// Whether any of `copies` blocks of `tables` tables counted a refused sample (never, for a mapper
+/// that refuses none).
+template <class Sample, class SlotMapper, class CopyAt>
+bool counted_refused(const SlotMapper& map, std::size_t copies, int tables, CopyAt copy_at) {
+  if constexpr (refusing_mapper<SlotMapper, Sample>) {
+    const auto slots = static_cast<std::size_t>(map.slots());
+    const auto refused = static_cast<std::size_t>(map.refused_slot());
+    for (std::size_t c = 0; c < copies; ++c) {
+      for (std::size_t t = 0; t < static_cast<std::size_t>(tables); ++t) {
+        if (copy_at(c)[t * slots + refused] != 0) return true;
+      }
+    }
+  }
+  return false;
+}
+
 /// Calls map.refuse(samples) if any of `copies` blocks of `tables` tables counted a refused sample.
 template <class Sample, class Counter, class SlotMapper, class CopyAt>
 void refuse_if_counted(std::span<const Sample> samples, const SlotMapper& map, std::size_t copies, int tables,
                        CopyAt copy_at) {
   if constexpr (refusing_mapper<SlotMapper, Sample>) {
-    const auto slots = static_cast<std::size_t>(map.slots());
-    const auto refused = static_cast<std::size_t>(map.refused_slot());
-    std::uint64_t total = 0;
-    for (std::size_t c = 0; c < copies; ++c) {
-      for (std::size_t t = 0; t < static_cast<std::size_t>(tables); ++t) total += copy_at(c)[t * slots + refused];
-    }
-    if (total > 0) map.refuse(samples);
+    if (counted_refused<Sample>(map, copies, tables, copy_at)) map.refuse(samples);
   }
 }
 
@@ -289,16 +296,7 @@ std::uint64_t count_privatized(std::span<const Sample> samples, Counter* counts,
     if (mine != nullptr) count_slots(samples.data() + first, last - first, mine, tables, map);
 #pragma omp barrier
     // No count is written when a copy is missing or a sample is refused: both throw below.
-    bool refused = copies.short_of_memory();
-    if constexpr (refusing_mapper<SlotMapper, Sample>) {
-      const auto slot = static_cast<std::size_t>(map.refused_slot());
-      for (std::size_t c = 0; c < copies.team() && !refused; ++c) {
-        for (std::size_t t = 0; t < static_cast<std::size_t>(tables); ++t) {
-          refused = refused || copy_at(c)[t * static_cast<std::size_t>(slots) + slot] != 0;
-        }
-      }
-    }
-    if (!refused) {
+    if (!copies.short_of_memory() && !counted_refused<Sample>(map, copies.team(), tables, copy_at)) {
       const auto [from, to] = thread_share(static_cast<std::size_t>(map.num_bins()));
       merge_bins(counts, map, copies.team(), tables, copy_at, from, to);
     }
