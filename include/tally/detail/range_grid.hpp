@@ -319,14 +319,8 @@ class grid_range_bin_mapper {
   int cells() const { return cells_; }
 
   /// How many edges are at or below `sample` (0 to num_bins + 1), what map_items counts before it
-  /// makes a bin of it: the CPU backend's double samples take a float grid's count as the start
-  /// of their search (cpu/edge_tables.hpp).
-  int edges_at_or_below(Sample sample) const {
-    return kind_ == grid_kind::float_bits ? edges_at_or_below_in<grid_kind::float_bits>(sample)
-                                          : edges_at_or_below_in<grid_kind::value>(sample);
-  }
-
-  /// edges_at_or_below for a grid of kind `Kind` (kind()), with no test of the kind a sample.
+  /// makes a bin of it, for a grid of kind `Kind` (kind()): the CPU backend's slot mappers take
+  /// the kind as a template argument so that no sample tests it (cpu/edge_tables.hpp).
   template <grid_kind Kind>
   int edges_at_or_below_in(Sample sample) const {
     int c = 0;
