@@ -508,13 +508,14 @@ __device__ __forceinline__ void add_byte_copy_in_bulk(std::uint32_t* copy, int s
 template <int BlockThreads, class Counter>
 __device__ __forceinline__ void add_byte_copy(std::uint32_t* copy, const byte_shift_mapper& map, int copies,
                                               std::int64_t copy_words, Counter* counts) {
-  Counter* const first = counts + map.shift();
-  const bool bulk = reinterpret_cast<std::uintptr_t>(first) % 16 == 0 &&
-                    copy_words * 4 >= static_cast<std::int64_t>(256 * sizeof(Counter));
-  NV_IF_TARGET(NV_PROVIDES_SM_90, (if (bulk) {
-                 add_byte_copy_in_bulk<BlockThreads>(copy, map.shift(), copies, first);
-                 return;
-               }))
+  // Before sm_90 there is no bulk reduction, and nothing to decide.
+  NV_IF_TARGET(NV_PROVIDES_SM_90, (
+    Counter* const first = counts + map.shift();
+    if (reinterpret_cast<std::uintptr_t>(first) % 16 == 0 &&
+        copy_words * 4 >= static_cast<std::int64_t>(256 * sizeof(Counter))) {
+      add_byte_copy_in_bulk<BlockThreads>(copy, map.shift(), copies, first);
+      return;
+    }))
   add_block_copy(copy, map.num_bins(), counts, copies, /*mask=*/0u);  // count_all_bytes's layout: not swizzled
 }
 
