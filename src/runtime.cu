@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include "tally/detail/cuda_check.hpp"
+#include "tally/detail/dispatch/device_properties.cuh"
 #include "tally/detail/event_pair.hpp"
 #include "tally/detail/workspace_slots.hpp"
 #include "tally/gpu.hpp"
@@ -50,7 +51,8 @@ device_info describe_device() {
   info.multiprocessors = prop.multiProcessorCount;
   info.global_memory_bytes = prop.totalGlobalMem;
   info.l2_cache_bytes = static_cast<std::size_t>(prop.l2CacheSize);
-  info.shared_memory_per_block_optin = prop.sharedMemPerBlockOptin;
+  // What the dispatch plans with: lowered where TALLY_SHARED_MEMORY_PER_BLOCK asks.
+  info.shared_memory_per_block_optin = tally::detail::shared_memory_within_limit(prop.sharedMemPerBlockOptin);
   info.memory_bus_width_bits = prop.memoryBusWidth;
   int driver = 0;
   int runtime = 0;

@@ -1,6 +1,7 @@
 // `tally devices`: what tally will run on. The GPU's name, multiprocessors, memory, L2 and
 // shared memory, and its read bandwidth measured now; or, without one, the CPU backend.
 #include <cstdio>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -30,7 +31,10 @@ void add_devices_command(CLI::App& app, int& exit_code) {
     fmt::print("  memory              {:.1f} GiB ({}-bit bus)\n",
                static_cast<double>(info.global_memory_bytes) / (1 << 30), info.memory_bus_width_bits);
     fmt::print("  L2 cache            {:.1f} MB\n", static_cast<double>(info.l2_cache_bytes) / 1e6);
-    fmt::print("  shared memory/block {} KiB (opt-in)\n", info.shared_memory_per_block_optin / 1024);
+    fmt::print("  shared memory/block {} KiB (opt-in){}\n", info.shared_memory_per_block_optin / 1024,
+               std::getenv("TALLY_SHARED_MEMORY_PER_BLOCK") != nullptr
+                   ? "; TALLY_SHARED_MEMORY_PER_BLOCK is set: tally plans with this"
+                   : "");
     fmt::print("  driver / runtime    {} / {}\n", info.driver_version, info.runtime_version);
     const std::size_t bytes = std::max<std::size_t>(std::size_t{1} << 30, info.l2_cache_bytes * 8);
     const double bandwidth = gpu::measure_read_bandwidth(bytes, 20);

@@ -1,6 +1,7 @@
-// GPU tests of block pieces whose effect a histogram's counts cannot show: here, the sample with
-// which automatic's byte kernel chooses its layout (block_bytes_pile_up in
-// include/tally/detail/block/block_histogram.cuh). Whatever a block decides, its counts are exact
+// GPU tests of block pieces whose effect a histogram's counts cannot show: the sample with which
+// automatic's byte kernel chooses its layout (block_bytes_pile_up in
+// include/tally/detail/block/block_histogram.cuh), and the slices partitioned counts a bucket in
+// on chips with less shared memory (bucket_slices). Whatever a block decides, its counts are exact
 // (test_gpu_histogram checks that); these tests check the decision itself, block by block, on
 // inputs whose answer is known. CUDA source, built only with the GPU backend; without a GPU it
 // exits 77 (skipped).
@@ -12,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "tally/detail/block/block_histogram.cuh"
+#include "tally/detail/dispatch/large_bins_dispatch.cuh"
 #include "tally/gpu.hpp"
 
 namespace tally::test {
@@ -105,6 +107,42 @@ TEST(BlockBytesPileUp, BlocksWithNothingToCountDoNotPileAndMisalignedStartsAreRe
     SCOPED_TRACE(offset);
     EXPECT_EQ(decisions(host, blocks, offset), std::vector<int>(blocks, 1));
   }
+}
+
+/// partitioned's second pass on chips by shared memory per block: the whole bucket of 2^15 32-bit
+/// counters where 128 KiB fit (H100: 227 KiB, A100: 163 KiB), two slices on 99 KiB chips (RTX 30
+/// and 40, L4, L40, RTX 50), four where only 32 KiB fit, refused below that; few bins, one slice.
+TEST(BucketSlices, FewestSlicesWhoseCountersFitABlock) {
+  using tally::detail::bucket_slices;
+  using tally::detail::slice_of_buckets;
+  const auto with = [](std::size_t bytes) {
+    tally::detail::device_properties p;
+    p.multiprocessors = 1;
+    p.shared_memory_per_block_optin = bytes;
+    return p;
+  };
+  const std::int64_t bucket = std::int64_t{1} << 15;
+  EXPECT_EQ(bucket_slices(std::int64_t{1} << 20, with(232448)), 1);
+  EXPECT_EQ(bucket_slices(std::int64_t{1} << 20, with(166912)), 1);
+  EXPECT_EQ(bucket_slices(std::int64_t{1} << 20, with(101376)), 2);
+  EXPECT_EQ(bucket_slices(65536, with(101376)), 2);
+  EXPECT_EQ(bucket_slices(bucket * 4, with(48 * 1024)), 4);
+  EXPECT_EQ(bucket_slices(bucket * 4, with(16 * 1024)), 0);
+  EXPECT_EQ(bucket_slices(20000, with(101376)), 1);  // 80000 bytes of counters fit
+  EXPECT_EQ(bucket_slices(30000, with(101376)), 2);  // 120000 do not
+  // Slices tile the bucket, and a partial last bucket's bins past num_bins are never counted
+  // (count_block_share clips each slice to num_bins).
+  for (const int slices : {1, 2, 4}) {
+    std::uint32_t next = 0;
+    for (int i = 0; i < slices; ++i) {
+      const auto slice = slice_of_buckets(std::int64_t{1} << 20, slices, i);
+      EXPECT_EQ(slice.first, next);
+      next += slice.bins;
+    }
+    EXPECT_EQ(next, static_cast<std::uint32_t>(bucket));
+  }
+  EXPECT_EQ(slice_of_buckets(30000, 2, 1).first, 15000u);
+  EXPECT_EQ(slice_of_buckets(30001, 2, 1).bins, 15001u);
 }
 
 }  // namespace

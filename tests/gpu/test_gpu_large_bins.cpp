@@ -223,6 +223,24 @@ TYPED_TEST(GpuLargeBins, AutomaticPartitionsBinsBeyondSharedMemoryAndFoldsBytes)
   }
 }
 
+/// 65536 bins (a 16-bit image's values) stay in shared memory on every chip: as 16-bit counters
+/// (packed16) where a block holds 128 KiB, else partitioned, counting each bucket in slices where
+/// it cannot hold one bucket's 128 KiB of counters (test_gpu_large_bins_99k runs this as on a chip
+/// of 99 KiB). Never one global atomic per sample.
+TEST(GpuLargeBinsSharedMemory, SixteenBitBinsStayOnChipWhateverTheSharedMemory) {
+  const std::int64_t num_bins = 65536;
+  const std::size_t shared = gpu::describe_device().shared_memory_per_block_optin;
+  const strategy expected = shared >= (std::size_t{129} << 10) ? strategy::packed16 : strategy::partitioned;
+  for (const spread sp : {spread::uniform, spread::sorted, spread::single}) {
+    SCOPED_TRACE(::testing::Message() << to_string(sp) << " shared=" << shared);
+    const std::vector<std::int32_t> host = to_samples<std::int32_t>(make_bins(sp, 300007, num_bins, seed + 5), num_bins,
+                                                                    seed + 5);
+    auto samples = to_device(host);
+    expect_matches<std::int32_t, std::uint32_t>(host, samples.const_span(), bins_for<std::int32_t>(num_bins, false),
+                                                strategy::automatic, expected);
+  }
+}
+
 /// 2^26 samples, several chunks' worth of tiles and every block of the second pass busy: hot bins
 /// in a uniform tail with samples outside the bins, loguniform data over 2^24 bins, and uniform
 /// data that turns into one bin.

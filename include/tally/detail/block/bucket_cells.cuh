@@ -2,7 +2,9 @@
 // chunk's work in bucket order (its in-range samples, plus cell_work for each cell walked), finds
 // the cells and positions where its share starts and ends, and for each bucket it touches counts
 // that bucket's offsets, read in 16-byte granules, into a shared copy of 2^15 counters, then adds
-// the non-zero ones to the global counts.
+// the non-zero ones to the global counts. Where a block's shared memory cannot hold 2^15 counters
+// (99 KiB chips: sm_86, sm_89, sm_120), a bucket is counted in slices, one launch per slice, each
+// walking the bucket's offsets and counting those in its slice (bucket_slice).
 #pragma once
 
 #include <cstdint>
@@ -89,15 +91,24 @@ __device__ __forceinline__ cell_bounds read_cell_bounds(const cell_table& table,
   return {table.first[cell], table.first[cell + 1], table.start[cell]};
 }
 
+/// The bins of each bucket one launch of the second pass counts: [first, first + bins) of the
+/// bucket's 2^15, all of them unless the block's shared memory is too small for that.
+struct bucket_slice {
+  std::uint32_t first = 0;
+  std::uint32_t bins = tuning::bucket_bins;
+};
+
 /// Counts the offsets of 32 cells starting at `chunk_first` (lane l holds cell chunk_first + l's
-/// `bounds`, empty beyond the cells walked), clipped to positions [lo, hi), into the shared `copy`.
+/// `bounds`, empty beyond the cells walked), clipped to positions [lo, hi), into the shared `copy`;
+/// `Sliced`: only the offsets in `slice`, at their place in it.
 /// One warp; every lane must call it. The warp walks the granules that hold the cells' samples as
 /// one flat list (lane k takes granules k, k + 32, ... and finds its cell by a binary search over
 /// the lanes' prefix sums) and counts the slots of each granule that belong to its cell. Cells of
 /// a few samples keep every lane busy, and every load is a whole 16-byte word.
-template <int Unroll>
+template <int Unroll, bool Sliced>
 __device__ __forceinline__ void count_cells(const cell_table& table, std::int64_t chunk_first, cell_bounds bounds,
-                                            std::uint32_t lo, std::uint32_t hi, std::uint32_t* copy) {
+                                            std::uint32_t lo, std::uint32_t hi, std::uint32_t* copy,
+                                            bucket_slice slice) {
   constexpr unsigned all_lanes = 0xffffffffu;
   const int lane = static_cast<int>(threadIdx.x % 32);
   const std::int64_t cell = chunk_first + lane;
@@ -160,8 +171,14 @@ __device__ __forceinline__ void count_cells(const cell_table& table, std::int64_
       for (int slot = 0; slot < granule; ++slot) {
         // The result unused and the increment the constant 1: the hardware merges a warp's
         // increments of one word (see add_to_copy in block_histogram.cuh).
+        const std::uint32_t offset = (pairs[slot / 2] >> (16 * (slot % 2))) & 0xffffu;
         if (first_slot[u] <= static_cast<std::uint32_t>(slot) && static_cast<std::uint32_t>(slot) < end_slot[u]) {
-          atomicAdd(copy + ((pairs[slot / 2] >> (16 * (slot % 2))) & 0xffffu), 1u);
+          if constexpr (Sliced) {
+            // Below the slice, the difference wraps past it.
+            if (offset - slice.first < slice.bins) atomicAdd(copy + (offset - slice.first), 1u);
+          } else {
+            atomicAdd(copy + offset, 1u);
+          }
         }
       }
     }
@@ -169,16 +186,17 @@ __device__ __forceinline__ void count_cells(const cell_table& table, std::int64_
 }
 
 /// The block's share of one chunk: work units [work_lo, work_hi) (see work_before_cell), counted
-/// bucket by bucket into the shared `copy` (min(num_bins, 2^15) counters, zero on entry and left
-/// zero) and added to `counts`. Every thread of the block must call it.
+/// bucket by bucket into the shared `copy` (min(num_bins, slice.bins) counters, zero on entry and
+/// left zero) and added to `counts`; `Sliced`: only each bucket's bins in `slice`. Every thread of
+/// the block must call it.
 /// Within a bucket each warp takes an equal run of the block's work there and walks the cells that
 /// hold it, 32 at a time. (Handing out 32 cells a warp instead starved most warps when cells are
 /// whole tiles, as with sorted input: a block's share of 2^28 sorted samples is about 280 cells,
 /// 9 warps' worth; splitting samples alone starved them in sparse buckets.)
-template <int Threads, int Unroll, class Counter>
+template <int Threads, int Unroll, bool Sliced, class Counter>
 __device__ __forceinline__ void count_block_share(const cell_table& table, std::uint64_t work_lo,
                                                   std::uint64_t work_hi, std::int64_t num_bins, std::uint32_t* copy,
-                                                  Counter* counts) {
+                                                  Counter* counts, bucket_slice slice) {
   if (work_lo >= work_hi) return;  // the same for every thread of the block
   const int warp = static_cast<int>(threadIdx.x / 32);
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -210,15 +228,15 @@ __device__ __forceinline__ void count_block_share(const cell_table& table, std::
         cell_bounds bounds = read_cell_bounds(table, from.cell + lane, warp_last);
         for (std::int64_t chunk = from.cell; chunk <= warp_last; chunk += 32) {
           const cell_bounds next = read_cell_bounds(table, chunk + 32 + lane, warp_last);
-          count_cells<Unroll>(table, chunk, bounds, from.position, to.position, copy);
+          count_cells<Unroll, Sliced>(table, chunk, bounds, from.position, to.position, copy, slice);
           bounds = next;
         }
       }
     }
     __syncthreads();  // the bucket is counted
     // The last bucket may be partial: only bins below num_bins exist.
-    const std::int64_t bucket_begin = bucket * tuning::bucket_bins;
-    const std::int64_t bins_here = num_bins - bucket_begin < tuning::bucket_bins ? num_bins - bucket_begin : tuning::bucket_bins;
+    const std::int64_t bucket_begin = bucket * tuning::bucket_bins + slice.first;
+    const std::int64_t bins_here = num_bins - bucket_begin < slice.bins ? num_bins - bucket_begin : slice.bins;
     for (std::int64_t i = threadIdx.x; i < bins_here; i += Threads) {
       const std::uint32_t value = copy[i];
       if (value != 0) {

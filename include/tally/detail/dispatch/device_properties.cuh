@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -17,6 +18,22 @@ struct device_properties {
   int multiprocessors = 0;
   std::size_t shared_memory_per_block_optin = 0;
 };
+
+/// The environment variable that makes tally plan as if a block could have at most this many bytes
+/// of shared memory: on one GPU, the choices made for chips with less (99 KiB on sm_86, sm_89 and
+/// sm_120: 101376) run and are tested. Read once per device; ignored where it is not a number below
+/// what the device gives.
+inline constexpr const char* shared_memory_limit_variable = "TALLY_SHARED_MEMORY_PER_BLOCK";
+
+/// The device's shared memory per block, lowered to the limit the environment sets, if any.
+inline std::size_t shared_memory_within_limit(std::size_t device_bytes) {
+  const char* text = std::getenv(shared_memory_limit_variable);
+  if (text == nullptr || *text == '\0') return device_bytes;
+  char* end = nullptr;
+  const unsigned long long limit = std::strtoull(text, &end, 10);
+  if (*end != '\0' || limit == 0 || limit >= device_bytes) return device_bytes;
+  return static_cast<std::size_t>(limit);
+}
 
 /// Attributes of the current device, cached (the runtime query costs microseconds per call).
 inline cudaError_t current_device_properties(device_properties& out) {
@@ -37,7 +54,7 @@ inline cudaError_t current_device_properties(device_properties& out) {
       return e;
     }
     p.multiprocessors = sms;
-    p.shared_memory_per_block_optin = static_cast<std::size_t>(optin);
+    p.shared_memory_per_block_optin = shared_memory_within_limit(static_cast<std::size_t>(optin));
     if (device >= max_devices) {
       out = p;
       return cudaSuccess;

@@ -84,8 +84,9 @@ inline const char* histogram_strategy_unfit(strategy s, std::int64_t num_bins, c
     if (num_bins > tuning::max_partitioned_bins) {
       return "takes at most 2^26 bins (2^11 buckets of 2^15): its per-tile tables grow with the number of buckets";
     }
-    if (bucket_copy_bytes(num_bins) > props.shared_memory_per_block_optin) {
-      return "needs min(num_bins, 2^15) * 4 bytes of shared memory per block, more than this GPU gives a block";
+    if (bucket_slices(num_bins, props) == 0) {
+      return "needs min(num_bins, 2^15) bytes of shared memory per block (a quarter of a bucket's counters), more "
+             "than this GPU gives a block";
     }
   }
   if (s == strategy::radix_sort && num_bins >= (std::int64_t{1} << 31)) {

@@ -22,9 +22,24 @@
 
 namespace tally::detail {
 
-/// Shared memory a bucket-histogram block needs: one 32-bit counter per bin of a bucket.
-inline std::size_t bucket_copy_bytes(std::int64_t num_bins) {
-  return static_cast<std::size_t>(std::min(num_bins, tuning::bucket_bins)) * 4;
+/// The slices each bucket is counted in (bucket_slice): one where a block's shared memory holds a
+/// 32-bit counter for each of a bucket's min(num_bins, 2^15) bins (128 KiB: sm_80, sm_90, sm_100),
+/// else the fewest, a power of two up to tuning::max_bucket_slices, whose counters fit (two on
+/// 99 KiB chips); 0 where none fit. Each slice more reads the offsets once more.
+inline int bucket_slices(std::int64_t num_bins, const device_properties& props) {
+  const std::int64_t bins = std::min(num_bins, tuning::bucket_bins);
+  for (int slices = 1; slices <= tuning::max_bucket_slices; slices *= 2) {
+    if (static_cast<std::size_t>((bins + slices - 1) / slices) * 4 <= props.shared_memory_per_block_optin) {
+      return slices;
+    }
+  }
+  return 0;
+}
+
+/// Slice `index` of `slices` of every bucket.
+inline bucket_slice slice_of_buckets(std::int64_t num_bins, int slices, int index) {
+  const auto bins = static_cast<std::uint32_t>((std::min(num_bins, tuning::bucket_bins) + slices - 1) / slices);
+  return {static_cast<std::uint32_t>(index) * bins, bins};
 }
 
 /// Blocks to fill the GPU with `kernel` (at least one), at most `cap`.
@@ -97,8 +112,9 @@ cudaError_t dispatch_partitioned(void* temp, std::size_t& temp_bytes,
       e != cudaSuccess) {
     return e;
   }
-  auto count = bucket_histogram_kernel<Counter>;
-  const std::size_t copy_bytes = bucket_copy_bytes(num_bins);
+  const int slices = std::max(bucket_slices(num_bins, props), 1);  // histogram_strategy_unfit refused 0
+  auto count = slices == 1 ? bucket_histogram_kernel<Counter, false> : bucket_histogram_kernel<Counter, true>;
+  const std::size_t copy_bytes = std::size_t{slice_of_buckets(num_bins, slices, 0).bins} * 4;
   int count_blocks = 1;
   if (cudaError_t e = filling_grid(count, tuning::bucket_threads, copy_bytes, props, std::int64_t{1} << 20, count_blocks);
       e != cudaSuccess) {
@@ -124,8 +140,11 @@ cudaError_t dispatch_partitioned(void* temp, std::size_t& temp_bytes,
       return e;
     }
     const cell_table table{offsets, cell_first, cell_start, tiles, cells};
-    count<<<count_blocks, tuning::bucket_threads, copy_bytes, stream>>>(table, num_bins, counts);
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    for (int slice = 0; slice < slices; ++slice) {
+      count<<<count_blocks, tuning::bucket_threads, copy_bytes, stream>>>(table, num_bins, counts,
+                                                                          slice_of_buckets(num_bins, slices, slice));
+      if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    }
   }
   return cudaSuccess;
 }

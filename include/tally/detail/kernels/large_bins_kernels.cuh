@@ -111,20 +111,19 @@ partition_kernel(const Sample* samples, std::int64_t num_samples, Mapper map, pa
 
 /// partitioned, pass 2: block j of G counts work units [j * W / G, (j + 1) * W / G) of bucket
 /// order, where W is the chunk's whole work: its in-range samples (the scanned table's last entry)
-/// and cell_work for each cell (work_before_cell). Dynamic shared memory: min(num_bins, 2^15)
-/// counters.
-template <class Counter>
+/// and cell_work for each cell (work_before_cell). Dynamic shared memory: min(num_bins,
+/// slice.bins) counters. `Sliced`: each bucket's bins in `slice` only (bucket_slice).
+template <class Counter, bool Sliced>
 __global__ void __launch_bounds__(tuning::bucket_threads, 1)
-bucket_histogram_kernel(cell_table table, std::int64_t num_bins, Counter* counts) {
+bucket_histogram_kernel(cell_table table, std::int64_t num_bins, Counter* counts, bucket_slice slice) {
   extern __shared__ std::uint32_t copy[];
-  const std::int64_t copy_bins = num_bins < tuning::bucket_bins ? num_bins : tuning::bucket_bins;
+  const std::int64_t copy_bins = num_bins < slice.bins ? num_bins : slice.bins;
   zero_block_copy(copy, copy_bins);
   __syncthreads();
   // Below 2^31: 2^28 samples a chunk, and cell_work for each of at most 2^11 x 37450 cells.
   const std::uint64_t whole = work_before_cell(table, table.cells);
-  count_block_share<tuning::bucket_threads, tuning::bucket_unroll>(table, whole * blockIdx.x / gridDim.x,
-                                                                   whole * (blockIdx.x + 1) / gridDim.x, num_bins,
-                                                                   copy, counts);
+  count_block_share<tuning::bucket_threads, tuning::bucket_unroll, Sliced>(
+      table, whole * blockIdx.x / gridDim.x, whole * (blockIdx.x + 1) / gridDim.x, num_bins, copy, counts, slice);
 }
 
 /// radix_sort, first step: keys[i] = the bin of sample i, or num_bins (a key past every bin,

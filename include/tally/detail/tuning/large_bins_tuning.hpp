@@ -11,6 +11,9 @@ namespace tally::detail::tuning {
 /// and one bucket's 32-bit counters take 128 KiB, one block per multiprocessor.
 inline constexpr int bucket_bits = 15;
 inline constexpr std::int64_t bucket_bins = std::int64_t{1} << bucket_bits;
+/// Where a block's shared memory holds less (99 KiB on sm_86, sm_89, sm_120), the second pass
+/// counts each bucket in up to this many slices, a launch each (bucket_slices).
+inline constexpr int max_bucket_slices = 4;
 /// Threads of a partition block and samples each holds in registers: a tile of 7168 samples,
 /// whose 16-bit offsets (14 KiB) are staged in shared memory. Larger tiles mean fewer, larger
 /// cells (cells average tile / buckets samples: 14 at 2^24 bins) but more registers: two blocks a
