@@ -562,9 +562,17 @@ void expect_packed16_spills_exactly(std::int64_t num_bins, T low_bin, T high_bin
   ASSERT_GT(expected[static_cast<std::size_t>(low_bin)], std::uint64_t{1} << 23);
   gpu::device_buffer<std::uint64_t> counts(expected.size());
   counts.fill_bytes(poison_byte);
-  const auto got = gpu::histogram_even(samples.const_span(), counts.span(), bins, {strategy::packed16});
-  EXPECT_EQ(download(counts), expected);
-  EXPECT_EQ(got.left_out, want.left_out);
+  try {
+    const auto got = gpu::histogram_even(samples.const_span(), counts.span(), bins, {strategy::packed16});
+    EXPECT_EQ(download(counts), expected);
+    EXPECT_EQ(got.left_out, want.left_out);
+  } catch (const error& e) {
+    // 65536 bins take 128 KiB as 16-bit counters: more than a 99 KiB chip gives a block
+    // (test_gpu_histogram_99k), which must refuse before writing anything.
+    ASSERT_TRUE(refused_as_unfit(e)) << e.what();
+    for (const std::uint64_t c : download(counts)) ASSERT_EQ(c, 0xababababababababull);
+    GTEST_SKIP() << num_bins << " bins do not fit packed16 on this GPU: " << e.what();
+  }
 }
 
 /// Samples whose runs of `run` alternate between bins 32 apart (which crowd one bank of a block's

@@ -77,9 +77,10 @@ bool cub_known_wrong() {
 }
 
 /// Whether strategy `s` may refuse this layout: cub (it runs uint16 only, and only where its levels
-/// give numpy's bins), and the strategies of one 32-bit copy a block in shared memory where the
+/// give numpy's bins), the strategies of one 32-bit copy a block in shared memory where the
 /// counted bins do not fit it (bytes and more than 65535 bins count the type's 256 or 65536
-/// values first).
+/// values first), and packed16 where they do not fit as 16-bit counters (65536 on a 99 KiB chip:
+/// test_gpu_small_types_99k).
 template <class T>
 bool may_refuse(strategy s, std::int64_t num_bins) {
   if (s == strategy::cub) return true;
@@ -87,7 +88,9 @@ bool may_refuse(strategy s, std::int64_t num_bins) {
                            s == strategy::warp_aggregated || s == strategy::replicated;
   const std::int64_t counted = sizeof(T) == 1 ? 256 : std::max<std::int64_t>(num_bins, num_bins > 65535 ? 65536 : 0);
   const std::int64_t copy_bytes = (counted + 1 + 31) / 32 * 32 * 4;  // whole rows, and the left-out word
-  return shared_copy && copy_bytes > static_cast<std::int64_t>(gpu::describe_device().shared_memory_per_block_optin);
+  const std::int64_t packed_bytes = ((counted + 1) / 2 + 31) / 32 * 32 * 4 + 8;  // two a word, and two mode words
+  const auto shared = static_cast<std::int64_t>(gpu::describe_device().shared_memory_per_block_optin);
+  return (shared_copy && copy_bytes > shared) || (s == strategy::packed16 && packed_bytes > shared);
 }
 
 /// Runs `s` on the GPU over `host` (from `offset` on) and compares with the sequential CPU
