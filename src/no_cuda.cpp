@@ -6,6 +6,7 @@
 #include "instantiation_list.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu.hpp"
+#include "tally/gpu/streaming.hpp"
 #include "tally/gpu/timing.hpp"
 
 namespace tally::gpu {
@@ -91,5 +92,48 @@ TALLY_INSTANTIATE_INTEGER(std::int16_t)
 TALLY_INSTANTIATE_INTEGER(std::uint16_t)
 TALLY_INSTANTIATE_FLOATING(tally::float16)
 TALLY_INSTANTIATE_FLOATING(tally::bfloat16)
+}  // namespace detail
+
+// Host samples: the ring keeps its options, every use reports the missing backend.
+struct staging_ring::state {
+  staging_options options;
+};
+staging_ring::staging_ring(const staging_options& options) : state_(std::make_unique<state>(state{options})) {}
+staging_ring::staging_ring(staging_ring&&) noexcept = default;
+staging_ring& staging_ring::operator=(staging_ring&&) noexcept = default;
+staging_ring::~staging_ring() = default;
+const staging_options& staging_ring::options() const noexcept { return state_->options; }
+std::size_t staging_ring::pinned_bytes() const noexcept { return 0; }
+staging_ring& staging_ring::thread_ring() { no_cuda(); }
+
+namespace detail {
+streamed stream_chunks(staging_ring&, std::string_view, std::span<const host_lane>, const chunk_work&, stream_t,
+                       const std::uint64_t*) {
+  no_cuda();
+}
+void* ring_scratch(staging_ring&, std::size_t, stream_t) { no_cuda(); }
+void add_chunk_counts(std::uint32_t*, const std::uint32_t*, std::size_t, std::uint64_t*, const std::uint64_t*, bool,
+                      stream_t) {
+  no_cuda();
+}
+void add_chunk_counts(std::uint64_t*, const std::uint64_t*, std::size_t, std::uint64_t*, const std::uint64_t*, bool,
+                      stream_t) {
+  no_cuda();
+}
+void add_chunk_counts(double*, const double*, std::size_t, std::uint64_t*, const std::uint64_t*, bool, stream_t) {
+  no_cuda();
+}
+template <class A>
+void combine_chunk_results(reduce_op, std::uint64_t*, const std::uint64_t*, bool, stream_t) {
+  no_cuda();
+}
+template void combine_chunk_results<std::int64_t>(reduce_op, std::uint64_t*, const std::uint64_t*, bool, stream_t);
+template void combine_chunk_results<std::uint64_t>(reduce_op, std::uint64_t*, const std::uint64_t*, bool, stream_t);
+template void combine_chunk_results<float>(reduce_op, std::uint64_t*, const std::uint64_t*, bool, stream_t);
+template void combine_chunk_results<double>(reduce_op, std::uint64_t*, const std::uint64_t*, bool, stream_t);
+void record_first_match(std::uint64_t*, const std::uint64_t*, std::uint64_t, std::uint64_t, bool, stream_t) {
+  no_cuda();
+}
+std::uint64_t read_device_word(const std::uint64_t*, stream_t) { no_cuda(); }
 }  // namespace detail
 }  // namespace tally::gpu
