@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <future>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -33,6 +34,8 @@
 #include "tally/cpu.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu.hpp"
+#include "tally/gpu/streaming.hpp"
+#include "tally/gpu/timing.hpp"
 #include "tally/strategy.hpp"
 
 namespace tally::cli {
@@ -57,12 +60,13 @@ struct hist_arguments {
   bool quiet = false;
   std::string strategy_name = "automatic";
   std::string backend_name = "auto";
-  std::int64_t chunk_mb = 256;
+  std::int64_t chunk_mb = 0;  ///< 0: the backend's own (256 MiB on the CPU, 32 MiB staging chunks on the GPU)
   std::string output;
   CLI::Option* bins_option = nullptr;
   CLI::Option* range_option = nullptr;
   CLI::Option* edges_option = nullptr;
   CLI::Option* dtype_option = nullptr;
+  CLI::Option* chunk_option = nullptr;
 };
 
 enum class output_format : std::uint8_t { table, npy, csv };
@@ -73,6 +77,7 @@ struct hist_settings {
   strategy algorithm = strategy::automatic;
   upper_edge last_edge = upper_edge::exclusive;
   std::uint64_t chunk_bytes = 0;
+  std::int64_t chunk_mb = 0;
   output_format output = output_format::table;
 };
 
@@ -165,11 +170,14 @@ hist_settings check_arguments(const hist_arguments& args) {
   }
   if (args.include_upper_edge && args.bincount) invalid("--include-upper-edge", "is for bins with edges, not --bincount");
 
-  if (args.chunk_mb < 1 || args.chunk_mb > largest_chunk_mb) {
+  if (args.chunk_option->count() > 0 && (args.chunk_mb < 1 || args.chunk_mb > largest_chunk_mb)) {
     invalid("--chunk-mb", "must be between 1 and " + std::to_string(largest_chunk_mb) + " (got " +
                               std::to_string(args.chunk_mb) + ")");
   }
-  settings.chunk_bytes = static_cast<std::uint64_t>(args.chunk_mb) << 20;
+  // The GPU streams through three pinned buffers of a chunk each: a chunk large enough to keep the
+  // copy engine busy, small enough that pinning the three costs milliseconds.
+  settings.chunk_mb = args.chunk_option->count() > 0 ? args.chunk_mb : settings.where == backend::gpu ? 32 : 256;
+  settings.chunk_bytes = static_cast<std::uint64_t>(settings.chunk_mb) << 20;
 
   if (args.bins_option->count() > 0 && (args.bins < 1 || static_cast<std::uint64_t>(args.bins) > most_bins)) {
     invalid("--bins",
@@ -520,9 +528,65 @@ void record_choice(std::vector<strategy_use>& uses, const choice& chose) {
   uses.push_back({chose, 1});
 }
 
+/**
+ * The GPU's pass: the file streams through the library's staging ring (tally/gpu/streaming.hpp),
+ * read straight into pinned buffers by the threads while the chunk before is copied and counted,
+ * and the counts add up on the device. The rare checks that need the samples themselves (which
+ * negative sample a bincount refuses, how many left-out samples are NaN or infinite) take a
+ * second pass on the host, only when the count says there is something to find.
+ */
 template <class T>
-count_totals count_file(const bin_plan& plan, const hist_settings& settings, const sample_file& file,
+count_totals count_file_on_gpu(const bin_plan& plan, const hist_settings& settings, sample_file& file,
+                               chunk_reader<T>& reader, bool check_negative) {
+  count_totals totals;
+  const histogram_options options{settings.algorithm, settings.last_edge};
+  gpu::staging_ring ring(gpu::staging_options{static_cast<std::size_t>(settings.chunk_bytes), 3});
+  std::uint64_t next = 0;
+  const gpu::host_samples<T> samples(gpu::host_reader([&](std::span<std::byte> into) -> std::size_t {
+    const std::uint64_t n = std::min<std::uint64_t>(into.size() / sizeof(T), file.num_samples() - next);
+    file.read(next, std::span<T>(reinterpret_cast<T*>(into.data()), static_cast<std::size_t>(n)));
+    next += n;
+    return static_cast<std::size_t>(n * sizeof(T));
+  }));
+  gpu::device_buffer<std::uint64_t> counts(static_cast<std::size_t>(plan.num_bins));
+  histogram_result result;
+  switch (plan.kind) {
+    case bin_kind::even:
+      result = gpu::from_host::histogram_even(samples, counts.span(), plan.even, options, &ring);
+      break;
+    case bin_kind::range:
+      result = gpu::from_host::histogram_range(samples, counts.span(), std::span<const double>(plan.edges), options, &ring);
+      break;
+    case bin_kind::bincount:
+      if constexpr (is_bincount_sample_v<T>) {
+        result = gpu::from_host::bincount(samples, counts.span(), options, &ring);
+        break;
+      }
+      throw std::logic_error("tally hist: a bincount of floating-point samples");
+  }
+  file.check_unchanged();
+  totals.counts.resize(counts.size());
+  counts.download(totals.counts);
+  // The chunks the ring cut the file into: whole 512-sample blocks of at most chunk_bytes.
+  const std::uint64_t per_chunk = std::max<std::uint64_t>(512, ring.options().chunk_bytes / sizeof(T) / 512 * 512);
+  totals.chunks = (file.num_samples() + per_chunk - 1) / per_chunk;
+  totals.left_out = result.left_out;
+  totals.strategies.push_back({result.chose, totals.chunks});
+  if (result.left_out > 0 && (check_negative || is_floating_sample_v<T>)) {
+    reader.for_each_chunk([&](std::span<const T> chunk, std::uint64_t first_index) {
+      if (check_negative) check_no_negative(file, chunk, first_index);
+      totals.not_finite += count_not_finite(chunk);
+    });
+  }
+  return totals;
+}
+
+template <class T>
+count_totals count_file(const bin_plan& plan, const hist_settings& settings, sample_file& file,
                         chunk_reader<T>& reader, bool check_negative) {
+  if (plan.num_bins > 0 && settings.where == backend::gpu) {
+    return count_file_on_gpu(plan, settings, file, reader, check_negative);
+  }
   count_totals totals;
   const histogram_options options{settings.algorithm, settings.last_edge};
   const std::span<const double> edges(plan.edges);
@@ -706,7 +770,7 @@ void report(const hist_arguments& args, const hist_settings& settings, const sam
   const std::uint64_t counted = samples - totals.left_out;
   std::string text = fmt::format("tally hist: {}: {} {} samples ({}), {} chunk{} of at most {} MiB\n", file.name(),
                                  samples, to_string(file.type()), file.layout(), totals.chunks,
-                                 totals.chunks == 1 ? "" : "s", args.chunk_mb);
+                                 totals.chunks == 1 ? "" : "s", settings.chunk_mb);
   text += fmt::format("  bins:     {}\n", plan.description);
   if (plan.kind != bin_kind::bincount) {
     text += fmt::format("            bins are [lower, upper){}\n",
@@ -779,6 +843,18 @@ void run_typed(const hist_arguments& args, const hist_settings& settings, sample
 
 int run_hist(const hist_arguments& args) {
   const hist_settings settings = check_arguments(args);
+  // CUDA makes its context (a few hundred milliseconds) on a thread of its own while this one opens
+  // the file, plans the bins and, for the data's range, reads the file once: the first CUDA call of
+  // the count waits for it. Its errors, if any, come back from that call.
+  std::future<void> context;
+  if (settings.where == backend::gpu) {
+    context = std::async(std::launch::async, [] {
+      try {
+        gpu::synchronize();
+      } catch (const error&) {
+      }
+    });
+  }
   std::optional<dtype> requested;
   if (!args.dtype_name.empty()) requested = parse_dtype(args.dtype_name);
   sample_file file(args.file, requested);
@@ -810,7 +886,9 @@ Output:
   compared in (float32, float16 or bfloat16 for even bins of such data). A report on stderr gives
   the samples, counted, left out, the backend and the strategy that ran (--quiet: warnings only).
 
-Large files are read in chunks of --chunk-mb; each is counted and added to a uint64 total.)";
+Large files are read in chunks of --chunk-mb; each is counted and added to a uint64 total. On the
+  GPU the chunks stream through three pinned buffers (32 MiB by default): the threads
+  read one while the one before is copied and the one before that counted.)";
 
 }  // namespace
 
@@ -865,8 +943,8 @@ void add_hist_command(CLI::App& app, int& exit_code) {
   hist->add_option("--backend", args->backend_name, "Where to count: cpu, gpu, or auto (the GPU when there is one)")
       ->check(CLI::IsMember({"cpu", "gpu", "auto"}))
       ->capture_default_str();
-  hist->add_option("--chunk-mb", args->chunk_mb, "Read and count the file in chunks of this many MiB")
-      ->capture_default_str();
+  args->chunk_option = hist->add_option("--chunk-mb", args->chunk_mb,
+                   "Read and count the file in chunks of this many MiB (default: 256 on the CPU, 32 on the GPU)");
   hist->add_option("--output", args->output,
                    "Write the counts to FILE.npy (uint64) or FILE.csv instead of a table on stdout")
       ->type_name("FILE");
