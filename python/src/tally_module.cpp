@@ -20,6 +20,7 @@
 #include "tally/cpu.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu.hpp"
+#include "tally/gpu/streaming.hpp"
 
 #if defined(TALLY_WITH_CUDA)
 #include <cuda_runtime.h>
@@ -161,6 +162,47 @@ tally::gpu::stream_t as_stream(std::uintptr_t stream) { return reinterpret_cast<
   throw nb::value_error("samples: a CUDA array, but this build of tally has no GPU backend");
 }
 
+/// A host array counted on the GPU (backend="gpu" for numpy arrays): `run(device_out)` streams the
+/// samples through the thread's staging ring into a device array of `out`'s size, without the GIL,
+/// and the result is copied into `out`.
+template <class T, class Run>
+choice_tuple streamed_into(const output& out, Run&& run) {
+#if defined(TALLY_WITH_CUDA)
+  tally::gpu::device_buffer<T> device(out.size());
+  tally::choice chose;
+  {
+    const nb::gil_scoped_release unlocked;
+    chose = run(device.span());
+    device.download(span_of<T>(out));
+  }
+  return to_tuple(chose);
+#else
+  (void)out;
+  (void)run;
+  no_gpu_backend();
+#endif
+}
+
+/// The same for a scalar result (a reduction, a count, an index): `run()` returns (value, choice).
+template <class Run>
+choice_tuple streamed_scalar(const output& out, Run&& run) {
+#if defined(TALLY_WITH_CUDA)
+  const nb::gil_scoped_release unlocked;
+  const auto [value, chose] = run();
+  std::memcpy(out.data(), &value, sizeof value);
+  return to_tuple(chose);
+#else
+  (void)out;
+  (void)run;
+  no_gpu_backend();
+#endif
+}
+
+template <class T>
+tally::gpu::host_samples<T> host_samples_of(const array& a) {
+  return tally::gpu::host_samples<T>(const_span_of<T>(a));
+}
+
 /// Runs `gpu(ws, stream)` on the samples' device with the (device, stream) workspace.
 template <class Gpu>
 decltype(auto) on_device(const array& samples, std::uintptr_t stream, Gpu&& gpu) {
@@ -176,13 +218,19 @@ decltype(auto) on_device(const array& samples, std::uintptr_t stream, Gpu&& gpu)
 }
 
 choice_tuple histogram_even(const array& samples, const output& counts, std::int64_t num_bins, double lower,
-                            double upper, bool inclusive, const std::string& strategy, std::uintptr_t stream) {
+                            double upper, bool inclusive, const std::string& strategy, std::uintptr_t stream,
+                            bool streamed) {
   const tally::even_bins bins{num_bins, lower, upper};
   const tally::histogram_options options = histogram_options_for(strategy, inclusive);
   return with_sample_type(samples, "a", [&](auto* sample_type) {
     using Sample = std::remove_pointer_t<decltype(sample_type)>;
     return with_counter_type(counts, [&](auto* counter_type) {
       using Counter = std::remove_pointer_t<decltype(counter_type)>;
+      if (!on_gpu(samples) && streamed) {
+        return streamed_into<Counter>(counts, [&](std::span<Counter> device) {
+          return tally::gpu::from_host::histogram_even(host_samples_of<Sample>(samples), device, bins, options).chose;
+        });
+      }
       if (!on_gpu(samples)) {
         return to_tuple(tally::cpu::histogram_even(const_span_of<Sample>(samples), span_of<Counter>(counts), bins,
                                                    options)
@@ -198,13 +246,19 @@ choice_tuple histogram_even(const array& samples, const output& counts, std::int
 
 choice_tuple histogram_range(const array& samples, const output& counts, nb::ndarray<const double, nb::ndim<1>,
                              nb::c_contig, nb::device::cpu> edges, bool inclusive, const std::string& strategy,
-                             std::uintptr_t stream) {
+                             std::uintptr_t stream, bool streamed) {
   const tally::histogram_options options = histogram_options_for(strategy, inclusive);
   const std::span<const double> edge_span(edges.data(), edges.size());
   return with_sample_type(samples, "a", [&](auto* sample_type) {
     using Sample = std::remove_pointer_t<decltype(sample_type)>;
     return with_counter_type(counts, [&](auto* counter_type) {
       using Counter = std::remove_pointer_t<decltype(counter_type)>;
+      if (!on_gpu(samples) && streamed) {
+        return streamed_into<Counter>(counts, [&](std::span<Counter> device) {
+          return tally::gpu::from_host::histogram_range(host_samples_of<Sample>(samples), device, edge_span, options)
+              .chose;
+        });
+      }
       if (!on_gpu(samples)) {
         return to_tuple(tally::cpu::histogram_range(const_span_of<Sample>(samples), span_of<Counter>(counts),
                                                     edge_span, options)
@@ -221,13 +275,21 @@ choice_tuple histogram_range(const array& samples, const output& counts, nb::nda
 /// Weighted even bins: float32 or float64 weights, float64 sums.
 choice_tuple histogram_even_weighted(const array& samples, const array& weights, const output& sums,
                                      std::int64_t num_bins, double lower, double upper, bool inclusive,
-                                     const std::string& strategy, bool deterministic, std::uintptr_t stream) {
+                                     const std::string& strategy, bool deterministic, std::uintptr_t stream,
+                                     bool streamed) {
   const tally::even_bins bins{num_bins, lower, upper};
   const tally::histogram_options options = histogram_options_for(strategy, inclusive, deterministic);
   return with_sample_type(samples, "a", [&](auto* sample_type) {
     using Sample = std::remove_pointer_t<decltype(sample_type)>;
     const auto run = [&](auto* weight_type) {
       using Weight = std::remove_pointer_t<decltype(weight_type)>;
+      if (!on_gpu(samples) && streamed) {
+        return streamed_into<double>(sums, [&](std::span<double> device) {
+          return tally::gpu::from_host::histogram_even(host_samples_of<Sample>(samples), host_samples_of<Weight>(weights),
+                                                       device, bins, options)
+              .chose;
+        });
+      }
       if (!on_gpu(samples)) {
         return to_tuple(tally::cpu::histogram_even(const_span_of<Sample>(samples), const_span_of<Weight>(weights),
                                                    span_of<double>(sums), bins, options)
@@ -262,7 +324,7 @@ choice_tuple histogram_even_weighted(const array& samples, const array& weights,
 /// Python layer sized the counts by) it waits for the left-out count, which then counts exactly the
 /// negative samples, and raises if there are any: one pass where a minimum would take another.
 choice_tuple bincount(const array& samples, const output& counts, const std::string& strategy, bool refuse_negative,
-                      std::uintptr_t stream) {
+                      std::uintptr_t stream, bool streamed) {
   const tally::histogram_options options = histogram_options_for(strategy, false);
   return with_sample_type(samples, "x", [&](auto* sample_type) -> choice_tuple {
     using Sample = std::remove_pointer_t<decltype(sample_type)>;
@@ -271,6 +333,19 @@ choice_tuple bincount(const array& samples, const output& counts, const std::str
     } else {
       return with_counter_type(counts, [&](auto* counter_type) {
         using Counter = std::remove_pointer_t<decltype(counter_type)>;
+        if (!on_gpu(samples) && streamed) {
+          // Over host samples the negative ones are left out and counted: the same one-pass check.
+          return streamed_into<Counter>(counts, [&](std::span<Counter> device) {
+            const tally::histogram_result r =
+                tally::gpu::from_host::bincount(host_samples_of<Sample>(samples), device, options);
+            if (refuse_negative && r.left_out != 0) {
+              throw tally::error(tally::errc::invalid_argument, "x",
+                                 "x: bincount takes non-negative integers (found " + std::to_string(r.left_out) +
+                                     " negative)");
+            }
+            return r.chose;
+          });
+        }
         if (!on_gpu(samples)) {
           return to_tuple(
               tally::cpu::bincount(const_span_of<Sample>(samples), span_of<Counter>(counts), options).chose);
@@ -322,7 +397,7 @@ tally::reduce_op reduce_op_named(const std::string& op) {
 /// for unsigned integers of up to 32 bits, float32 for float16 and bfloat16, else the samples'
 /// type), in the samples' memory.
 choice_tuple reduce(const array& samples, const std::string& op, const output& out, bool deterministic,
-                    const std::string& strategy, std::uintptr_t stream) {
+                    const std::string& strategy, std::uintptr_t stream, bool streamed) {
   tally::reduce_options options{strategy_named(strategy)};
   options.deterministic = deterministic;
   const tally::reduce_op which = reduce_op_named(op);
@@ -332,6 +407,12 @@ choice_tuple reduce(const array& samples, const std::string& op, const output& o
       throw nb::type_error(
           "a: sum, min and max take int8, int16, uint16, int32, uint32, int64, float16, bfloat16, float32 and float64");
     } else {
+      if (!on_gpu(samples) && streamed) {
+        return streamed_scalar(out, [&] {
+          const tally::reduce_result<T> r = tally::gpu::from_host::reduce(host_samples_of<T>(samples), which, options);
+          return std::pair{r.value, r.chose};
+        });
+      }
       if (!on_gpu(samples)) {
         const tally::reduce_result<T> r = tally::cpu::reduce(const_span_of<T>(samples), which, options);
         std::memcpy(out.data(), &r.value, sizeof r.value);
@@ -362,7 +443,7 @@ tally::comparison comparison_named(const std::string& op) {
 /// of the samples' type: the Python layer rounds it as numpy compares).
 choice_tuple predicate(bool find, const array& samples, const std::string& op, double float_value,
                        std::int64_t integer_value, const output& out, const std::string& strategy,
-                       std::uintptr_t stream) {
+                       std::uintptr_t stream, bool streamed) {
   const tally::reduce_options options{strategy_named(strategy)};
   const tally::comparison which = comparison_named(op);
   return with_sample_type(samples, "a", [&](auto* sample_type) {
@@ -376,6 +457,16 @@ choice_tuple predicate(bool find, const array& samples, const std::string& op, d
       value = static_cast<T>(float_value);
     }
     const tally::compare_to<T> compare{which, value};
+    if (!on_gpu(samples) && streamed) {
+      return streamed_scalar(out, [&] {
+        if (find) {
+          const tally::find_result r = tally::gpu::from_host::find_first_if(host_samples_of<T>(samples), compare, options);
+          return std::pair{static_cast<std::uint64_t>(r.index), r.chose};
+        }
+        const tally::count_result r = tally::gpu::from_host::count_if(host_samples_of<T>(samples), compare, options);
+        return std::pair{r.count, r.chose};
+      });
+    }
     if (!on_gpu(samples)) {
       std::uint64_t result = 0;
       tally::choice chose;

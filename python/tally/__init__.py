@@ -82,10 +82,32 @@ def _accumulator(name: str) -> np.dtype:
     return np.dtype(_ACCUMULATORS.get(name, name))
 
 
-def _reduce_into(flat, kind: Kind, op: str, deterministic: bool, strategy: str, stream: int):
+def _reduce_into(flat, kind: Kind, op: str, deterministic: bool, strategy: str, stream: int, streamed=False):
     out = kind.empty(1, _accumulator(_dtype_name(flat)))
-    _local.pending = _tally.reduce(flat, op, out, deterministic, strategy, stream)
+    _local.pending = _tally.reduce(flat, op, out, deterministic, strategy, stream, streamed)
     return out
+
+
+_BACKENDS = (None, "cpu", "gpu")
+
+
+def _streamed(kind: Kind, backend) -> bool:
+    """Whether numpy samples are counted on the GPU: backend="gpu" streams them from host memory
+    through pinned staging buffers (the library's tally::gpu::from_host); None counts where the
+    array lives. Device arrays are never copied to the host."""
+    if backend not in _BACKENDS:
+        raise ValueError(f"backend: 'cpu', 'gpu' or None (where the array lives), not {backend!r}")
+    if kind.on_gpu:
+        if backend == "cpu":
+            raise ValueError("backend: 'cpu', but the array is on a CUDA device; tally copies no samples to the host "
+                             "(pass a numpy array, or leave backend=None)")
+        return False
+    if backend != "gpu":
+        return False
+    if not _tally.built_with_cuda() or _tally.device_count() == 0:
+        raise ValueError("backend: 'gpu', but " + ("this build of tally has no GPU backend" if not _tally.built_with_cuda()
+                                                   else "no CUDA device is visible"))
+    return True
 
 
 def _dtype_name(flat) -> str:
@@ -102,14 +124,15 @@ def _extremes(flat, kind: Kind, stream: int):
     """The least and greatest sample, as numpy scalars of the samples' dtype (float32 for bfloat16;
     NaN if any is NaN)."""
     dtype = _sample_dtype(_dtype_name(flat))
-    if not kind.on_gpu:
+    if dtype == np.uint8 and not kind.on_gpu:
         return flat.min(), flat.max()
     if dtype == np.uint8:  # no uint8 reduction: the byte values present, from a 256-bin count
         counts = kind.empty(256, np.int64)
-        _tally.histogram_even(flat, counts, 256, 0.0, 256.0, False, "automatic", stream)
+        _tally.histogram_even(flat, counts, 256, 0.0, 256.0, False, "automatic", stream, False)
         present = np.flatnonzero(kind.to_numpy(counts))
         return np.uint8(present[0]), np.uint8(present[-1])
     # Both enqueued, then both read: one wait (each result is copied out of the workspace on the stream).
+    # numpy arrays too: the library's CPU reduction runs on every core, numpy's min and max on one.
     low = _reduce_into(flat, kind, "min", False, "automatic", stream)
     high = _reduce_into(flat, kind, "max", False, "automatic", stream)
     return dtype.type(kind.scalar(low)), dtype.type(kind.scalar(high))
@@ -247,15 +270,17 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None, *, stream=None):
 
 
 def histogram(a, bins=10, range=None, weights=None, density=False, *, last_edge="inclusive", strategy="automatic",
-              deterministic=False, dtype=None, stream=None, return_choice=False):
+              deterministic=False, dtype=None, stream=None, backend=None, return_choice=False):
     """numpy.histogram(a, bins, range, weights, density) -> (counts, edges), counted exactly as numpy
     counts (its edges, its comparisons) by tally's library. Arrays like `a` (numpy, or CuPy, PyTorch
     or JAX on a CUDA device). Keyword-only: `last_edge` "inclusive" (numpy's closed last bin) or
     "exclusive" (every bin half-open); `strategy` (the library's names); `deterministic` (weighted
     sums with the same bits on every backend and launch); `dtype` of the counts (int64, uint64,
-    uint32); `stream` (CUDA; default: the framework's current stream); `return_choice` adds the
-    library's Choice."""
+    uint32); `stream` (CUDA; default: the framework's current stream); `backend` "gpu" counts numpy
+    samples on the GPU, streamed from host memory (None: where the array lives); `return_choice`
+    adds the library's Choice."""
     flat, kind = take(a, "a")
+    streamed = _streamed(kind, backend)
     if last_edge not in _LAST_EDGES:
         raise ValueError(f"last_edge: 'inclusive' or 'exclusive', not {last_edge!r}")
     inclusive = last_edge == "inclusive"
@@ -265,10 +290,10 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, last_edge=
     if weights is None:
         counts = kind.empty(num_bins, _count_dtype(dtype))
         if even is not None:
-            _local.pending = _tally.histogram_even(flat, counts, *even, inclusive, strategy, s)
+            _local.pending = _tally.histogram_even(flat, counts, *even, inclusive, strategy, s, streamed)
         else:
             _local.pending = _tally.histogram_range(flat, counts, np.ascontiguousarray(edges, np.float64), inclusive,
-                                                    strategy, s)
+                                                    strategy, s, streamed)
     else:
         w, weight_kind = take(weights, "weights")
         if weight_kind.device != kind.device or w.shape[0] != flat.shape[0]:
@@ -278,7 +303,8 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, last_edge=
                 "weights: weighted histograms take even bins whose edges the library reproduces; these edges "
                 "(given, or numpy's float32 arithmetic over the data's range) need range bins")
         sums = kind.empty(num_bins, np.float64)
-        _local.pending = _tally.histogram_even_weighted(flat, w, sums, *even, inclusive, strategy, deterministic, s)
+        _local.pending = _tally.histogram_even_weighted(flat, w, sums, *even, inclusive, strategy, deterministic, s,
+                                                        streamed)
         # numpy sums in the weights' dtype: float32 weights give float32 sums (here rounded once)
         counts = sums if np.dtype(_dtype_name(w)) == np.float64 else kind.astype(sums, np.float32)
     result_edges = _edges_like(kind, edges, key)
@@ -290,10 +316,12 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, last_edge=
 
 
 def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministic=False, dtype=None, stream=None,
-             return_choice=False):
+             backend=None, return_choice=False):
     """numpy.bincount(x, weights, minlength): counts of each value 0..max(x) (at least `minlength`
-    of them) of non-negative integers, as an array like `x`; float64 sums with `weights`."""
+    of them) of non-negative integers, as an array like `x`; float64 sums with `weights`; `backend`
+    as for histogram()."""
     flat, kind = take(x, "x")
+    streamed = _streamed(kind, backend)
     if not np.issubdtype(_sample_dtype(_dtype_name(flat)), np.integer):
         raise TypeError("x: bincount takes integer arrays")
     minlength = operator.index(minlength)
@@ -303,7 +331,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
     dtype_of_x = np.dtype(_dtype_name(flat))
     # Unweighted on the GPU: the maximum alone sizes the counts, and the count's left-out samples,
     # waited for, are exactly the negative ones (one pass fewer than a minimum).
-    by_maximum = weights is None and kind.on_gpu and dtype_of_x != np.uint8 and flat.shape[0] > 0
+    by_maximum = weights is None and (kind.on_gpu or streamed) and dtype_of_x != np.uint8 and flat.shape[0] > 0
     if flat.shape[0] == 0:
         length = minlength
     elif by_maximum:
@@ -319,7 +347,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
     if weights is None:
         counts = kind.empty(length, _count_dtype(dtype))
         refuse_negative = by_maximum and np.issubdtype(dtype_of_x, np.signedinteger)
-        _local.pending = (_tally.bincount(flat, counts, strategy, refuse_negative, s) if length > 0
+        _local.pending = (_tally.bincount(flat, counts, strategy, refuse_negative, s, streamed) if length > 0
                           else ("automatic", "no bins"))
         return _chose(kind, counts, return_choice)
     w, weight_kind = take(weights, "weights")
@@ -328,43 +356,45 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
     sums = kind.empty(length, np.float64)
     if length > 0:
         _local.pending = _tally.histogram_even_weighted(flat, w, sums, length, 0.0, float(length), False, strategy,
-                                                        deterministic, s)
+                                                        deterministic, s, streamed)
     else:
         _local.pending = ("automatic", "no bins")
     return _chose(kind, sums, return_choice)
 
 
-def _reduction(a, op: str, deterministic: bool, strategy: str, stream, return_choice: bool):
+def _reduction(a, op: str, deterministic: bool, strategy: str, stream, backend, return_choice: bool):
     flat, kind = take(a, "a")
+    streamed = _streamed(kind, backend)
     name = _dtype_name(flat)
     if name == "uint8":
         raise TypeError("a: sum, min and max take int8, int16, uint16, int32, uint32, int64, float16, bfloat16, "
                         "float32 and float64")
     if flat.shape[0] == 0 and op != "sum":
         raise ValueError(f"a: zero-size array to reduction operation {op}imum which has no identity")
-    out = _reduce_into(flat, kind, op, deterministic, strategy, kind.stream(stream))
+    out = _reduce_into(flat, kind, op, deterministic, strategy, kind.stream(stream), streamed)
     if op != "sum":
         out = kind.astype(out, name)  # exact: the least or greatest sample, widened
     result = out.reshape(()) if kind.on_gpu else out[0]
     return _chose(kind, result, return_choice)
 
 
-def sum(a, *, deterministic=False, strategy="automatic", stream=None, return_choice=False):  # noqa: A001
+def sum(a, *, deterministic=False, strategy="automatic", stream=None, backend=None, return_choice=False):  # noqa: A001
     """The sum of `a` (integers of up to 32 bits in 64 bits, as numpy; float16 and bfloat16 in
     float32, and returned as float32, where numpy sums float16 in float16); `deterministic` float
     sums have bits that depend only on the values (not the launch, the strategy or the backend). A
-    numpy scalar for numpy input, else a 0-d array on the device."""
-    return _reduction(a, "sum", deterministic, strategy, stream, return_choice)
+    numpy scalar for numpy input, else a 0-d array on the device. `backend` as for histogram()
+    (deterministic sums are not offered over streamed numpy samples)."""
+    return _reduction(a, "sum", deterministic, strategy, stream, backend, return_choice)
 
 
-def min(a, *, strategy="automatic", stream=None, return_choice=False):  # noqa: A001
+def min(a, *, strategy="automatic", stream=None, backend=None, return_choice=False):  # noqa: A001
     """The least sample of `a` (NaN if any is NaN, as numpy)."""
-    return _reduction(a, "min", False, strategy, stream, return_choice)
+    return _reduction(a, "min", False, strategy, stream, backend, return_choice)
 
 
-def max(a, *, strategy="automatic", stream=None, return_choice=False):  # noqa: A001
+def max(a, *, strategy="automatic", stream=None, backend=None, return_choice=False):  # noqa: A001
     """The greatest sample of `a` (NaN if any is NaN, as numpy)."""
-    return _reduction(a, "max", False, strategy, stream, return_choice)
+    return _reduction(a, "max", False, strategy, stream, backend, return_choice)
 
 
 _OPS = ("<", "<=", ">", ">=", "==", "!=")
@@ -426,8 +456,9 @@ def _integer_predicate(op: str, value, info):
     return op, value
 
 
-def _predicate(find: bool, a, op: str, value, strategy: str, stream, return_choice: bool):
+def _predicate(find: bool, a, op: str, value, strategy: str, stream, backend, return_choice: bool):
     flat, kind = take(a, "a")
+    streamed = _streamed(kind, backend)
     if op not in _OPS:
         raise ValueError(f"op: one of {' '.join(_OPS)}, not {op!r}")
     name = _dtype_name(flat)
@@ -438,17 +469,19 @@ def _predicate(find: bool, a, op: str, value, strategy: str, stream, return_choi
     else:
         op, value = _float_predicate(op, value, name)
     out = kind.empty(1, np.int64)
-    _local.pending = _tally.predicate(find, flat, op, float(value), integer_value, out, strategy, kind.stream(stream))
+    _local.pending = _tally.predicate(find, flat, op, float(value), integer_value, out, strategy, kind.stream(stream),
+                                      streamed)
     result = out.reshape(()) if kind.on_gpu else out[0]
     return _chose(kind, result, return_choice)
 
 
-def count_if(a, op, value, *, strategy="automatic", stream=None, return_choice=False):
+def count_if(a, op, value, *, strategy="automatic", stream=None, backend=None, return_choice=False):
     """How many samples x of `a` satisfy `x op value` (op: < <= > >= == !=; NaN compares false
-    except !=)."""
-    return _predicate(False, a, op, value, strategy, stream, return_choice)
+    except !=); `backend` as for histogram()."""
+    return _predicate(False, a, op, value, strategy, stream, backend, return_choice)
 
 
-def find_first(a, op, value, *, strategy="automatic", stream=None, return_choice=False):
-    """The index of the first sample x of `a` with `x op value`, or a.size when none has."""
-    return _predicate(True, a, op, value, strategy, stream, return_choice)
+def find_first(a, op, value, *, strategy="automatic", stream=None, backend=None, return_choice=False):
+    """The index of the first sample x of `a` with `x op value`, or a.size when none has; `backend`
+    as for histogram() (streamed, reading stops soon after the first match)."""
+    return _predicate(True, a, op, value, strategy, stream, backend, return_choice)

@@ -232,3 +232,16 @@ def test_errors_name_their_argument():
         tally.min(np.array([], np.float32))
     with pytest.raises(ValueError, match="^op"):
         tally.count_if(a, "<>", 1)
+
+
+def test_backend_is_checked_and_cpu_is_the_default_for_numpy():
+    a = np.arange(1000, dtype=np.int32) % 17
+    np.testing.assert_array_equal(tally.histogram(a, 17, (0, 17), backend="cpu")[0], np.bincount(a))
+    assert tally.sum(a, backend=None) == a.sum()
+    for call in (lambda: tally.histogram(a, 10, backend="tpu"), lambda: tally.bincount(a, backend="GPU"),
+                 lambda: tally.sum(a, backend=0), lambda: tally.count_if(a, "<", 3, backend="cuda")):
+        with pytest.raises(ValueError, match="backend"):
+            call()
+    if not tally.built_with_cuda() or tally._tally.device_count() == 0:
+        with pytest.raises(ValueError, match="backend: 'gpu'"):
+            tally.histogram(a, 10, backend="gpu")
