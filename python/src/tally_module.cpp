@@ -167,35 +167,20 @@ tally::gpu::stream_t as_stream(std::uintptr_t stream) { return reinterpret_cast<
 /// and the result is copied into `out`.
 template <class T, class Run>
 choice_tuple streamed_into(const output& out, Run&& run) {
-#if defined(TALLY_WITH_CUDA)
   tally::gpu::device_buffer<T> device(out.size());
-  tally::choice chose;
-  {
-    const nb::gil_scoped_release unlocked;
-    chose = run(device.span());
-    device.download(span_of<T>(out));
-  }
+  const nb::gil_scoped_release unlocked;
+  const tally::choice chose = run(device.span());
+  device.download(span_of<T>(out));
   return to_tuple(chose);
-#else
-  (void)out;
-  (void)run;
-  no_gpu_backend();
-#endif
 }
 
 /// The same for a scalar result (a reduction, a count, an index): `run()` returns (value, choice).
 template <class Run>
 choice_tuple streamed_scalar(const output& out, Run&& run) {
-#if defined(TALLY_WITH_CUDA)
   const nb::gil_scoped_release unlocked;
   const auto [value, chose] = run();
   std::memcpy(out.data(), &value, sizeof value);
   return to_tuple(chose);
-#else
-  (void)out;
-  (void)run;
-  no_gpu_backend();
-#endif
 }
 
 template <class T>

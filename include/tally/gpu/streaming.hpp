@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include "tally/gpu.hpp"
 
@@ -166,6 +167,35 @@ histogram_result stream_counts(staging_ring& ring, std::string_view function, st
   return {chose, read_device_word(left_total, stream)};
 }
 
+/**
+ * A scalar result over chunks (a reduction, a count, the first match): `run(chunk, ws, stream)`
+ * is the in-memory async call, first on no samples (the checks, and the starting value), then per
+ * chunk; `combine(total, part, elements, first_index, first, stream)` folds its scalar into the
+ * total word. With `stop_at_match` reading stops once the total is below UINT64_MAX. Returns the
+ * total's bits and the number of samples read; `chose` becomes the first chunk's choice.
+ */
+template <class T, class Run, class Combine>
+std::pair<std::uint64_t, std::uint64_t> stream_scalar(staging_ring* ring, std::string_view function,
+                                                      const host_lane& lane, stream_t stream, bool stop_at_match,
+                                                      choice& chose, Run&& run, Combine&& combine) {
+  staging_ring& r = ring_or_thread(ring);
+  workspace& ws = waiting_workspace(stream);
+  auto* total = static_cast<std::uint64_t*>(ring_scratch(r, sizeof(std::uint64_t), stream));
+  chose = run(std::span<const T>{}, ws, stream);
+  combine(total, ws.scalar(), 0, 0, true, stream);
+  bool first = true;
+  const streamed went = stream_chunks(
+      r, function, std::span<const host_lane>(&lane, 1),
+      [&](std::span<const void* const> device, std::size_t n, std::uint64_t first_index, stream_t s) {
+        const choice used = run(std::span<const T>(static_cast<const T*>(device[0]), n), ws, s);
+        if (first) chose = used;  // the first chunk is the largest: its choice is the call's
+        first = false;
+        combine(total, ws.scalar(), n, first_index, false, s);
+      },
+      stream, stop_at_match ? total : nullptr);
+  return {read_device_word(total, stream), went.elements};
+}
+
 }  // namespace detail
 
 /**
@@ -279,24 +309,13 @@ reduce_result<T> reduce(const host_samples<T>& samples, reduce_op op, const redu
   return gpu::detail::naming_failures(function, [&]() -> reduce_result<T> {
     using A = accumulator_t<T>;
     if constexpr (is_floating_sample_v<T>) detail::refuse_deterministic(function, options.deterministic && op == reduce_op::sum);
-    staging_ring& r = gpu::detail::ring_or_thread(ring);
-    workspace& ws = gpu::detail::waiting_workspace(stream);
-    auto* total = static_cast<std::uint64_t*>(gpu::detail::ring_scratch(r, sizeof(std::uint64_t), stream));
     reduce_result<T> result{};
-    result.chose = gpu::reduce_async(std::span<const T>{}, op, ws, options, stream);  // checks, and the identity
-    gpu::detail::combine_chunk_results<A>(op, total, ws.scalar(), true, stream);
-    const gpu::detail::host_lane lanes[] = {gpu::detail::lane_of(samples, "samples")};
-    bool first = true;
-    gpu::detail::stream_chunks(
-        r, function, lanes,
-        [&](std::span<const void* const> device, std::size_t n, std::uint64_t, stream_t s) {
-          const choice used = gpu::reduce_async(detail::chunk_span<T>(device, n), op, ws, options, s);
-          if (first) result.chose = used;
-          first = false;
-          gpu::detail::combine_chunk_results<A>(op, total, ws.scalar(), false, s);
-        },
-        stream);
-    const std::uint64_t bits = gpu::detail::read_device_word(total, stream);
+    const std::uint64_t bits = gpu::detail::stream_scalar<T>(
+        ring, function, gpu::detail::lane_of(samples, "samples"), stream, false, result.chose,
+        [&](std::span<const T> chunk, workspace& ws, stream_t s) { return gpu::reduce_async(chunk, op, ws, options, s); },
+        [&](std::uint64_t* total, const std::uint64_t* part, std::size_t, std::uint64_t, bool first, stream_t s) {
+          gpu::detail::combine_chunk_results<A>(op, total, part, first, s);
+        }).first;
     std::memcpy(&result.value, &bits, sizeof(A));
     return result;
   });
@@ -308,24 +327,17 @@ count_result count_if(const host_samples<T>& samples, compare_to<T> predicate, c
                       staging_ring* ring = nullptr, stream_t stream = nullptr) {
   constexpr std::string_view function = "tally::gpu::from_host::count_if";
   return gpu::detail::naming_failures(function, [&]() -> count_result {
-    staging_ring& r = gpu::detail::ring_or_thread(ring);
-    workspace& ws = gpu::detail::waiting_workspace(stream);
-    auto* total = static_cast<std::uint64_t*>(gpu::detail::ring_scratch(r, sizeof(std::uint64_t), stream));
     count_result result{};
-    result.chose = gpu::count_if_async(std::span<const T>{}, predicate, ws, options, stream);
-    gpu::detail::combine_chunk_results<std::uint64_t>(reduce_op::sum, total, ws.scalar(), true, stream);
-    const gpu::detail::host_lane lanes[] = {gpu::detail::lane_of(samples, "samples")};
-    bool first = true;
-    gpu::detail::stream_chunks(
-        r, function, lanes,
-        [&](std::span<const void* const> device, std::size_t n, std::uint64_t, stream_t s) {
-          const choice used = gpu::count_if_async(detail::chunk_span<T>(device, n), predicate, ws, options, s);
-          if (first) result.chose = used;
-          first = false;
-          gpu::detail::combine_chunk_results<std::uint64_t>(reduce_op::sum, total, ws.scalar(), false, s);
-        },
-        stream);
-    result.count = gpu::detail::read_device_word(total, stream);
+    result.count = gpu::detail::stream_scalar<T>(
+                       ring, function, gpu::detail::lane_of(samples, "samples"), stream, false, result.chose,
+                       [&](std::span<const T> chunk, workspace& ws, stream_t s) {
+                         return gpu::count_if_async(chunk, predicate, ws, options, s);
+                       },
+                       [&](std::uint64_t* total, const std::uint64_t* part, std::size_t, std::uint64_t, bool first,
+                           stream_t s) {
+                         gpu::detail::combine_chunk_results<std::uint64_t>(reduce_op::sum, total, part, first, s);
+                       })
+                       .first;
     return result;
   });
 }
@@ -340,25 +352,15 @@ find_result find_first_if(const host_samples<T>& samples, compare_to<T> predicat
                           staging_ring* ring = nullptr, stream_t stream = nullptr) {
   constexpr std::string_view function = "tally::gpu::from_host::find_first_if";
   return gpu::detail::naming_failures(function, [&]() -> find_result {
-    staging_ring& r = gpu::detail::ring_or_thread(ring);
-    workspace& ws = gpu::detail::waiting_workspace(stream);
-    auto* found = static_cast<std::uint64_t*>(gpu::detail::ring_scratch(r, sizeof(std::uint64_t), stream));
     find_result result{};
-    result.chose = gpu::find_first_if_async(std::span<const T>{}, predicate, ws, options, stream);
-    gpu::detail::record_first_match(found, ws.scalar(), 0, 0, true, stream);
-    const gpu::detail::host_lane lanes[] = {gpu::detail::lane_of(samples, "samples")};
-    bool first = true;
-    const gpu::detail::streamed went = gpu::detail::stream_chunks(
-        r, function, lanes,
-        [&](std::span<const void* const> device, std::size_t n, std::uint64_t first_index, stream_t s) {
-          const choice used = gpu::find_first_if_async(detail::chunk_span<T>(device, n), predicate, ws, options, s);
-          if (first) result.chose = used;
-          first = false;
-          gpu::detail::record_first_match(found, ws.scalar(), n, first_index, false, s);
+    const auto [index, went] = gpu::detail::stream_scalar<T>(
+        ring, function, gpu::detail::lane_of(samples, "samples"), stream, true, result.chose,
+        [&](std::span<const T> chunk, workspace& ws, stream_t s) {
+          return gpu::find_first_if_async(chunk, predicate, ws, options, s);
         },
-        stream, found);
-    const std::uint64_t index = gpu::detail::read_device_word(found, stream);
-    result.index = static_cast<std::int64_t>(index == std::numeric_limits<std::uint64_t>::max() ? went.elements : index);
+        [&](std::uint64_t* found, const std::uint64_t* part, std::size_t n, std::uint64_t first_index, bool first,
+            stream_t s) { gpu::detail::record_first_match(found, part, n, first_index, first, s); });
+    result.index = static_cast<std::int64_t>(index == std::numeric_limits<std::uint64_t>::max() ? went : index);
     return result;
   });
 }
