@@ -280,11 +280,10 @@ bool has_npy_magic(std::span<const char> prefix) {
   return prefix.size() >= npy_magic.size() && std::string_view(prefix.data(), npy_magic.size()) == npy_magic;
 }
 
-npy_header read_npy_header(std::FILE* file, const std::string& path, const std::string& argument) {
-  unsigned char preamble[12] = {};
-  if (std::fseek(file, 0, SEEK_SET) != 0 || std::fread(preamble, 1, 10, file) != 10) {
-    fail(errc::invalid_argument, argument, path, "is too short for a .npy file");
-  }
+namespace {
+
+/// The magic string and version of a .npy preamble (its first 10 bytes).
+npy_header npy_preamble(const unsigned char* preamble, const std::string& path, const std::string& argument) {
   if (!has_npy_magic({reinterpret_cast<const char*>(preamble), 6})) {
     fail(errc::invalid_argument, argument, path,
          "is not a .npy file: it does not start with the magic string \\x93NUMPY");
@@ -297,21 +296,49 @@ npy_header read_npy_header(std::FILE* file, const std::string& path, const std::
          ".npy format version " + std::to_string(header.major_version) + "." + std::to_string(header.minor_version) +
              " is not one tally reads (1.0, 2.0, 3.0)");
   }
-  std::uint64_t header_length = 0;
+  return header;
+}
+
+constexpr std::uint64_t longest_npy_header = std::uint64_t{1} << 24;  // numpy itself refuses far shorter ones
+
+/// The header's length field (2 bytes in version 1, 4 after), checked for size.
+std::uint64_t npy_header_length(const npy_header& header, const unsigned char* preamble, const std::string& path,
+                                const std::string& argument) {
+  const std::uint64_t length = read_little_endian(preamble + 8, header.major_version == 1 ? 2 : 4);
+  if (length > longest_npy_header) {
+    fail(errc::invalid_argument, argument, path, ".npy header length " + std::to_string(length) + " is implausibly large");
+  }
+  return length;
+}
+
+/// The header's dictionary, and the number of elements its shape holds.
+void parse_npy_dictionary(npy_header& header, const std::string& text, const std::string& path,
+                          const std::string& argument) {
+  npy_dict_parser(text, path, argument).parse(header);
+  header.num_elements = 1;
+  for (const std::uint64_t dimension : header.shape) {
+    if (dimension != 0 && header.num_elements > std::numeric_limits<std::uint64_t>::max() / dimension) {
+      fail(errc::invalid_argument, argument, path, ".npy header field 'shape' overflows 64 bits");
+    }
+    header.num_elements *= dimension;
+  }
+}
+
+}  // namespace
+
+npy_header read_npy_header(std::FILE* file, const std::string& path, const std::string& argument) {
+  unsigned char preamble[12] = {};
+  if (std::fseek(file, 0, SEEK_SET) != 0 || std::fread(preamble, 1, 10, file) != 10) {
+    fail(errc::invalid_argument, argument, path, "is too short for a .npy file");
+  }
+  npy_header header = npy_preamble(preamble, path, argument);
   std::uint64_t length_field_end = 10;
-  if (header.major_version == 1) {
-    header_length = read_little_endian(preamble + 8, 2);
-  } else {
+  if (header.major_version > 1) {
     if (std::fread(preamble + 10, 1, 2, file) != 2)
       fail(errc::invalid_argument, argument, path, "is truncated in its .npy header");
-    header_length = read_little_endian(preamble + 8, 4);
     length_field_end = 12;
   }
-  constexpr std::uint64_t longest_header = std::uint64_t{1} << 24;  // numpy itself refuses far shorter ones
-  if (header_length > longest_header) {
-    fail(errc::invalid_argument, argument, path,
-         ".npy header length " + std::to_string(header_length) + " is implausibly large");
-  }
+  const std::uint64_t header_length = npy_header_length(header, preamble, path, argument);
   // Measured before the header's buffer is allocated: a 40-byte file may claim a 16 MiB header.
   const off_t file_bytes = std::fseek(file, 0, SEEK_END) == 0 ? ftello(file) : -1;
   if (file_bytes < 0 || fseeko(file, static_cast<off_t>(length_field_end), SEEK_SET) != 0) {
@@ -327,14 +354,7 @@ npy_header read_npy_header(std::FILE* file, const std::string& path, const std::
     fail(errc::invalid_argument, argument, path, "is truncated in its .npy header");
   }
   header.data_offset = length_field_end + header_length;
-  npy_dict_parser(text, path, argument).parse(header);
-  header.num_elements = 1;
-  for (const std::uint64_t dimension : header.shape) {
-    if (dimension != 0 && header.num_elements > std::numeric_limits<std::uint64_t>::max() / dimension) {
-      fail(errc::invalid_argument, argument, path, ".npy header field 'shape' overflows 64 bits");
-    }
-    header.num_elements *= dimension;
-  }
+  parse_npy_dictionary(header, text, path, argument);
   return header;
 }
 
@@ -515,7 +535,8 @@ void sample_file::open_stream(const std::string& argument, const std::string& na
   spooled_ = true;
 }
 
-sample_file::sample_file(const std::filesystem::path& path, std::optional<dtype> requested) : path_(path) {
+sample_file::sample_file(const std::filesystem::path& path, std::optional<dtype> requested, stream_reading streams)
+    : path_(path) {
   const std::string argument = "FILE";
   const std::string name = path.string();
   if (name == "-") {
@@ -529,6 +550,11 @@ sample_file::sample_file(const std::filesystem::path& path, std::optional<dtype>
     } else if (::isatty(STDIN_FILENO)) {
       fail(errc::invalid_argument, argument, name,
            "is a terminal: pipe the samples in (... | tally hist -) or redirect a file (tally hist - < data.npy)");
+    } else if (streams == stream_reading::in_one_pass) {
+      file_.reset(::fdopen(::dup(STDIN_FILENO), "rb"));
+      if (!file_) fail(errc::io_error, argument, name, "cannot be opened: " + system_reason());
+      open_one_pass(argument, name, requested);
+      return;
     } else {
       open_stream(argument, name);
     }
@@ -542,6 +568,10 @@ sample_file::sample_file(const std::filesystem::path& path, std::optional<dtype>
   struct stat opened {};
   if (::fstat(fileno(file_.get()), &opened) != 0) {
     fail(errc::io_error, argument, name, "has no size: " + system_reason());
+  }
+  if ((S_ISFIFO(opened.st_mode) || S_ISSOCK(opened.st_mode)) && streams == stream_reading::in_one_pass) {
+    open_one_pass(argument, name, requested);
+    return;
   }
   if (S_ISFIFO(opened.st_mode) || S_ISSOCK(opened.st_mode)) {
     open_stream(argument, name);  // a named pipe, or a shell's <(...)
@@ -611,6 +641,111 @@ sample_file::sample_file(const std::filesystem::path& path, std::optional<dtype>
   }
 }
 
+/// A stream read in one pass: bytes already taken from it (the first ones, read to tell a .npy from
+/// a raw stream) come first; a .npy stream's samples end where its header says.
+struct sample_file::one_pass_state {
+  std::vector<char> pending;          ///< bytes read ahead, not yet handed over
+  std::size_t pending_at = 0;
+  std::uint64_t samples_read = 0;
+  std::uint64_t samples_expected = 0;  ///< .npy: the header's count; raw: none (read to the end)
+  std::size_t partial_bytes = 0;       ///< bytes of an unfinished sample at the end
+  std::string argument;
+};
+
+void sample_file::open_one_pass(const std::string& argument, const std::string& name, std::optional<dtype> requested) {
+  auto state = std::make_shared<one_pass_state>();
+  state->argument = argument;
+  std::FILE* stream = file_.get();
+  const auto take = [&](void* into, std::size_t bytes) { return std::fread(into, 1, bytes, stream); };
+  unsigned char preamble[12] = {};
+  const std::size_t got = take(preamble, 10);
+  if (std::ferror(stream)) fail(errc::io_error, argument, name, "cannot be read: " + system_reason());
+  is_npy_ = has_npy_magic({reinterpret_cast<const char*>(preamble), std::min<std::size_t>(got, 6)});
+  if (is_npy_) {
+    if (got < 10) fail(errc::invalid_argument, argument, name, "is too short for a .npy file");
+    npy_header header = npy_preamble(preamble, name, argument);
+    std::uint64_t length_field_end = 10;
+    if (header.major_version > 1) {
+      if (take(preamble + 10, 2) != 2) fail(errc::invalid_argument, argument, name, "is truncated in its .npy header");
+      length_field_end = 12;
+    }
+    const std::uint64_t header_length = npy_header_length(header, preamble, name, argument);
+    std::string text(static_cast<std::size_t>(header_length), '\0');
+    if (take(text.data(), text.size()) != text.size()) {
+      fail(errc::invalid_argument, argument, name, "is truncated in its .npy header");
+    }
+    header.data_offset = length_field_end + header_length;
+    parse_npy_dictionary(header, text, name, argument);
+    storage_ = storage_of_descr(header.descr, name, argument);
+    type_ = storage_.type;
+    fortran_order_ = header.fortran_order;
+    shape_ = header.shape;
+    if (requested && *requested != type_) {
+      throw error(errc::invalid_argument, "--dtype",
+                  "argument '--dtype' is " + std::string(to_string(*requested)) + " but " + file_label(argument, name) +
+                      " holds " + std::string(to_string(type_)) + "; leave --dtype out for .npy input");
+    }
+    num_samples_ = header.num_elements;
+    state->samples_expected = header.num_elements;
+  } else {
+    if (!requested) {
+      throw error(errc::invalid_argument, "--dtype",
+                  file_label(argument, name) +
+                      " is a raw binary file (no .npy header): argument '--dtype' is required (" + dtype_names() + ")");
+    }
+    type_ = *requested;
+    state->pending.assign(reinterpret_cast<const char*>(preamble), reinterpret_cast<const char*>(preamble) + got);
+    state->samples_expected = std::numeric_limits<std::uint64_t>::max();
+  }
+  one_pass_ = std::move(state);
+}
+
+std::size_t sample_file::read_next_bytes(void* destination, std::size_t count, std::size_t size) {
+  one_pass_state& state = *one_pass_;
+  count = static_cast<std::size_t>(std::min<std::uint64_t>(count, state.samples_expected - state.samples_read));
+  auto* out = static_cast<char*>(destination);
+  const std::size_t wanted = count * size;
+  std::size_t have = std::min(wanted, state.pending.size() - state.pending_at);
+  std::memcpy(out, state.pending.data() + state.pending_at, have);
+  state.pending_at += have;
+  while (have < wanted) {
+    const std::size_t got = std::fread(out + have, 1, wanted - have, file_.get());
+    if (got == 0) break;
+    have += got;
+  }
+  if (have < wanted && std::ferror(file_.get())) {
+    fail(errc::io_error, state.argument, path_.string(), "could not be read: " + system_reason());
+  }
+  state.samples_read += have / size;
+  state.partial_bytes = have % size;
+  return have / size;
+}
+
+void sample_file::finish_stream() {
+  one_pass_state& state = *one_pass_;
+  const std::string name = path_.string();
+  const std::uint64_t size = size_of(type_);
+  if (is_npy_) {
+    if (state.samples_read < state.samples_expected) {
+      fail(errc::invalid_argument, state.argument, name,
+           "is truncated: its .npy header field 'shape' says " + std::to_string(state.samples_expected) +
+               " elements but the stream ended after " + std::to_string(state.samples_read) + " (and " +
+               std::to_string(state.partial_bytes) + " bytes)");
+    }
+    char rest[1 << 16];
+    for (std::size_t got; (got = std::fread(rest, 1, sizeof(rest), file_.get())) > 0;) trailing_bytes_ += got;
+    trailing_bytes_ += state.pending.size() - state.pending_at;
+  } else {
+    if (state.partial_bytes != 0) {
+      fail(errc::invalid_argument, state.argument, name,
+           "has " + std::to_string(state.samples_read * size + state.partial_bytes) + " bytes, not a multiple of " +
+               std::to_string(size) + " (the size of " + std::string(to_string(type_)) + "): is --dtype right?");
+    }
+    num_samples_ = state.samples_read;
+  }
+  if (std::ferror(file_.get())) fail(errc::io_error, state.argument, name, "could not be read: " + system_reason());
+}
+
 std::string sample_file::name() const { return path_.string() == "-" ? "stdin" : path_.string(); }
 
 std::string sample_file::layout() const {
@@ -672,6 +807,7 @@ void sample_file::read_bytes(std::uint64_t offset, void* destination, std::size_
 }
 
 void sample_file::check_unchanged() const {
+  if (one_pass_) return;  // a stream read once: nothing else can change it, and it has no size
   struct stat now {};
   if (::fstat(fileno(file_.get()), &now) != 0) {
     fail(errc::io_error, "FILE", path_.string(), "cannot be checked after it was read: " + system_reason());

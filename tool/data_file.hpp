@@ -155,18 +155,25 @@ std::string format_npy_header(std::string_view descr, std::span<const std::uint6
  */
 std::vector<double> read_edges_file(const std::filesystem::path& path, const std::string& argument);
 
+/** @brief How a stream (stdin or a named pipe) is read: copied to a temporary file first, so that
+ * it can be read twice, or once, in order, as it arrives (when nothing needs a second pass). */
+enum class stream_reading : std::uint8_t { copy_first, in_one_pass };
+
 /**
  * @brief A file of samples: a .npy file (recognized by its magic string; C or Fortran order, either
  * byte order, bool read as uint8) or a raw binary file of one dtype, little-endian, with no header.
- * The path `-` is stdin. Opening checks that the size matches the samples.
+ * The path `-` is stdin. Opening checks that the size matches the samples; a stream read in one
+ * pass is checked at its end instead (finish_stream).
  */
 class sample_file {
  public:
   /**
    * @param requested the `--dtype` given: required for raw files; for .npy files it must agree.
+   * @param streams how a stream is read (files are read in place either way).
    * @throws tally::error (io_error / invalid_argument) naming the file and what is wrong.
    */
-  sample_file(const std::filesystem::path& path, std::optional<dtype> requested);
+  sample_file(const std::filesystem::path& path, std::optional<dtype> requested,
+              stream_reading streams = stream_reading::copy_first);
 
   [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
   /** @brief The path, or "stdin" for `-`: how reports name the input. */
@@ -175,7 +182,10 @@ class sample_file {
   [[nodiscard]] bool is_npy() const noexcept { return is_npy_; }
   /** @brief ".npy" or "raw", with what else was read: "big-endian", "Fortran order", "bool as uint8". */
   [[nodiscard]] std::string layout() const;
+  /** @brief The samples: a raw stream read in one pass knows them once finish_stream has run. */
   [[nodiscard]] std::uint64_t num_samples() const noexcept { return num_samples_; }
+  /** @brief Whether this is a stream read in one pass, in order: read_next, then finish_stream. */
+  [[nodiscard]] bool in_one_pass() const noexcept { return one_pass_ != nullptr; }
   /**
    * @brief The sample at `position` in the file's order, as numpy indexes it: "sample 7" for a 1-d
    * array or a raw file; for an array of several dimensions, its index in C order (numpy's ravel)
@@ -205,7 +215,29 @@ class sample_file {
     if (storage_.bools) bools_to_0_1(out.data(), out.size_bytes());
   }
 
+  /**
+   * @brief A stream read in one pass: the next samples into `out`, returning how many (fewer than
+   * out.size() only at the end of the samples), in this host's byte order.
+   */
+  template <class T>
+  std::size_t read_next(std::span<T> out) {
+    if (dtype_of<T>() != type_) throw std::logic_error("sample_file::read_next: wrong sample type");
+    const std::size_t n = read_next_bytes(out.data(), out.size(), sizeof(T));
+    if (storage_.big_endian) swap_bytes(out.data(), n, sizeof(T));
+    if (storage_.bools) bools_to_0_1(out.data(), n * sizeof(T));
+    return n;
+  }
+  /**
+   * @brief After the last read_next: reads what follows the samples, and throws tally::error
+   * (invalid_argument) when the stream ended inside a sample or before the samples a .npy header
+   * promised. Sets num_samples (raw) and trailing_bytes (.npy).
+   */
+  void finish_stream();
+
  private:
+  struct one_pass_state;
+  std::size_t read_next_bytes(void* destination, std::size_t count, std::size_t size);
+  void open_one_pass(const std::string& argument, const std::string& name, std::optional<dtype> requested);
   void read_bytes(std::uint64_t offset, void* destination, std::size_t bytes);
   /// numpy's bool is one byte that should be 0 or 1; any other byte is true, as numpy reads it.
   static void bools_to_0_1(void* data, std::size_t bytes);
@@ -226,6 +258,7 @@ class sample_file {
   bool fortran_order_ = false;         ///< .npy only: the first axis varies fastest in the file
   std::vector<std::uint64_t> shape_;   ///< .npy only
   bool spooled_ = false;               ///< a stream (stdin, a pipe) copied to a temporary file
+  std::shared_ptr<one_pass_state> one_pass_;  ///< a stream read in one pass
   std::uint64_t opened_bytes_ = 0;     ///< the file's size when opened (fstat)
   std::int64_t opened_modified_ns_ = 0;  ///< its modification time then, in ns since the epoch
 };
@@ -241,7 +274,7 @@ class chunk_reader {
   chunk_reader(sample_file& file, std::uint64_t chunk_bytes)
       : file_(file),
         chunk_samples_(std::max<std::uint64_t>(1, chunk_bytes / sizeof(T))),
-        capacity_(std::min(chunk_samples_, file.num_samples())),
+        capacity_(file.in_one_pass() ? chunk_samples_ : std::min(chunk_samples_, file.num_samples())),
         buffer_(huge_page_buffer<T>(static_cast<std::size_t>(capacity_))) {}
 
   /** @brief The most samples one chunk holds. */
@@ -258,6 +291,18 @@ class chunk_reader {
    */
   template <class Visit>
   void for_each_chunk(Visit&& visit) {
+    if (file_.in_one_pass()) {  // a stream, read as it arrives: its end says how many samples there are
+      std::uint64_t first = 0;
+      for (bool more = true; more;) {
+        const std::span<T> chunk(buffer_.get(), static_cast<std::size_t>(capacity_));
+        const std::size_t count = file_.read_next(chunk);
+        more = count == chunk.size();
+        if (count > 0) visit(std::span<const T>(chunk.first(count)), first);
+        first += count;
+      }
+      file_.finish_stream();
+      return;
+    }
     const std::uint64_t total = file_.num_samples();
     for (std::uint64_t first = 0; first < total; first += chunk_samples_) {
       const std::uint64_t count = std::min(chunk_samples_, total - first);

@@ -542,11 +542,21 @@ count_totals count_file_on_gpu(const bin_plan& plan, const hist_settings& settin
   const histogram_options options{settings.algorithm, settings.last_edge};
   gpu::staging_ring ring(gpu::staging_options{static_cast<std::size_t>(settings.chunk_bytes), 3});
   std::uint64_t next = 0;
+  const bool stream = file.in_one_pass();
   const gpu::host_samples<T> samples(gpu::host_reader([&](std::span<std::byte> into) -> std::size_t {
-    const std::uint64_t n = std::min<std::uint64_t>(into.size() / sizeof(T), file.num_samples() - next);
-    file.read(next, std::span<T>(reinterpret_cast<T*>(into.data()), static_cast<std::size_t>(n)));
+    const std::span<T> chunk(reinterpret_cast<T*>(into.data()), into.size() / sizeof(T));
+    std::size_t n = 0;
+    if (stream) {
+      // A stream cannot be read again: what a second pass would check is checked as it passes.
+      n = file.read_next(chunk);
+      if (check_negative) check_no_negative(file, std::span<const T>(chunk.first(n)), next);
+      totals.not_finite += count_not_finite(std::span<const T>(chunk.first(n)));
+    } else {
+      n = static_cast<std::size_t>(std::min<std::uint64_t>(chunk.size(), file.num_samples() - next));
+      file.read(next, chunk.first(n));
+    }
     next += n;
-    return static_cast<std::size_t>(n * sizeof(T));
+    return n * sizeof(T);
   }));
   gpu::device_buffer<std::uint64_t> counts(static_cast<std::size_t>(plan.num_bins));
   histogram_result result;
@@ -564,6 +574,7 @@ count_totals count_file_on_gpu(const bin_plan& plan, const hist_settings& settin
       }
       throw std::logic_error("tally hist: a bincount of floating-point samples");
   }
+  if (stream) file.finish_stream();
   file.check_unchanged();
   totals.counts.resize(counts.size());
   counts.download(totals.counts);
@@ -572,7 +583,7 @@ count_totals count_file_on_gpu(const bin_plan& plan, const hist_settings& settin
   totals.chunks = (file.num_samples() + per_chunk - 1) / per_chunk;
   totals.left_out = result.left_out;
   totals.strategies.push_back({result.chose, totals.chunks});
-  if (result.left_out > 0 && (check_negative || is_floating_sample_v<T>)) {
+  if (result.left_out > 0 && (check_negative || is_floating_sample_v<T>) && !stream) {
     reader.for_each_chunk([&](std::span<const T> chunk, std::uint64_t first_index) {
       if (check_negative) check_no_negative(file, chunk, first_index);
       totals.not_finite += count_not_finite(chunk);
@@ -857,7 +868,12 @@ int run_hist(const hist_arguments& args) {
   }
   std::optional<dtype> requested;
   if (!args.dtype_name.empty()) requested = parse_dtype(args.dtype_name);
-  sample_file file(args.file, requested);
+  // A pipe is read as it arrives, once, when the bins are known before the samples are read (a
+  // range, edges, a bincount's --bins, or the CPU's one-pass bincount); else it is copied to a
+  // temporary file first, to be read twice.
+  const bool one_pass = args.range_option->count() > 0 || args.edges_option->count() > 0 ||
+                        (args.bincount && (args.bins_option->count() > 0 || settings.where == backend::cpu));
+  sample_file file(args.file, requested, one_pass ? stream_reading::in_one_pass : stream_reading::copy_first);
   visit_dtype(file.type(), [&]<class T>(std::type_identity<T>) { run_typed<T>(args, settings, file); });
   return exit_success;
 }

@@ -1032,6 +1032,59 @@ def test_a_named_pipe_is_read(tmp_path):
     check_equal(table_of(stdout)[0], np.histogram(a, 9)[0], "a named pipe", "fixed")
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_pipe_whose_bins_are_known_is_counted_as_it_arrives(tmp_path, backend):
+    """With a range, edges or a bincount's --bins, a pipe is read once as it arrives (no temporary
+    copy: a TMPDIR that does not exist is never needed), with the counts and the report of the file."""
+    seed = seed_for("one pass", backend)
+    rng = np.random.default_rng(seed)
+    a = rng.normal(size=(3 << 20) // 4 + 77).astype(np.float32)  # four chunks of 1 MiB
+    a[::1001] = np.nan
+    a[5::997] = np.inf
+    ids = rng.integers(0, 300, size=70001).astype(np.int16)
+    edges = tmp_path / "edges.txt"
+    edges.write_text("-2 -0.5 0 0.25 1 3")
+    raw = tmp_path / "raw.bin"
+    a.tofile(raw)
+    cases = [
+        (npy(tmp_path, a), ["--bins", 13, "--range", -1, 1, "--chunk-mb", 1], np.histogram(a, 13, range=(-1, 1))[0]),
+        (raw, ["--dtype", "float32", "--edges", edges, "--chunk-mb", 1], np.histogram(a, [-2, -0.5, 0, 0.25, 1, 3])[0]),
+        (npy(tmp_path, ids, "ids"), ["--bincount", "--bins", 250], np.bincount(ids[ids < 250], minlength=250)),
+        (npy(tmp_path, np.zeros(0, np.float64), "empty"), ["--bins", 4, "--range", 0, 1], np.zeros(4, np.int64)),
+    ]
+    env = dict(os.environ, TMPDIR=str(tmp_path / "no-such-folder"))
+    for source, args, expected in cases:
+        out = tmp_path / "out.npy"
+        _, piped = run_tally_stdin("hist", "-", "--backend", backend, "--output", out, *args,
+                                   stdin=source.read_bytes(), env=env)
+        check_equal(np.load(out), expected, f"a pipe of {source.name} {args}", seed)
+        _, from_file = run_tally_stdin("hist", source, "--backend", backend, "--output", out, *args,
+                                       stdin=source.read_bytes())
+        assert piped.replace("stdin", str(source)) == from_file, (piped, from_file)
+
+
+def test_a_pipe_read_in_one_pass_checks_its_end(tmp_path):
+    a = np.arange(1000, dtype=np.int32)
+    content = npy(tmp_path, a).read_bytes()
+    # a .npy stream shorter than its header says; a raw one that ends inside a sample
+    _, stderr = run_tally_stdin("hist", "-", "--bins", 4, "--range", 0, 1000, stdin=content[:-6], expect=2)
+    assert "truncated" in stderr and "'-' (stdin)" in stderr and "after 998" in stderr, stderr
+    _, stderr = run_tally_stdin("hist", "-", "--dtype", "int32", "--bins", 4, "--range", 0, 1000,
+                                stdin=a.tobytes() + b"\1\2", expect=2)
+    assert "not a multiple of 4" in stderr and "'-' (stdin)" in stderr, stderr
+    # bytes after a .npy stream's samples are reported, as after a file's
+    out = tmp_path / "out.npy"
+    _, stderr = run_tally_stdin("hist", "-", "--bincount", "--bins", 1000, "--output", out, stdin=content + b"xyz")
+    check_equal(np.load(out), np.ones(1000, np.int64), "trailing bytes after a .npy stream", "fixed")
+    assert "3 bytes" in stderr, stderr
+    # a negative sample of a bincount is named, as in a file
+    b = a.copy()
+    b[777] = -5
+    _, stderr = run_tally_stdin("hist", "-", "--bincount", "--bins", 10, stdin=npy(tmp_path, b, "neg").read_bytes(),
+                                expect=2)
+    assert "-5" in stderr and "777" in stderr, stderr
+
+
 # ---- errors ---------------------------------------------------------------------------------
 
 def write_raw(tmp_path, data, name="raw.bin"):
