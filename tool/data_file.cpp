@@ -3,6 +3,7 @@
 #include "data_file.hpp"
 #include "parallel_read.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -656,6 +657,11 @@ void sample_file::open_one_pass(const std::string& argument, const std::string& 
   auto state = std::make_shared<one_pass_state>();
   state->argument = argument;
   std::FILE* stream = file_.get();
+#if defined(F_SETPIPE_SZ)
+  // A pipe holds 64 KiB by default: 1 MiB (Linux's default limit for unprivileged processes) lets
+  // the writer run further ahead between reads. A failure leaves the pipe as it was.
+  (void)::fcntl(fileno(stream), F_SETPIPE_SZ, 1 << 20);
+#endif
   const auto take = [&](void* into, std::size_t bytes) { return std::fread(into, 1, bytes, stream); };
   unsigned char preamble[12] = {};
   const std::size_t got = take(preamble, 10);
@@ -716,8 +722,14 @@ std::size_t sample_file::read_next_bytes(void* destination, std::size_t count, s
   if (have < wanted && std::ferror(file_.get())) {
     fail(errc::io_error, state.argument, path_.string(), "could not be read: " + system_reason());
   }
-  state.samples_read += have / size;
+  // Bytes of an unfinished sample go back to be read first next time: only the stream's end can
+  // leave them, and finish_stream reports them.
   state.partial_bytes = have % size;
+  if (state.partial_bytes != 0) {
+    state.pending.assign(out + have - state.partial_bytes, out + have);
+    state.pending_at = 0;
+  }
+  state.samples_read += have / size;
   return have / size;
 }
 
