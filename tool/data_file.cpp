@@ -596,21 +596,7 @@ sample_file::sample_file(const std::filesystem::path& path, std::optional<dtype>
 
   if (is_npy_) {
     const npy_header header = read_npy_header(file_.get(), name, argument);
-    // Fortran order holds the same samples in another order: their counts are the same.
-    storage_ = storage_of_descr(header.descr, name, argument);
-    type_ = storage_.type;
-    fortran_order_ = header.fortran_order;
-    shape_ = header.shape;
-    if (requested && *requested != type_) {
-      throw error(errc::invalid_argument, "--dtype",
-                  "argument '--dtype' is " + std::string(to_string(*requested)) + " but " + file_label(argument, name) +
-                      " holds " + std::string(to_string(type_)) + " (.npy header field 'descr' is '" + header.descr +
-                      "'); " +
-                      (*requested == dtype::bfloat16
-                           ? "numpy has no bfloat16, so bfloat16 samples come in raw files (their 16 bits each, "
-                             "little-endian), not .npy files"
-                           : "leave --dtype out for .npy files"));
-    }
+    adopt_npy_header(header, requested, argument, name);
     const std::uint64_t size = size_of(type_);
     const std::uint64_t available = file_bytes >= header.data_offset ? file_bytes - header.data_offset : 0;
     if (header.num_elements > available / size) {
@@ -625,12 +611,7 @@ sample_file::sample_file(const std::filesystem::path& path, std::optional<dtype>
     num_samples_ = header.num_elements;
     trailing_bytes_ = available - header.num_elements * size;
   } else {
-    if (!requested) {
-      throw error(errc::invalid_argument, "--dtype",
-                  file_label(argument, name) +
-                      " is a raw binary file (no .npy header): argument '--dtype' is required (" + dtype_names() + ")");
-    }
-    type_ = *requested;
+    type_ = raw_dtype(requested, argument, name);
     const std::uint64_t size = size_of(type_);
     if (file_bytes % size != 0) {
       fail(errc::invalid_argument, argument, name,
@@ -652,6 +633,34 @@ struct sample_file::one_pass_state {
   std::size_t partial_bytes = 0;       ///< bytes of an unfinished sample at the end
   std::string argument;
 };
+
+void sample_file::adopt_npy_header(const npy_header& header, std::optional<dtype> requested,
+                                   const std::string& argument, const std::string& name) {
+  // Fortran order holds the same samples in another order: their counts are the same.
+  storage_ = storage_of_descr(header.descr, name, argument);
+  type_ = storage_.type;
+  fortran_order_ = header.fortran_order;
+  shape_ = header.shape;
+  if (requested && *requested != type_) {
+    throw error(errc::invalid_argument, "--dtype",
+                "argument '--dtype' is " + std::string(to_string(*requested)) + " but " + file_label(argument, name) +
+                    " holds " + std::string(to_string(type_)) + " (.npy header field 'descr' is '" + header.descr +
+                    "'); " +
+                    (*requested == dtype::bfloat16
+                         ? "numpy has no bfloat16, so bfloat16 samples come in raw files (their 16 bits each, "
+                           "little-endian), not .npy files"
+                         : "leave --dtype out for .npy files"));
+  }
+}
+
+dtype sample_file::raw_dtype(std::optional<dtype> requested, const std::string& argument, const std::string& name) {
+  if (!requested) {
+    throw error(errc::invalid_argument, "--dtype",
+                file_label(argument, name) +
+                    " is a raw binary file (no .npy header): argument '--dtype' is required (" + dtype_names() + ")");
+  }
+  return *requested;
+}
 
 void sample_file::open_one_pass(const std::string& argument, const std::string& name, std::optional<dtype> requested) {
   auto state = std::make_shared<one_pass_state>();
@@ -682,24 +691,11 @@ void sample_file::open_one_pass(const std::string& argument, const std::string& 
     }
     header.data_offset = length_field_end + header_length;
     parse_npy_dictionary(header, text, name, argument);
-    storage_ = storage_of_descr(header.descr, name, argument);
-    type_ = storage_.type;
-    fortran_order_ = header.fortran_order;
-    shape_ = header.shape;
-    if (requested && *requested != type_) {
-      throw error(errc::invalid_argument, "--dtype",
-                  "argument '--dtype' is " + std::string(to_string(*requested)) + " but " + file_label(argument, name) +
-                      " holds " + std::string(to_string(type_)) + "; leave --dtype out for .npy input");
-    }
+    adopt_npy_header(header, requested, argument, name);
     num_samples_ = header.num_elements;
     state->samples_expected = header.num_elements;
   } else {
-    if (!requested) {
-      throw error(errc::invalid_argument, "--dtype",
-                  file_label(argument, name) +
-                      " is a raw binary file (no .npy header): argument '--dtype' is required (" + dtype_names() + ")");
-    }
-    type_ = *requested;
+    type_ = raw_dtype(requested, argument, name);
     state->pending.assign(reinterpret_cast<const char*>(preamble), reinterpret_cast<const char*>(preamble) + got);
     state->samples_expected = std::numeric_limits<std::uint64_t>::max();
   }

@@ -238,6 +238,11 @@ class sample_file {
   struct one_pass_state;
   std::size_t read_next_bytes(void* destination, std::size_t count, std::size_t size);
   void open_one_pass(const std::string& argument, const std::string& name, std::optional<dtype> requested);
+  /// Takes a .npy header's type, layout and shape, and checks them against `--dtype`.
+  void adopt_npy_header(const npy_header& header, std::optional<dtype> requested, const std::string& argument,
+                        const std::string& name);
+  /// A raw file's type: `--dtype`, which it needs.
+  static dtype raw_dtype(std::optional<dtype> requested, const std::string& argument, const std::string& name);
   void read_bytes(std::uint64_t offset, void* destination, std::size_t bytes);
   /// numpy's bool is one byte that should be 0 or 1; any other byte is true, as numpy reads it.
   static void bools_to_0_1(void* data, std::size_t bytes);
