@@ -254,9 +254,7 @@ streamed stream_chunks(staging_ring& ring, std::string_view function, std::span<
     }
     bytes_per_element += lane.element_bytes;
   }
-  // Whole 512-element blocks a chunk: the deterministic sums' cut of the input falls where it would in one call.
-  const std::size_t room = st.options.chunk_bytes;
-  const std::size_t per_chunk = std::max<std::size_t>(512, room / bytes_per_element / 512 * 512);
+  const std::size_t per_chunk = ring.chunk_elements(bytes_per_element);
   std::vector<bool> pinned_lane(lanes.size(), false);
   bool any_staged = from_readers;
   if (!from_readers) {

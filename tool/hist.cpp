@@ -578,8 +578,8 @@ count_totals count_file_on_gpu(const bin_plan& plan, const hist_settings& settin
   file.check_unchanged();
   totals.counts.resize(counts.size());
   counts.download(totals.counts);
-  // The chunks the ring cut the file into: whole 512-sample blocks of at most chunk_bytes.
-  const std::uint64_t per_chunk = std::max<std::uint64_t>(512, ring.options().chunk_bytes / sizeof(T) / 512 * 512);
+  // The chunks the ring cut the file into.
+  const std::uint64_t per_chunk = ring.chunk_elements(sizeof(T));
   totals.chunks = (file.num_samples() + per_chunk - 1) / per_chunk;
   totals.left_out = result.left_out;
   totals.strategies.push_back({result.chose, totals.chunks});

@@ -63,6 +63,12 @@ class staging_ring {
   ~staging_ring();
 
   [[nodiscard]] const staging_options& options() const noexcept;
+  /** @brief Elements a chunk carries, `bytes_per_element` each (samples and weights together): whole
+   * 512-element blocks, so that a deterministic sum's cut of the input would fall where one call's does. */
+  [[nodiscard]] std::size_t chunk_elements(std::size_t bytes_per_element) const noexcept {
+    const std::size_t blocks = options().chunk_bytes / bytes_per_element / 512;
+    return (blocks > 0 ? blocks : 1) * 512;
+  }
   /** @brief Pinned host bytes held now (0 until an array from pageable memory or a reader came through). */
   [[nodiscard]] std::size_t pinned_bytes() const noexcept;
 
@@ -153,7 +159,7 @@ histogram_result stream_counts(staging_ring& ring, std::string_view function, st
   choice chose = count_chunk(std::span<const void* const>{}, 0, counts, ws, stream);
   add_chunk_counts(counts.data(), part, 0, left_total, ws.scalar(), true, stream);
   bool first = true;
-  const streamed went = stream_chunks(
+  stream_chunks(
       ring, function, lanes,
       [&](std::span<const void* const> device, std::size_t n, std::uint64_t, stream_t s) {
         const std::span<Counter> into = first ? counts : std::span<Counter>(part, counts.size());
@@ -163,7 +169,6 @@ histogram_result stream_counts(staging_ring& ring, std::string_view function, st
         first = false;
       },
       stream);
-  (void)went;
   return {chose, read_device_word(left_total, stream)};
 }
 
