@@ -225,6 +225,30 @@ choice run_grid_histogram(std::string_view function, std::span<const Sample> sam
                        prepare, make_cub_histogram);
 }
 
+/// Counts float32 samples in even bins whose range holds few floats (float_table_mapper) through
+/// a table of each float's bin in `window`, filled on the device by `map`, the bins' own mapper.
+template <class Counter, class MakeCubHistogram>
+choice run_float_table(std::string_view function, std::span<const float> samples, std::span<Counter> counts,
+                       const even_bin_mapper<float>& map, tally::detail::value_window window, workspace& ws,
+                       const histogram_options& options, stream_t stream, MakeCubHistogram make_cub_histogram) {
+  using table_mapper = tally::detail::float_table_mapper;
+  auto prepare = [&](char* storage) {
+    const table_mapper table(window, map.num_bins(), reinterpret_cast<const std::byte*>(storage));
+    if (storage != nullptr && options.algorithm != strategy::cub) {
+      check_cuda(tally::detail::dispatch_float_table(table, map, reinterpret_cast<std::byte*>(storage), stream),
+                 "filling the float table on the device");
+    }
+    return table;
+  };
+  choice chose = run_histogram(function, samples, counts, map.num_bins(), ws, options, stream,
+                               table_mapper::table_bytes(window.span), prepare, make_cub_histogram);
+  if (options.algorithm == strategy::automatic && chose.used == strategy::shared_atomic) {
+    chose.reason = "a range that holds few floats (far from zero for its width): each float's bin looked up in a "
+                   "table filled once a call, in shared memory where it fits, and counted in shared memory";
+  }
+  return chose;
+}
+
 }  // namespace tally::gpu::detail
 
 #include "small_samples.cuh"
@@ -251,6 +275,15 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
     if constexpr (std::is_same_v<Sample, std::uint8_t>) {
       if (tally::detail::byte_shift_mapper::covers_every_byte(bins.lower, bins.upper, bins.num_bins)) {
         return run_with(tally::detail::byte_shift_mapper(static_cast<int>(-bins.lower), bins.num_bins));
+      }
+    }
+    if constexpr (std::is_same_v<Sample, float>) {
+      // A table of each float's bin where it takes no more bytes than the grid's entries would.
+      const auto window = map.shortcut() == even_shortcut::none ? tally::detail::float_table_mapper::window_for(map)
+                                                                 : std::nullopt;
+      if (window && tally::detail::float_table_mapper::table_bytes(window->span) <=
+                        tally::detail::grid_range_bin_mapper<float>::table_bytes(bins.num_bins + 1)) {
+        return run_float_table(function, samples, counts, map, *window, ws, options, stream, make_cub_histogram);
       }
     }
     if (tally::detail::even_bins_take_grid(map)) {

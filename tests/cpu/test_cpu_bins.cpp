@@ -11,6 +11,7 @@
 #include <cfenv>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -24,6 +25,7 @@
 #include "common/reference.hpp"
 #include "tally/bins.hpp"
 #include "tally/detail/range_grid.hpp"
+#include "tally/detail/value_tables.hpp"
 #include "test_support.hpp"
 
 namespace {
@@ -651,6 +653,70 @@ TEST(EvenBinMapper, EstimatesRangesThatAreNotExactInBinary) {
   EXPECT_EQ(tally::even_bin_mapper<float>({100, 1000.0, 1000.01}, upper_edge::exclusive).shortcut(), even_shortcut::none);
   EXPECT_EQ(tally::even_bin_mapper<double>({100, 1000.0, 1000.01}, upper_edge::exclusive).shortcut(),
             even_shortcut::estimated);
+}
+
+/// The GPU's table of each float's bin (float_table_mapper), filled here entry by entry as the
+/// device fills it (by the bins' own mapper): it maps every float within 1000 of its window and
+/// the special values as the mapper does, so the window loses none of the floats the bins count.
+TEST(EvenBinMapper, FloatTableMapsEveryFloatOfItsRangeAsTheMapperDoes) {
+  using tally::detail::float_table_mapper;
+  const tally::even_bins cases[] = {
+      {4096, 2047.5, 2048.5},  // numpy's range for data of one value
+      {100, 1000.0, 1000.01},  {16, -8388609.0, -8388593.0}, {4096, 293.1, 293.9},
+      {65536, 1000.0, 1003.9}, {3, -1e-41, 1e-41},  // subnormal edges around both zeros
+      {7, -0.0, 1e-44},        {5, -3e-45, 0.0},      // a zero as an edge, either side
+  };
+  for (const auto& bins : cases) {
+    for (const upper_edge mode : both_modes) {
+      SCOPED_TRACE(::testing::Message() << bins.num_bins << " bins [" << bins.lower << ", " << bins.upper << ") "
+                                        << mode_name(mode));
+      const tally::even_bin_mapper<float> map(bins, mode);
+      const auto window = float_table_mapper::window_for(map);
+      ASSERT_TRUE(window.has_value());
+      std::vector<float_table_mapper::entry_type> table(window->span);
+      const float_table_mapper shape(*window, bins.num_bins, nullptr);
+      for (std::uint32_t p = 0; p < window->span; ++p) {
+        const auto bits = float_table_mapper::bits_of_key(shape.key_at(p));
+        float x;
+        std::memcpy(&x, &bits, sizeof(x));
+        table[p] = static_cast<std::int32_t>(map(x));
+      }
+      const float_table_mapper table_map(*window, bins.num_bins, reinterpret_cast<const std::byte*>(table.data()));
+      std::int64_t counted = 0;
+      const auto check = [&](float x) {
+        ASSERT_EQ(table_map(x), map(x)) << "x = " << x;
+        counted += map(x) >= 0 ? 1 : 0;
+      };
+      for (std::uint32_t key = window->first - 1000; key != window->first + window->span + 1000; ++key) {
+        const auto bits = float_table_mapper::bits_of_key(key);
+        float x;
+        std::memcpy(&x, &bits, sizeof(x));
+        check(x);
+      }
+      EXPECT_GT(counted, 0);
+      for (const float x : {0.0f, -0.0f, std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                            std::numeric_limits<float>::max(), std::numeric_limits<float>::lowest()}) {
+        check(x);
+      }
+    }
+  }
+  // Keys order floats, neighbours one apart: -inf, -max, ..., -0, +0, ..., max, inf; NaN past either end.
+  const auto key = float_table_mapper::key_of;
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  constexpr float tiny = std::numeric_limits<float>::denorm_min();
+  constexpr float largest = std::numeric_limits<float>::max();
+  EXPECT_EQ(key(-inf) + 1, key(-largest));
+  EXPECT_EQ(key(-tiny) + 1, key(-0.0f));
+  EXPECT_EQ(key(-0.0f) + 1, key(0.0f));
+  EXPECT_EQ(key(0.0f) + 1, key(tiny));
+  EXPECT_EQ(key(largest) + 1, key(inf));
+  const float ordered[] = {-inf, -largest, -1.0f, -tiny, -0.0f, 0.0f, tiny, 1.0f, largest, inf};
+  for (std::size_t i = 0; i + 1 < std::size(ordered); ++i) EXPECT_LT(key(ordered[i]), key(ordered[i + 1])) << ordered[i];
+  EXPECT_GT(key(std::numeric_limits<float>::quiet_NaN()), key(inf));
+  EXPECT_LT(key(-std::numeric_limits<float>::quiet_NaN()), key(-inf));
+  // Too many floats for a table: none (the grid takes them).
+  EXPECT_FALSE(float_table_mapper::window_for(tally::even_bin_mapper<float>({4096, 1000.0, 1004.5}, upper_edge::exclusive)));
 }
 
 // ---- bincount -------------------------------------------------------------------------------

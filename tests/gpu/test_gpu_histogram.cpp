@@ -162,16 +162,18 @@ TEST(GpuHistogramFloatEdges, SamplesOnAndBesideEveryEdgeAreBinnedAsOnTheCpu) {
       {1024, -128.0, 128.0},           // step 1/4 across zero
       {64, 0.5, 16.5},                 // step 1/4, lower off zero
       {16, -8388608.0, -8388592.0},    // the shortcut at its limit (2^23 - lower / step = 2^24)
-      {16, -8388609.0, -8388593.0},    // past it, and past the estimate's reach: the grid over the edges
+      {16, -8388609.0, -8388593.0},    // past it, and past the estimate's reach: a table of the 34 floats
       {300, -1.0, 2.0},                // estimated: step 0.01
       {4096, 0.0, 1000.0},             // estimated: what users type
       {4096, -418.0, 8848.86},         // estimated: a range from the data
       {65536, 0.1, 6553.7},            // estimated, many bins
       {100, 1000.0, 1000.1},           // estimated at its reach: 16 floats a bin
-      {100, 1000.0, 1000.01},          // past its reach: the grid over numpy's edges
-      {4096, 2047.5, 2048.5},          // numpy's range for data of one value: one float a bin
-      {4096, 293.1, 293.9},            // a narrow range far from zero: several bins a float
-      {65536, 2047.5, 2048.5},         // the same with the grid's tables in global memory
+      {100, 1000.0, 1000.01},          // past its reach: a table of each float's bin
+      {4096, 2047.5, 2048.5},          // numpy's range for data of one value: a table, about one float a bin
+      {4096, 293.1, 293.9},            // a narrow range far from zero: a table of 26217 floats
+      {65536, 2047.5, 2048.5},         // numpy's range for one value at 65536 bins: several bins a float
+      {65536, 1000.0, 1003.9},         // a table of 63901 floats, too large for shared memory
+      {1024, 2045.1, 2047.0},          // past the estimate's reach, more floats than grid entries: the grid
   };
   std::mt19937_64 rng(seed);
   for (const even_case& c : cases) {

@@ -1,5 +1,6 @@
-// How the GPU bins 8- and 16-bit samples: such a type has at most 65536 values, so a bin is decided
-// once per value, not once per sample. Samples are counted by their bits, whatever the type (one
+// How the GPU bins 8- and 16-bit samples, and float32 samples over a range that holds few floats:
+// such a type (or range) has at most 65536 values, so a bin is decided once per value, not once
+// per sample. Samples are counted by their bits, whatever the type (one
 // set of kernels per width): through a window of unit-width bins (value_window_mapper), through a
 // table of each value's bin filled on the device from the type's own mapper (value_table_mapper),
 // or, for more bins than a 16-bit table entry holds and for bytes, counted per value and folded
@@ -8,6 +9,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -241,6 +243,95 @@ class value_table_mapper {
   TALLY_HOST_DEVICE const std::byte* tables() const { return reinterpret_cast<const std::byte*>(table_); }
   TALLY_HOST_DEVICE value_table_mapper reading_tables_at(const std::byte* tables) const {
     value_table_mapper moved = *this;
+    moved.table_ = reinterpret_cast<const entry_type*>(tables);
+    return moved;
+  }
+
+ private:
+  std::uint32_t first_ = 0;
+  std::uint32_t span_ = 0;
+  std::int64_t num_bins_ = 0;
+  const entry_type* table_ = nullptr;
+};
+
+/// Even bins over float32 samples whose range holds few floats: a range far from zero for its
+/// width, such as numpy's [v - 0.5, v + 0.5] for data of the one value v, or [10^6, 10^6 + 1000).
+/// There the edges, rounded to floats, pile up (several bins between two neighbouring floats), so
+/// the estimate is no longer the bin or the one below (estimated_even_bin_mapper::fits fails), and
+/// the range-bin grid spent 40-60% of the bandwidth on its entries. Each float of the range gets
+/// its bin in a table instead, filled on the device by the bins' own mapper (the general rule):
+/// a sample is its key (the float's bits, ordered), a subtraction, a compare and one load.
+/// Entries are bins (int), or left_out_bin.
+class float_table_mapper {
+ public:
+  using entry_type = std::int32_t;
+  /// The most floats a table spans (256 KiB of entries).
+  static constexpr std::uint32_t max_span = std::uint32_t{1} << 16;
+
+  /// A key that orders floats by value: negatives (their bits reversed) below the positives, -0
+  /// just below +0, NaN past both infinities.
+  TALLY_HOST_DEVICE static std::uint32_t key_of_bits(std::uint32_t bits) {
+    return bits ^ ((bits & 0x80000000u) != 0 ? 0xffffffffu : 0x80000000u);
+  }
+  TALLY_HOST_DEVICE static std::uint32_t bits_of_key(std::uint32_t key) {
+    return key ^ ((key & 0x80000000u) != 0 ? 0x80000000u : 0xffffffffu);
+  }
+  static std::uint32_t key_of(float x) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &x, sizeof(bits));
+    return key_of_bits(bits);
+  }
+
+  /// The keys a table for `map`'s bins spans: every float from its first edge to its last, and
+  /// one more at each end (-0 and +0 are neighbours, both counted where zero is an edge; the
+  /// fill leaves out whatever the bins do not count); none past max_span floats.
+  static std::optional<value_window> window_for(const even_bin_mapper<float>& map) {
+    const float first = map.edge(0);
+    const float last = map.edge(map.num_bins());
+    if (!std::isfinite(first) || !std::isfinite(last) || !(first <= last)) return std::nullopt;
+    const std::uint32_t low = key_of(first) - 1;  // finite: keys from 0x007fffff + 1 to 0xff800000 - 1
+    const std::uint64_t span = std::uint64_t{key_of(last)} + 1 - low + 1;
+    if (span > max_span) return std::nullopt;
+    return value_window{low, static_cast<std::uint32_t>(span)};
+  }
+
+  float_table_mapper() = default;
+  float_table_mapper(value_window window, std::int64_t num_bins, const std::byte* table)
+      : first_(window.first), span_(window.span), num_bins_(num_bins),
+        table_(reinterpret_cast<const entry_type*>(table)) {}
+
+  /// Bytes of a table of `span` entries, in whole 16-byte vectors (the blocks copy it so).
+  TALLY_HOST_DEVICE static std::size_t table_bytes(std::uint32_t span) {
+    return (span * sizeof(entry_type) + 15) / 16 * 16;
+  }
+
+  TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
+
+  TALLY_HOST_DEVICE std::int64_t operator()(float x) const {
+    std::uint32_t bits;
+    memcpy(&bits, &x, sizeof(bits));
+    const std::uint32_t offset = key_of_bits(bits) - first_;
+    if (offset >= span_) return left_out_bin;
+#if defined(__CUDA_ARCH__)
+    if (__isShared(table_)) {
+      // A shared-memory load, not a generic one: the compiler cannot tell where the copy lives.
+      const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(table_ + offset));
+      entry_type entry;
+      asm("ld.shared.s32 %0, [%1];" : "=r"(entry) : "r"(address));
+      return entry;
+    }
+#endif
+    return table_[offset];
+  }
+
+  /// The key of the table's entry `p`, which the fill maps by the bins' own mapper.
+  TALLY_HOST_DEVICE std::uint32_t key_at(std::uint32_t p) const { return first_ + p; }
+  TALLY_HOST_DEVICE std::uint32_t span() const { return span_; }
+
+  TALLY_HOST_DEVICE std::size_t tables_bytes() const { return table_bytes(span_); }
+  TALLY_HOST_DEVICE const std::byte* tables() const { return reinterpret_cast<const std::byte*>(table_); }
+  TALLY_HOST_DEVICE float_table_mapper reading_tables_at(const std::byte* tables) const {
+    float_table_mapper moved = *this;
     moved.table_ = reinterpret_cast<const entry_type*>(tables);
     return moved;
   }

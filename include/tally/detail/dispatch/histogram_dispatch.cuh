@@ -349,6 +349,16 @@ cudaError_t dispatch_value_table(const Mapper& map, value_window window, std::by
   return cudaGetLastError();
 }
 
+/// Fills the float table `shape` describes at `table` by `map`, the bins' own mapper, on `stream`.
+template <class Mapper>
+cudaError_t dispatch_float_table(const float_table_mapper& shape, const Mapper& map, std::byte* table,
+                                 cudaStream_t stream) {
+  constexpr std::uint32_t threads = 256;
+  fill_float_table_kernel<<<(shape.span() + threads - 1) / threads, threads, 0, stream>>>(
+      reinterpret_cast<std::int32_t*>(table), shape, map);
+  return cudaGetLastError();
+}
+
 /// Where the edges of a grid's tables come from on the device: range bins' edges, copied there.
 struct edges_in_memory {
   const double* edges;

@@ -143,6 +143,15 @@ __global__ void fill_value_table_kernel(std::uint16_t* table, value_window windo
   table[p] = bin < 0 ? std::uint16_t{0xffff} : static_cast<std::uint16_t>(bin);
 }
 
+/// Fills a float table (float_table_mapper `shape`): entry p is the bin of the float keyed
+/// shape.key_at(p), by the bins' own mapper `map`, or left_out_bin.
+template <class Mapper>
+__global__ void fill_float_table_kernel(std::int32_t* table, float_table_mapper shape, Mapper map) {
+  const std::uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p >= shape.span()) return;
+  table[p] = static_cast<std::int32_t>(map(__uint_as_float(float_table_mapper::bits_of_key(shape.key_at(p)))));
+}
+
 /// A shared-memory histogram per block, written out whole to the block's slice of
 /// `block_copies`; merge_block_copies_kernel adds the slices up, with no atomics.
 template <class Tuning, class Sample, class Mapper>
