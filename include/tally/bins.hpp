@@ -325,8 +325,8 @@ class estimated_even_bin_mapper {
         scale_f_(static_cast<float>(scale_)),
         offset_f_(static_cast<float>(offset_)),
         first_(static_cast<compare_type>(bins.lower)),
-        last_(static_cast<compare_type>(bins.upper)),
-        counted_last_(inclusive ? last_ : std::numeric_limits<compare_type>::quiet_NaN()),
+        end_(inclusive ? std::nextafter(static_cast<compare_type>(bins.upper), std::numeric_limits<compare_type>::infinity())
+                       : static_cast<compare_type>(bins.upper)),
         num_bins_(static_cast<int>(bins.num_bins)) {}
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
@@ -338,11 +338,22 @@ class estimated_even_bin_mapper {
     // or NaN, they give a bin that the select discards), so the compiler interleaves the samples of
     // a vector. With a branch per sample each ran its chain of dependent instructions alone.
     const int bin = bin_above_estimate(x, next_edge_estimate(x));
-    const int outside = x == counted_last_ ? num_bins_ - 1 : static_cast<int>(left_out_bin);
-    return (x >= first_ && x < last_) ? bin : outside;
+    return (x >= first_ && x < end_) ? bin : static_cast<int>(left_out_bin);
 #else
-    if (!(x >= first_ && x < last_)) return x == counted_last_ ? num_bins_ - 1 : left_out_bin;
+    if (!(x >= first_ && x < end_)) return left_out_bin;
     return bin_above_estimate(x, next_edge_estimate(x));
+#endif
+  }
+
+  /// The bin, or num_bins() where the sample is left out (the shared kernels' left-out word): the
+  /// same select as operator() with no test of the bin after it.
+  TALLY_HOST_DEVICE int slot(Sample sample) const {
+    const auto x = static_cast<compare_type>(sample);
+#if defined(__CUDA_ARCH__)
+    const int bin = bin_above_estimate(x, next_edge_estimate(x));
+    return (x >= first_ && x < end_) ? bin : num_bins_;
+#else
+    return (x >= first_ && x < end_) ? bin_above_estimate(x, next_edge_estimate(x)) : num_bins_;
 #endif
   }
 
@@ -350,10 +361,12 @@ class estimated_even_bin_mapper {
   TALLY_HOST_DEVICE float scale_for_floats() const { return scale_f_; }
   TALLY_HOST_DEVICE float offset_for_floats() const { return offset_f_; }
 
-  /// x's bin given `next`, the index of the first edge above the estimate (x in [first, last)).
+  /// x's bin given `next`, the index of the first edge above the estimate (x in [first, end)).
   TALLY_HOST_DEVICE int bin_above_estimate(compare_type x, int next) const {
     const int bin = next - 1 + (x >= edge(next) ? 1 : 0);
-    return bin < num_bins_ ? bin : num_bins_ - 1;  // the computed last edge may fall short of upper
+    // The computed last edge may fall short of upper; and upper itself, counted where the last
+    // edge is inclusive, is at or past it.
+    return bin < num_bins_ ? bin : num_bins_ - 1;
   }
 
  private:
@@ -391,8 +404,10 @@ class estimated_even_bin_mapper {
   float scale_f_ = 0.0f;
   float offset_f_ = 0.0f;
   compare_type first_{};
-  compare_type last_{};
-  compare_type counted_last_{};  // upper where it counts in the last bin (inclusive), else NaN: equal to nothing
+  // The least value past the counted ones: upper, or with an inclusive last edge the next value
+  // after it, so that one compare settles both modes (upper itself then estimates to the last bin,
+  // or one past it, which bin_above_estimate clamps): a compare and a select a sample fewer.
+  compare_type end_{};
   int num_bins_ = 0;
 };
 

@@ -160,15 +160,20 @@ void expect_even_mapper_matches_oracle(const even_case& c, upper_edge mode, cons
   if (mapper.shortcut() == tally::even_shortcut::estimated) {
     const auto estimated = mapper.estimated_mapper();
     check("estimated mapper", estimated);
+    check("estimated mapper's slot", [&](Sample x) -> std::int64_t {
+      const int slot = estimated.slot(x);
+      return slot == c.num_bins ? tally::left_out_bin : slot;
+    });
     if constexpr (std::is_same_v<Sample, float>) {
       // Its GPU form estimates in float: one fmaf rounded to nearest, then the floor (the GPU
-      // floors by adding 2^23 + 1 rounded down, which is exact for the estimates in range).
+      // floors by adding 2^23 + 1 rounded down, which is exact for the estimates in range). An
+      // inclusive upper edge is one compare with the float after it: upper itself is estimated
+      // and clamped into the last bin.
       const float first = mapper.edge(0);
       const float last = mapper.edge(c.num_bins);
+      const float end = mode == upper_edge::inclusive ? std::nextafter(last, INFINITY) : last;
       check("estimated mapper, GPU form", [&](float x) -> std::int64_t {
-        if (!(x >= first && x < last)) {
-          return (mode == upper_edge::inclusive && x == last) ? c.num_bins - 1 : tally::left_out_bin;
-        }
+        if (!(x >= first && x < end)) return tally::left_out_bin;
         const float t = std::fmaf(x, estimated.scale_for_floats(), estimated.offset_for_floats());
         return estimated.bin_above_estimate(x, static_cast<int>(std::floor(t)) + 1);
       });
@@ -673,18 +678,20 @@ TEST(EvenBinMapper, FloatTableMapsEveryFloatOfItsRangeAsTheMapperDoes) {
       const tally::even_bin_mapper<float> map(bins, mode);
       const auto window = float_table_mapper::window_for(map);
       ASSERT_TRUE(window.has_value());
-      std::vector<float_table_mapper::entry_type> table(window->span);
+      std::vector<float_table_mapper::entry_type> table(window->span + 1);
       const float_table_mapper shape(*window, bins.num_bins, nullptr);
       for (std::uint32_t p = 0; p < window->span; ++p) {
         const auto bits = float_table_mapper::bits_of_key(shape.key_at(p));
         float x;
         std::memcpy(&x, &bits, sizeof(x));
-        table[p] = static_cast<std::int32_t>(map(x));
+        table[p] = float_table_mapper::entry_of(map(x), bins.num_bins);
       }
+      table[window->span] = float_table_mapper::entry_of(tally::left_out_bin, bins.num_bins);
       const float_table_mapper table_map(*window, bins.num_bins, reinterpret_cast<const std::byte*>(table.data()));
       std::int64_t counted = 0;
       const auto check = [&](float x) {
         ASSERT_EQ(table_map(x), map(x)) << "x = " << x;
+        ASSERT_EQ(table_map.slot(x), map(x) >= 0 ? map(x) : bins.num_bins) << "x = " << x;
         counted += map(x) >= 0 ? 1 : 0;
       };
       for (std::uint32_t key = window->first - 1000; key != window->first + window->span + 1000; ++key) {

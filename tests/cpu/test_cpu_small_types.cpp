@@ -289,11 +289,14 @@ TYPED_TEST(CpuSmallTypes, CountIfAndFindFirstIfMatchPlainLoops) {
 /// value: each must give the type's own mapper's bin, the window and the multiply-high up to the
 /// bound of their exactness (num_bins * step^2 just below 2^32), the table over the values
 /// counted_values finds, in both orders.
+/// Each also gives a sample's word in a block's copy (slot): the bin, or num_bins where it leaves
+/// the value out.
 template <class T, class BitsMapper, class Reference>
 void expect_every_value_maps_alike(const BitsMapper& by_bits, const Reference& reference) {
   for (std::uint32_t bits = 0; bits < value_count<T>; ++bits) {
-    ASSERT_EQ(by_bits(static_cast<std::uint16_t>(bits)), reference(from_bits<T>(bits)))
-        << "bits " << bits << " value " << as_double(from_bits<T>(bits));
+    const std::int64_t bin = reference(from_bits<T>(bits));
+    ASSERT_EQ(by_bits(static_cast<std::uint16_t>(bits)), bin) << "bits " << bits << " value " << as_double(from_bits<T>(bits));
+    ASSERT_EQ(by_bits.slot(static_cast<std::uint16_t>(bits)), bin >= 0 ? bin : by_bits.num_bins()) << "bits " << bits;
   }
 }
 
@@ -302,12 +305,14 @@ void expect_table_maps_alike(const Reference& reference, double first_edge, doub
                              std::int64_t num_bins) {
   using values = tally::detail::small_values<T>;
   const tally::detail::value_window window = tally::detail::counted_values<T>(first_edge, last_edge, inclusive);
-  std::vector<std::uint16_t> table(window.span + 8);
+  using table_mapper = tally::detail::value_table_mapper<values::order>;
+  // As fill_value_table_kernel fills it: the window's entries, then one that leaves out.
+  std::vector<std::uint16_t> table(window.span + 8, 0xabab);
   for (std::uint32_t p = 0; p < window.span; ++p) {
-    const std::int64_t bin = reference(values::at(window.first + p));
-    table[p] = bin < 0 ? std::uint16_t{0xffff} : static_cast<std::uint16_t>(bin);
+    table[p] = table_mapper::entry_of(reference(values::at(window.first + p)), num_bins);
   }
-  const tally::detail::value_table_mapper<values::order> by_bits(
+  table[window.span] = table_mapper::entry_of(tally::left_out_bin, num_bins);
+  const table_mapper by_bits(
       values::key_at(window.first), window.span, num_bins, reinterpret_cast<const std::byte*>(table.data()));
   expect_every_value_maps_alike<T>(by_bits, reference);
 }

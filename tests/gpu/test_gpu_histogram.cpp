@@ -683,6 +683,29 @@ TEST(GpuHistogramStrategies, Packed16CountsExactlyWhenEveryBinSpills) {
   }
 }
 
+/// packed16 counts left-out samples in a slot past the bins, which spills like a bin and is handed
+/// nowhere: far more than 2^12 of them a block, in return mode (spread samples, nine in ten left
+/// out) and in scan mode (every other sample in one bin, so lanes share bins, the rest left out),
+/// over unit steps and over the estimate; every count and the left-out count must match the CPU.
+TEST(GpuHistogramStrategies, Packed16LeavesOutAnyNumberOfSamplesExactly) {
+  const std::size_t n = (std::size_t{1} << (quick_mode() ? 21 : 24)) + 5;
+  std::mt19937_64 rng(seed + 9);
+  std::uniform_int_distribution<std::int32_t> any_bin(0, 65535);
+  std::vector<std::int32_t> mostly_out(n), one_bin_and_out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    mostly_out[i] = rng() % 10 == 0 ? any_bin(rng) : (rng() % 2 == 0 ? -1 - any_bin(rng) : 65536 + any_bin(rng));
+    one_bin_and_out[i] = i % 2 == 0 ? 777 : -5;
+  }
+  const even_bins unit{65536, 0.0, 65536.0};
+  const even_bins estimated{65536, -0.3, 65535.6};  // not exact in binary: the estimate
+  for (const auto* host : {&mostly_out, &one_bin_and_out}) {
+    expect_even_matches<std::int32_t, std::uint32_t>(*host, unit, strategy::packed16, upper_edge::exclusive);
+    expect_even_matches<std::int32_t, std::uint64_t>(*host, estimated, strategy::packed16, upper_edge::inclusive);
+    std::vector<float> floats(host->begin(), host->end());
+    expect_even_matches<float, std::uint32_t>(floats, estimated, strategy::packed16, upper_edge::exclusive);
+  }
+}
+
 TEST(GpuHistogramAsync, CallsOnOneWorkspaceNeedNoSynchronization) {
   const auto a = make_samples<float>(pattern::uniform, 300007, 0.0, 100.0, seed);
   const auto b = make_samples<float>(pattern::with_outliers, 200003, 0.0, 100.0, seed + 1);

@@ -117,19 +117,26 @@ class value_window_mapper {
  public:
   value_window_mapper() = default;
   value_window_mapper(std::uint32_t first_bits, std::uint32_t span, std::int64_t bin_offset, std::int64_t num_bins)
-      : first_(first_bits), span_(span), bin_offset_(static_cast<int>(bin_offset)), num_bins_(num_bins) {}
+      : first_(first_bits), span_(span), bin_offset_(static_cast<int>(bin_offset)),
+        left_out_slot_(static_cast<int>(num_bins)), num_bins_(num_bins) {}
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
   TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const {
+    const int word = slot(bits);
+    return word < num_bins_ ? word : left_out_bin;
+  }
+  /// The bin, or num_bins() where the sample is left out (the shared kernels' left-out word).
+  TALLY_HOST_DEVICE int slot(std::uint16_t bits) const {
     const std::uint32_t offset = (static_cast<std::uint32_t>(bits) - first_) & 0xffffu;
-    return offset < span_ ? static_cast<std::int64_t>(static_cast<int>(offset) + bin_offset_) : left_out_bin;
+    return offset < span_ ? static_cast<int>(offset) + bin_offset_ : left_out_slot_;
   }
 
  private:
   std::uint32_t first_ = 0;
   std::uint32_t span_ = 0;
   int bin_offset_ = 0;  // the bin of the first value (unit_window_for keeps bins below 2^31)
+  int left_out_slot_ = 0;  // num_bins
   std::int64_t num_bins_ = 0;
 };
 
@@ -160,6 +167,12 @@ class value_step_mapper {
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
   TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const {
+    const int word = slot(bits);
+    return word < num_bins_ ? word : left_out_bin;
+  }
+  /// The bin, or num_bins() where the sample is left out (the shared kernels' left-out word).
+  /// Bins of a 16-bit table or step fit an int.
+  TALLY_HOST_DEVICE int slot(std::uint16_t bits) const {
     const std::uint32_t offset = (static_cast<std::uint32_t>(bits) - first_) & 0xffffu;
     const std::uint32_t x = offset + start_;
 #if defined(__CUDA_ARCH__)
@@ -168,7 +181,7 @@ class value_step_mapper {
     const auto quotient = static_cast<std::uint32_t>((static_cast<std::uint64_t>(x) * magic_) >> 32);
 #endif
     const auto last = static_cast<std::uint32_t>(num_bins_ - 1);
-    return offset < span_ ? static_cast<std::int64_t>(quotient < last ? quotient : last) : left_out_bin;
+    return offset < span_ ? static_cast<int>(quotient < last ? quotient : last) : static_cast<int>(num_bins_);
   }
 
  private:
@@ -200,43 +213,57 @@ class half_exact_mapper {
 };
 
 /// 16-bit samples, as their bits, through a table of each counted value's bin: the key (order_key)
-/// less the window's first, modulo 2^16, indexes `span` 16-bit entries; 0xffff leaves a value out.
-/// For at most 65535 bins. The table is filled on the device (fill_value_table_kernel) and, like
-/// the range-bin grid's, copied to a block's shared memory where it fits (has_tables).
+/// less the window's first, modulo 2^16, indexes `span` 16-bit entries, and one past them that
+/// every value outside the window reads (the offset clamped to span). An entry is a bin, or
+/// num_bins for a value left out: the shared kernels' left-out word, so a sample's word in a
+/// block's copy is one clamp and one load (slot), with no test. For at most 65535 bins. The table
+/// is filled on the device (fill_value_table_kernel) and, like the range-bin grid's, copied to a
+/// block's shared memory where it fits (has_tables).
 template <value_order Order>
 class value_table_mapper {
  public:
   using entry_type = std::uint16_t;
-  static constexpr entry_type left_out_entry = 0xffff;
-  static constexpr std::int64_t max_bins = left_out_entry;
+  static constexpr std::int64_t max_bins = 0xffff;
+
+  /// The entry of a value in bin `bin` (left_out_bin: left out).
+  TALLY_HOST_DEVICE static entry_type entry_of(std::int64_t bin, std::int64_t num_bins) {
+    return static_cast<entry_type>(bin < 0 ? num_bins : bin);
+  }
 
   value_table_mapper() = default;
   value_table_mapper(std::uint32_t first_key, std::uint32_t span, std::int64_t num_bins, const std::byte* table)
       : first_(first_key), span_(span), num_bins_(num_bins), table_(reinterpret_cast<const entry_type*>(table)) {}
 
-  /// Bytes of a table of `span` entries, in whole 16-byte vectors (the blocks copy it so).
+  /// Bytes of a table of `span` entries and the one past them, in whole 16-byte vectors (the
+  /// blocks copy it so).
   TALLY_HOST_DEVICE static std::size_t table_bytes(std::uint32_t span) {
-    return (span * sizeof(entry_type) + 15) / 16 * 16;
+    return ((span + 1) * sizeof(entry_type) + 15) / 16 * 16;
   }
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
   TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const {
+    const int word = slot(bits);
+    return word < num_bins_ ? word : left_out_bin;
+  }
+
+  /// The bin, or num_bins() where the sample is left out.
+  TALLY_HOST_DEVICE int slot(std::uint16_t bits) const {
     const std::uint32_t offset = (order_key<Order>(bits) - first_) & 0xffffu;
-    if (offset >= span_) return left_out_bin;
-    entry_type entry;
+    const std::uint32_t entry = offset < span_ ? offset : span_;  // a clamp: one instruction
+    entry_type value;
 #if defined(__CUDA_ARCH__)
     if (__isShared(table_)) {
       // A shared-memory load, not a generic one: the compiler cannot tell where the copy lives.
-      const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(table_ + offset));
-      asm("ld.shared.u16 %0, [%1];" : "=h"(entry) : "r"(address));
+      const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(table_ + entry));
+      asm("ld.shared.u16 %0, [%1];" : "=h"(value) : "r"(address));
     } else {
-      entry = table_[offset];
+      value = table_[entry];
     }
 #else
-    entry = table_[offset];
+    value = table_[entry];
 #endif
-    return entry == left_out_entry ? left_out_bin : static_cast<std::int64_t>(entry);
+    return value;
   }
 
   TALLY_HOST_DEVICE std::size_t tables_bytes() const { return table_bytes(span_); }
@@ -260,11 +287,17 @@ class value_table_mapper {
 /// the estimate is no longer the bin or the one below (estimated_even_bin_mapper::fits fails), and
 /// the range-bin grid spent 40-60% of the bandwidth on its entries. Each float of the range gets
 /// its bin in a table instead, filled on the device by the bins' own mapper (the general rule):
-/// a sample is its key (the float's bits, ordered), a subtraction, a compare and one load.
-/// Entries are bins (int), or left_out_bin.
+/// a sample is its key (the float's bits, ordered), a subtraction, a clamp and one load. As in
+/// value_table_mapper, an entry is a bin or num_bins for a float left out, and one entry past the
+/// window is read by every float outside it.
 class float_table_mapper {
  public:
   using entry_type = std::int32_t;
+
+  /// The entry of a float in bin `bin` (left_out_bin: left out).
+  TALLY_HOST_DEVICE static entry_type entry_of(std::int64_t bin, std::int64_t num_bins) {
+    return static_cast<entry_type>(bin < 0 ? num_bins : bin);
+  }
   /// The most floats a table spans (256 KiB of entries).
   static constexpr std::uint32_t max_span = std::uint32_t{1} << 16;
 
@@ -300,31 +333,38 @@ class float_table_mapper {
       : first_(window.first), span_(window.span), num_bins_(num_bins),
         table_(reinterpret_cast<const entry_type*>(table)) {}
 
-  /// Bytes of a table of `span` entries, in whole 16-byte vectors (the blocks copy it so).
+  /// Bytes of a table of `span` entries and the one past them, in whole 16-byte vectors (the
+  /// blocks copy it so).
   TALLY_HOST_DEVICE static std::size_t table_bytes(std::uint32_t span) {
-    return (span * sizeof(entry_type) + 15) / 16 * 16;
+    return ((span + 1) * sizeof(entry_type) + 15) / 16 * 16;
   }
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
   TALLY_HOST_DEVICE std::int64_t operator()(float x) const {
+    const int word = slot(x);
+    return word < num_bins_ ? word : left_out_bin;
+  }
+
+  /// The bin, or num_bins() where the sample is left out.
+  TALLY_HOST_DEVICE int slot(float x) const {
     std::uint32_t bits;
     memcpy(&bits, &x, sizeof(bits));
     const std::uint32_t offset = key_of_bits(bits) - first_;
-    if (offset >= span_) return left_out_bin;
+    const std::uint32_t entry = offset < span_ ? offset : span_;  // a clamp: one instruction
 #if defined(__CUDA_ARCH__)
     if (__isShared(table_)) {
       // A shared-memory load, not a generic one: the compiler cannot tell where the copy lives.
-      const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(table_ + offset));
-      entry_type entry;
-      asm("ld.shared.s32 %0, [%1];" : "=r"(entry) : "r"(address));
-      return entry;
+      const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(table_ + entry));
+      entry_type value;
+      asm("ld.shared.s32 %0, [%1];" : "=r"(value) : "r"(address));
+      return value;
     }
 #endif
-    return table_[offset];
+    return table_[entry];
   }
 
-  /// The key of the table's entry `p`, which the fill maps by the bins' own mapper.
+  /// The key of the table's entry `p` (below span()), which the fill maps by the bins' own mapper.
   TALLY_HOST_DEVICE std::uint32_t key_at(std::uint32_t p) const { return first_ + p; }
   TALLY_HOST_DEVICE std::uint32_t span() const { return span_; }
 

@@ -3,6 +3,7 @@
 // kernel). The copy lives in shared memory or in the block's own slice of global memory.
 #pragma once
 
+#include <concepts>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -99,6 +100,26 @@ __device__ __forceinline__ std::uint32_t map_vector(const Mapper& map, const sam
     if constexpr (!maps_every_sample<Mapper>) left_out += (valid && bins[j] < 0) ? 1 : 0;
   }
   return left_out;
+}
+
+/// Whether a mapper gives a sample's word in a block's copy itself (`slot`: its bin, or num_bins
+/// for a sample it leaves out, the word past the bins where the shared kernels count those).
+template <class Mapper, class Sample>
+inline constexpr bool gives_slots = requires(const Mapper& map, Sample x) {
+  { map.slot(x) } -> std::same_as<int>;
+};
+
+/// A sample's word in a block's copy: its bin, or `left_out_word` (num_bins) where it is left out.
+/// Mappers with `slot` select that word themselves, which saves a test of the bin and a select a
+/// sample (uint16 through a table: 21 instructions a sample, docs/performance.md).
+template <class Mapper, class Sample>
+__device__ __forceinline__ int slot_of(const Mapper& map, Sample x, int left_out_word) {
+  if constexpr (gives_slots<Mapper, Sample>) {
+    return map.slot(x);
+  } else {
+    const int bin = static_cast<int>(map(x));
+    return bin >= 0 ? bin : left_out_word;
+  }
 }
 
 /// The warp-wide vote: when every sample of every lane's vector has one bin, lane 0 adds them all
@@ -283,6 +304,27 @@ __device__ __forceinline__ walk_tally count_vectorized(const Sample* samples, st
     }
   };
   const auto visit = [&](const sample_vector<Sample>& v, bool valid) {
+    if constexpr (Aggregate == aggregation::none && Memory == copy_memory::shared && !maps_every_sample<Mapper> &&
+                  !maps_vectors<Mapper, Sample>) {
+      // The shared kernels count a left-out sample in the word after the bins, which no hand-off
+      // reads, and take the left-out count by difference (left_out_by_difference): an atomic
+      // every sample with no branch around it (a branch a sample cost 16-bit samples two
+      // reconvergence instructions and a compare each), the word selected by the mapper where it
+      // can (slot_of). The walk's tail (an invalid vector) adds nothing, or counts in the
+      // left-out word too (tuning::tail_tested_per_vector).
+      const int left_out_word = static_cast<int>(map.num_bins());
+      if constexpr (tuning::tail_tested_per_vector<sizeof(Sample)>) {
+        if (!valid) return;
+        tally.visited += items;
+#pragma unroll
+        for (int j = 0; j < items; ++j) add(slot_of(map, v.item[j], left_out_word), 1);
+      } else {
+        tally.visited += valid ? items : 0;
+#pragma unroll
+        for (int j = 0; j < items; ++j) add(valid ? slot_of(map, v.item[j], left_out_word) : left_out_word, 1);
+      }
+      return;
+    }
     tally.visited += valid ? items : 0;
     int bins[items];
     tally.left_out += map_vector(map, v, valid, bins);
@@ -310,9 +352,7 @@ __device__ __forceinline__ walk_tally count_vectorized(const Sample* samples, st
         for (int j = 0; j < items; ++j) add(bins[j], 1);
       }
     } else if constexpr (Memory == copy_memory::shared) {
-      // A left-out sample counts in the word after the bins, which no hand-off reads: an atomic
-      // every sample with no branch around it (a branch a sample cost 16-bit samples two
-      // reconvergence instructions and a compare each: 23 instructions a sample, not 20).
+      // A vector mapper's samples (the grid's), counted as above: the left-out word, no branch.
       const int left_out_word = static_cast<int>(map.num_bins());
 #pragma unroll
       for (int j = 0; j < items; ++j) add(bins[j] >= 0 ? bins[j] : left_out_word, 1);

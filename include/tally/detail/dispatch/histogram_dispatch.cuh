@@ -342,9 +342,8 @@ cudaError_t dispatch_value_fold(const std::uint64_t* value_counts, Counter* coun
 /// Fills the value table of `window` at `table` by `map`, the type's own mapper, on `stream`.
 template <class Sample, class Mapper>
 cudaError_t dispatch_value_table(const Mapper& map, value_window window, std::byte* table, cudaStream_t stream) {
-  if (window.span == 0) return cudaSuccess;
   constexpr std::uint32_t threads = 256;
-  fill_value_table_kernel<Sample><<<(window.span + threads - 1) / threads, threads, 0, stream>>>(
+  fill_value_table_kernel<Sample><<<(window.span + 1 + threads - 1) / threads, threads, 0, stream>>>(
       reinterpret_cast<std::uint16_t*>(table), window, map);
   return cudaGetLastError();
 }
@@ -354,7 +353,7 @@ template <class Mapper>
 cudaError_t dispatch_float_table(const float_table_mapper& shape, const Mapper& map, std::byte* table,
                                  cudaStream_t stream) {
   constexpr std::uint32_t threads = 256;
-  fill_float_table_kernel<<<(shape.span() + threads - 1) / threads, threads, 0, stream>>>(
+  fill_float_table_kernel<<<(shape.span() + 1 + threads - 1) / threads, threads, 0, stream>>>(
       reinterpret_cast<std::int32_t*>(table), shape, map);
   return cudaGetLastError();
 }

@@ -133,23 +133,27 @@ __global__ void fold_value_counts_kernel(const std::uint64_t* value_counts, Coun
   warp_add_to(dropped, left_out);
 }
 
-/// Fills a value table (value_table_mapper): entry p is the bin of the value at position
-/// window.first + p, by the type's own mapper, or the left-out entry.
+/// Fills a value table (value_table_mapper, `window.span` + 1 entries): entry p is the entry of
+/// the bin of the value at position window.first + p, by the type's own mapper; the last, read by
+/// every value outside the window, leaves out.
 template <class Sample, class Mapper>
 __global__ void fill_value_table_kernel(std::uint16_t* table, value_window window, Mapper map) {
+  using table_mapper = value_table_mapper<small_values<Sample>::order>;
   const std::uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p >= window.span) return;
-  const std::int64_t bin = map(small_values<Sample>::at(window.first + p));
-  table[p] = bin < 0 ? std::uint16_t{0xffff} : static_cast<std::uint16_t>(bin);
+  if (p > window.span) return;
+  const std::int64_t bin = p < window.span ? map(small_values<Sample>::at(window.first + p)) : left_out_bin;
+  table[p] = table_mapper::entry_of(bin, map.num_bins());
 }
 
-/// Fills a float table (float_table_mapper `shape`): entry p is the bin of the float keyed
-/// shape.key_at(p), by the bins' own mapper `map`, or left_out_bin.
+/// Fills a float table (float_table_mapper `shape`, span() + 1 entries): entry p is the entry of
+/// the bin of the float keyed shape.key_at(p), by the bins' own mapper `map`; the last leaves out.
 template <class Mapper>
 __global__ void fill_float_table_kernel(std::int32_t* table, float_table_mapper shape, Mapper map) {
   const std::uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
-  if (p >= shape.span()) return;
-  table[p] = static_cast<std::int32_t>(map(__uint_as_float(float_table_mapper::bits_of_key(shape.key_at(p)))));
+  if (p > shape.span()) return;
+  const std::int64_t bin =
+      p < shape.span() ? map(__uint_as_float(float_table_mapper::bits_of_key(shape.key_at(p)))) : left_out_bin;
+  table[p] = float_table_mapper::entry_of(bin, map.num_bins());
 }
 
 /// A shared-memory histogram per block, written out whole to the block's slice of

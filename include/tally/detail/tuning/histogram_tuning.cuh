@@ -37,6 +37,15 @@ struct histogram_tuning_sm90 {
   using packed = counting_tuning<1024, 1, SampleBytes == 1 ? 1 : 4, false>;
 };
 
+/// How the shared kernels keep the walk's tail (its invalid vectors) out of the counts: one test
+/// a vector, for 16-bit samples (eight a vector, whose mappings interleave within it; a select a
+/// sample instead: uint16 unit windows 0.97 -> 0.90, float16 exact ranges 0.93 -> 0.84), or a
+/// select a sample, for wider ones (four a vector, interleaved across a thread's vectors; float32
+/// data of one value through the float table, 4096 bins: 0.927 with selects, 0.887 with the test).
+/// (docs/performance.md, "A sample's word from its mapper")
+template <std::size_t SampleBytes>
+inline constexpr bool tail_tested_per_vector = SampleBytes == 2;
+
 /// The byte kernel (bytes over all 256 values, byte_shift_mapper): a permute and an atomic per
 /// byte take few registers, so four loads a thread, in one 1024-thread block a multiprocessor.
 using all_bytes_tuning = counting_tuning<1024, 1, 4, false>;
