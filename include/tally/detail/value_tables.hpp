@@ -212,28 +212,21 @@ class half_exact_mapper {
   exact_float_bin_mapper map_;
 };
 
-/// 16-bit samples, as their bits, through a table of each counted value's bin: the key (order_key)
-/// less the window's first, modulo 2^16, indexes `span` 16-bit entries, and one past them that
-/// every value outside the window reads (the offset clamped to span). An entry is a bin, or
-/// num_bins for a value left out: the shared kernels' left-out word, so a sample's word in a
-/// block's copy is one clamp and one load (slot), with no test. For at most 65535 bins. The table
-/// is filled on the device (fill_value_table_kernel) and, like the range-bin grid's, copied to a
-/// block's shared memory where it fits (has_tables).
-template <value_order Order>
-class value_table_mapper {
+/// What value_table_mapper and float_table_mapper share: `span` entries over a window of keys from
+/// `first`, and one past them that every key outside the window reads (the offset clamped: one
+/// instruction, no test). An entry is a bin, or num_bins for a key left out: the shared kernels'
+/// left-out word, so a sample's word in a block's copy (slot) is a clamp and one load. The table is
+/// filled on the device and, like the range-bin grid's, copied to a block's shared memory where it
+/// fits (has_tables); `Derived` is the mapper, which reading_tables_at returns.
+template <class Entry, class Derived>
+class window_table {
  public:
-  using entry_type = std::uint16_t;
-  static constexpr std::int64_t max_bins = 0xffff;
+  using entry_type = Entry;
 
-  /// The entry of a value in bin `bin` (left_out_bin: left out).
+  /// The entry of a key in bin `bin` (left_out_bin: left out).
   TALLY_HOST_DEVICE static entry_type entry_of(std::int64_t bin, std::int64_t num_bins) {
     return static_cast<entry_type>(bin < 0 ? num_bins : bin);
   }
-
-  value_table_mapper() = default;
-  value_table_mapper(std::uint32_t first_key, std::uint32_t span, std::int64_t num_bins, const std::byte* table)
-      : first_(first_key), span_(span), num_bins_(num_bins), table_(reinterpret_cast<const entry_type*>(table)) {}
-
   /// Bytes of a table of `span` entries and the one past them, in whole 16-byte vectors (the
   /// blocks copy it so).
   TALLY_HOST_DEVICE static std::size_t table_bytes(std::uint32_t span) {
@@ -241,38 +234,48 @@ class value_table_mapper {
   }
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
-
-  TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const {
-    const int word = slot(bits);
-    return word < num_bins_ ? word : left_out_bin;
-  }
-
-  /// The bin, or num_bins() where the sample is left out.
-  TALLY_HOST_DEVICE int slot(std::uint16_t bits) const {
-    const std::uint32_t offset = (order_key<Order>(bits) - first_) & 0xffffu;
-    const std::uint32_t entry = offset < span_ ? offset : span_;  // a clamp: one instruction
-    entry_type value;
-#if defined(__CUDA_ARCH__)
-    if (__isShared(table_)) {
-      // A shared-memory load, not a generic one: the compiler cannot tell where the copy lives.
-      const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(table_ + entry));
-      asm("ld.shared.u16 %0, [%1];" : "=h"(value) : "r"(address));
-    } else {
-      value = table_[entry];
-    }
-#else
-    value = table_[entry];
-#endif
-    return value;
-  }
+  TALLY_HOST_DEVICE std::uint32_t span() const { return span_; }
+  /// The key of entry `p` (below span()), which the fill maps by the bins' own mapper.
+  TALLY_HOST_DEVICE std::uint32_t key_at(std::uint32_t p) const { return first_ + p; }
 
   TALLY_HOST_DEVICE std::size_t tables_bytes() const { return table_bytes(span_); }
   TALLY_HOST_DEVICE const std::byte* tables() const { return reinterpret_cast<const std::byte*>(table_); }
-  TALLY_HOST_DEVICE value_table_mapper reading_tables_at(const std::byte* tables) const {
-    value_table_mapper moved = *this;
+  TALLY_HOST_DEVICE Derived reading_tables_at(const std::byte* tables) const {
+    Derived moved = static_cast<const Derived&>(*this);
     moved.table_ = reinterpret_cast<const entry_type*>(tables);
     return moved;
   }
+
+ protected:
+  window_table() = default;
+  window_table(std::uint32_t first_key, std::uint32_t span, std::int64_t num_bins, const std::byte* table)
+      : first_(first_key), span_(span), num_bins_(num_bins), table_(reinterpret_cast<const entry_type*>(table)) {}
+
+  TALLY_HOST_DEVICE std::uint32_t first_key() const { return first_; }
+
+  /// The entry `offset` keys past the window's first (the last entry past the window).
+  TALLY_HOST_DEVICE int entry_at(std::uint32_t offset) const {
+    const std::uint32_t p = offset < span_ ? offset : span_;
+#if defined(__CUDA_ARCH__)
+    if (__isShared(table_)) {
+      // A shared-memory load, not a generic one: the compiler cannot tell where the copy lives.
+      const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(table_ + p));
+      if constexpr (sizeof(entry_type) == 2) {
+        std::uint16_t value;
+        asm("ld.shared.u16 %0, [%1];" : "=h"(value) : "r"(address));
+        return value;
+      } else {
+        std::int32_t value;
+        asm("ld.shared.s32 %0, [%1];" : "=r"(value) : "r"(address));
+        return value;
+      }
+    }
+#endif
+    return static_cast<int>(table_[p]);
+  }
+
+  /// The bin of a slot (operator() of the mappers): left_out_bin for the left-out word.
+  TALLY_HOST_DEVICE std::int64_t bin_of_slot(int slot) const { return slot < num_bins_ ? slot : left_out_bin; }
 
  private:
   std::uint32_t first_ = 0;
@@ -281,23 +284,36 @@ class value_table_mapper {
   const entry_type* table_ = nullptr;
 };
 
+/// 16-bit samples, as their bits, through a table of each counted value's bin (window_table): the
+/// key (order_key) less the window's first, modulo 2^16, indexes it. For at most 65535 bins.
+template <value_order Order>
+class value_table_mapper : public window_table<std::uint16_t, value_table_mapper<Order>> {
+  using base = window_table<std::uint16_t, value_table_mapper<Order>>;
+
+ public:
+  static constexpr std::int64_t max_bins = 0xffff;
+
+  value_table_mapper() = default;
+  value_table_mapper(std::uint32_t first_key, std::uint32_t span, std::int64_t num_bins, const std::byte* table)
+      : base(first_key, span, num_bins, table) {}
+
+  TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const { return this->bin_of_slot(slot(bits)); }
+  /// The bin, or num_bins() where the sample is left out.
+  TALLY_HOST_DEVICE int slot(std::uint16_t bits) const {
+    return this->entry_at((order_key<Order>(bits) - this->first_key()) & 0xffffu);
+  }
+};
+
 /// Even bins over float32 samples whose range holds few floats: a range far from zero for its
 /// width, such as numpy's [v - 0.5, v + 0.5] for data of the one value v, or [10^6, 10^6 + 1000).
 /// There the edges, rounded to floats, pile up (several bins between two neighbouring floats), so
 /// the estimate is no longer the bin or the one below (estimated_even_bin_mapper::fits fails), and
 /// the range-bin grid spent 40-60% of the bandwidth on its entries. Each float of the range gets
-/// its bin in a table instead, filled on the device by the bins' own mapper (the general rule):
-/// a sample is its key (the float's bits, ordered), a subtraction, a clamp and one load. As in
-/// value_table_mapper, an entry is a bin or num_bins for a float left out, and one entry past the
-/// window is read by every float outside it.
-class float_table_mapper {
+/// its bin in a table instead (window_table), filled on the device by the bins' own mapper (the
+/// general rule): a sample is its key (the float's bits, ordered), a subtraction, a clamp and one
+/// load.
+class float_table_mapper : public window_table<std::int32_t, float_table_mapper> {
  public:
-  using entry_type = std::int32_t;
-
-  /// The entry of a float in bin `bin` (left_out_bin: left out).
-  TALLY_HOST_DEVICE static entry_type entry_of(std::int64_t bin, std::int64_t num_bins) {
-    return static_cast<entry_type>(bin < 0 ? num_bins : bin);
-  }
   /// The most floats a table spans (256 KiB of entries).
   static constexpr std::uint32_t max_span = std::uint32_t{1} << 16;
 
@@ -330,57 +346,15 @@ class float_table_mapper {
 
   float_table_mapper() = default;
   float_table_mapper(value_window window, std::int64_t num_bins, const std::byte* table)
-      : first_(window.first), span_(window.span), num_bins_(num_bins),
-        table_(reinterpret_cast<const entry_type*>(table)) {}
+      : window_table(window.first, window.span, num_bins, table) {}
 
-  /// Bytes of a table of `span` entries and the one past them, in whole 16-byte vectors (the
-  /// blocks copy it so).
-  TALLY_HOST_DEVICE static std::size_t table_bytes(std::uint32_t span) {
-    return ((span + 1) * sizeof(entry_type) + 15) / 16 * 16;
-  }
-
-  TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
-
-  TALLY_HOST_DEVICE std::int64_t operator()(float x) const {
-    const int word = slot(x);
-    return word < num_bins_ ? word : left_out_bin;
-  }
-
+  TALLY_HOST_DEVICE std::int64_t operator()(float x) const { return bin_of_slot(slot(x)); }
   /// The bin, or num_bins() where the sample is left out.
   TALLY_HOST_DEVICE int slot(float x) const {
     std::uint32_t bits;
     memcpy(&bits, &x, sizeof(bits));
-    const std::uint32_t offset = key_of_bits(bits) - first_;
-    const std::uint32_t entry = offset < span_ ? offset : span_;  // a clamp: one instruction
-#if defined(__CUDA_ARCH__)
-    if (__isShared(table_)) {
-      // A shared-memory load, not a generic one: the compiler cannot tell where the copy lives.
-      const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(table_ + entry));
-      entry_type value;
-      asm("ld.shared.s32 %0, [%1];" : "=r"(value) : "r"(address));
-      return value;
-    }
-#endif
-    return table_[entry];
+    return entry_at(key_of_bits(bits) - first_key());
   }
-
-  /// The key of the table's entry `p` (below span()), which the fill maps by the bins' own mapper.
-  TALLY_HOST_DEVICE std::uint32_t key_at(std::uint32_t p) const { return first_ + p; }
-  TALLY_HOST_DEVICE std::uint32_t span() const { return span_; }
-
-  TALLY_HOST_DEVICE std::size_t tables_bytes() const { return table_bytes(span_); }
-  TALLY_HOST_DEVICE const std::byte* tables() const { return reinterpret_cast<const std::byte*>(table_); }
-  TALLY_HOST_DEVICE float_table_mapper reading_tables_at(const std::byte* tables) const {
-    float_table_mapper moved = *this;
-    moved.table_ = reinterpret_cast<const entry_type*>(tables);
-    return moved;
-  }
-
- private:
-  std::uint32_t first_ = 0;
-  std::uint32_t span_ = 0;
-  std::int64_t num_bins_ = 0;
-  const entry_type* table_ = nullptr;
 };
 
 /// The first and the last value of a 16-bit integer type that bins [lower, upper) count (upper
