@@ -2,7 +2,8 @@
 // such a type (or range) has at most 65536 values, so a bin is decided once per value, not once
 // per sample. Samples are counted by their bits, whatever the type (one
 // set of kernels per width): through a window of unit-width bins (value_window_mapper), through a
-// table of each value's bin filled on the device from the type's own mapper (value_table_mapper),
+// table of each value's bin filled on the device from the type's own mapper (value_table_mapper;
+// float_table_mapper for such float32 ranges; both a window_table),
 // or, for more bins than a 16-bit table entry holds and for bytes, counted per value and folded
 // into the bins afterwards. The type's mapper (even_bin_mapper, range_bin_mapper) stays the one
 // definition of its bins; the CPU backend maps with it directly.
@@ -308,7 +309,7 @@ class value_table_mapper : public window_table<std::uint16_t, value_table_mapper
 /// width, such as numpy's [v - 0.5, v + 0.5] for data of the one value v, or [10^6, 10^6 + 1000).
 /// There the edges, rounded to floats, pile up (several bins between two neighbouring floats), so
 /// the estimate is no longer the bin or the one below (estimated_even_bin_mapper::fits fails), and
-/// the range-bin grid spent 40-60% of the bandwidth on its entries. Each float of the range gets
+/// the range-bin grid counted them at 0.40-0.59 of the read bandwidth. Each float of the range gets
 /// its bin in a table instead (window_table), filled on the device by the bins' own mapper (the
 /// general rule): a sample is its key (the float's bits, ordered), a subtraction, a clamp and one
 /// load.
