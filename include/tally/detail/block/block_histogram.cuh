@@ -407,13 +407,15 @@ __device__ __forceinline__ void count_all_bytes(const std::uint8_t* samples, std
 /// so the call needs no memset of them before it: one launch fewer.
 /// (A memset: 1.0-1.5 microseconds; docs/performance.md, "Zeroing the output")
 struct output_start_words {
-  std::uint64_t* left_out;         ///< the call's left-out count (zeroed by the caller)
+  std::uint64_t* left_out;         ///< the call's left-out count
   std::uint64_t* zeroed;           ///< 0 between calls, 1 while a block zeroes, 2 once it has
   std::uint64_t* blocks_finished;  ///< 0 between calls
+  bool zero_left_out;              ///< the zeroing block zeroes `left_out` too (else the caller has)
 };
 
-/// Each block calls this first: the first block of the launch to get here zeroes `counts` at once
-/// (it waits on nothing), then marks them zeroed. Every thread of the block must call it. The
+/// Each block calls this first: the first block of the launch to get here zeroes `counts` (and the
+/// left-out count, where asked: blocks add to it only after wait_for_zeroed_output) at once (it
+/// waits on nothing), then marks them zeroed. Every thread of the block must call it. The
 /// choice is broadcast by __syncthreads_or rather than a __shared__ flag, so the kernel keeps no
 /// static shared memory and its dynamic copy may take all a block can have.
 template <class Counter>
@@ -426,6 +428,7 @@ __device__ __forceinline__ void start_output(Counter* counts, std::int64_t num_b
   }
   if (__syncthreads_or(won ? 1 : 0) == 0) return;
   for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) counts[bin] = 0;
+  if (words.zero_left_out && threadIdx.x == 0) *words.left_out = 0;
   __threadfence();
   __syncthreads();  // every zero is written before the mark
   if (threadIdx.x == 0) {
