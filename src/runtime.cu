@@ -91,22 +91,26 @@ void device_fill_bytes(void* destination, int byte, std::size_t bytes) {
 }  // namespace detail
 
 workspace::workspace(workspace&& other) noexcept
-    : scalars_(other.scalars_), storage_(other.storage_), bytes_(other.bytes_) {
+    : scalars_(other.scalars_), storage_(other.storage_), bytes_(other.bytes_), host_result_(other.host_result_) {
   other.scalars_ = nullptr;
   other.storage_ = nullptr;
   other.bytes_ = 0;
+  other.host_result_ = nullptr;
 }
 
 workspace& workspace::operator=(workspace&& other) noexcept {
   if (this != &other) {
     detail::device_free(scalars_);
     detail::device_free(storage_);
+    if (host_result_ != nullptr) (void)cudaFreeHost(host_result_);
     scalars_ = other.scalars_;
     storage_ = other.storage_;
     bytes_ = other.bytes_;
+    host_result_ = other.host_result_;
     other.scalars_ = nullptr;
     other.storage_ = nullptr;
     other.bytes_ = 0;
+    other.host_result_ = nullptr;
   }
   return *this;
 }
@@ -114,6 +118,7 @@ workspace& workspace::operator=(workspace&& other) noexcept {
 workspace::~workspace() {
   detail::device_free(scalars_);
   detail::device_free(storage_);
+  if (host_result_ != nullptr) (void)cudaFreeHost(host_result_);
 }
 
 void* workspace::reserve(std::size_t bytes, stream_t stream) {
@@ -166,11 +171,17 @@ void detail::check_no_pending_cuda_error(std::string_view operation) {
 }
 
 std::uint64_t workspace::read_scalar(stream_t stream) {
-  std::uint64_t value = 0;
-  detail::check_cuda(cudaMemcpyAsync(&value, scalar(), sizeof(value), cudaMemcpyDeviceToHost, stream),
+  // Copied into pinned memory, then waited for: a copy into pageable memory waits for the stream
+  // inside the copy, and wakes microseconds later than the stream's own wait
+  // (docs/performance.md, "A small call's latency").
+  if (host_result_ == nullptr) {
+    detail::check_cuda_clearing_last_error(cudaMallocHost(&host_result_, sizeof(std::uint64_t)),
+                                           "cudaMallocHost of the result word");
+  }
+  detail::check_cuda(cudaMemcpyAsync(host_result_, scalar(), sizeof(std::uint64_t), cudaMemcpyDeviceToHost, stream),
                      "reading a result back");
   detail::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  return value;
+  return *static_cast<const std::uint64_t*>(host_result_);
 }
 
 namespace {

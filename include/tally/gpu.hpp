@@ -130,6 +130,7 @@ class workspace {
   void* scalars_ = nullptr;  // a small separate allocation, so reserve() never moves results
   void* storage_ = nullptr;
   std::size_t bytes_ = 0;
+  void* host_result_ = nullptr;  // pinned: read_scalar's copy of the result
 };
 
 namespace detail {
