@@ -2,6 +2,7 @@
 // (numpy on the host, any DLPack array on a CUDA device) and runs the CPU or the GPU backend where
 // the samples live; the Python layer (tally/__init__.py) owns numpy's semantics, checks and output
 // allocation, so these functions only type-dispatch, run and report the library's choice.
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <map>
@@ -100,6 +101,37 @@ nb::dlpack::dtype sample_dtype_named(const std::string& name) {
     throw nb::type_error(("dtype: unsupported sample dtype '" + name + "' (tally takes " + sample_dtypes + ")").c_str());
   }
   return found->second;
+}
+
+/// The DLPack dtype (code, bits) names, or a TypeError naming `argument`.
+nb::dlpack::dtype dlpack_dtype(int code, int bits, const char* argument) {
+  if (code < 0 || code > 4 || (bits != 8 && bits != 16 && bits != 32 && bits != 64)) {
+    throw nb::type_error((std::string(argument) + ": not a dtype tally takes").c_str());
+  }
+  return {static_cast<std::uint8_t>(code), static_cast<std::uint8_t>(bits), 1};
+}
+
+/// An argument as an array of `Array`'s kind: a numpy array (or anything nanobind takes: DLPack,
+/// the buffer protocol) as itself, or a device array the Python layer hands over as (address,
+/// size, DLPack type code, bits, device), which it keeps alive for the call. The Python layer has
+/// checked that the array is flat and contiguous: DLPack's hand-over through PyTorch costs
+/// microseconds a call, the address a fraction of one (docs/python.md, "Small calls").
+template <class Array>
+Array array_from(nb::handle argument_value, const char* argument) {
+  if (!nb::isinstance<nb::tuple>(argument_value)) {
+    Array a;
+    if (!nb::try_cast(argument_value, a)) {
+      throw nb::type_error((std::string(argument) + ": expected a contiguous array").c_str());
+    }
+    return a;
+  }
+  const auto view = nb::borrow<nb::tuple>(argument_value);
+  if (view.size() != 5) throw nb::type_error((std::string(argument) + ": expected (address, size, code, bits, device)").c_str());
+  const auto address = nb::cast<std::uintptr_t>(view[0]);
+  const std::size_t shape[1] = {nb::cast<std::size_t>(view[1])};
+  const nb::dlpack::dtype dtype = dlpack_dtype(nb::cast<int>(view[2]), nb::cast<int>(view[3]), argument);
+  return Array(reinterpret_cast<void*>(address), 1, shape, nb::handle(), nullptr, dtype, nb::device::cuda::value,
+               nb::cast<int>(view[4]));
 }
 
 template <class T>
@@ -202,9 +234,11 @@ decltype(auto) on_device(const array& samples, std::uintptr_t stream, Gpu&& gpu)
 #endif
 }
 
-choice_tuple histogram_even(const array& samples, const output& counts, std::int64_t num_bins, double lower,
+choice_tuple histogram_even(nb::handle samples_in, nb::handle counts_in, std::int64_t num_bins, double lower,
                             double upper, bool inclusive, const std::string& strategy, std::uintptr_t stream,
                             bool streamed) {
+  const array samples = array_from<array>(samples_in, "a");
+  const output counts = array_from<output>(counts_in, "counts");
   const tally::even_bins bins{num_bins, lower, upper};
   const tally::histogram_options options = histogram_options_for(strategy, inclusive);
   return with_sample_type(samples, "a", [&](auto* sample_type) {
@@ -229,9 +263,11 @@ choice_tuple histogram_even(const array& samples, const output& counts, std::int
   });
 }
 
-choice_tuple histogram_range(const array& samples, const output& counts, nb::ndarray<const double, nb::ndim<1>,
+choice_tuple histogram_range(nb::handle samples_in, nb::handle counts_in, nb::ndarray<const double, nb::ndim<1>,
                              nb::c_contig, nb::device::cpu> edges, bool inclusive, const std::string& strategy,
                              std::uintptr_t stream, bool streamed) {
+  const array samples = array_from<array>(samples_in, "a");
+  const output counts = array_from<output>(counts_in, "counts");
   const tally::histogram_options options = histogram_options_for(strategy, inclusive);
   const std::span<const double> edge_span(edges.data(), edges.size());
   return with_sample_type(samples, "a", [&](auto* sample_type) {
@@ -258,10 +294,13 @@ choice_tuple histogram_range(const array& samples, const output& counts, nb::nda
 }
 
 /// Weighted even bins: float32 or float64 weights, float64 sums.
-choice_tuple histogram_even_weighted(const array& samples, const array& weights, const output& sums,
+choice_tuple histogram_even_weighted(nb::handle samples_in, nb::handle weights_in, nb::handle sums_in,
                                      std::int64_t num_bins, double lower, double upper, bool inclusive,
                                      const std::string& strategy, bool deterministic, std::uintptr_t stream,
                                      bool streamed) {
+  const array samples = array_from<array>(samples_in, "a");
+  const array weights = array_from<array>(weights_in, "weights");
+  const output sums = array_from<output>(sums_in, "sums");
   const tally::even_bins bins{num_bins, lower, upper};
   const tally::histogram_options options = histogram_options_for(strategy, inclusive, deterministic);
   return with_sample_type(samples, "a", [&](auto* sample_type) {
@@ -308,8 +347,10 @@ choice_tuple histogram_even_weighted(const array& samples, const array& weights,
 /// bincount into `counts`. With `refuse_negative` (signed samples on the GPU, whose maximum the
 /// Python layer sized the counts by) it waits for the left-out count, which then counts exactly the
 /// negative samples, and raises if there are any: one pass where a minimum would take another.
-choice_tuple bincount(const array& samples, const output& counts, const std::string& strategy, bool refuse_negative,
+choice_tuple bincount(nb::handle samples_in, nb::handle counts_in, const std::string& strategy, bool refuse_negative,
                       std::uintptr_t stream, bool streamed) {
+  const array samples = array_from<array>(samples_in, "x");
+  const output counts = array_from<output>(counts_in, "counts");
   const tally::histogram_options options = histogram_options_for(strategy, false);
   return with_sample_type(samples, "x", [&](auto* sample_type) -> choice_tuple {
     using Sample = std::remove_pointer_t<decltype(sample_type)>;
@@ -371,6 +412,33 @@ void even_edges(const std::string& sample_dtype, std::int64_t num_bins, double l
   });
 }
 
+/// Fills `rows` rows, `row_stride` bytes apart from device address `destination` on, with the
+/// `row_bytes` at device address `source`, on `stream` (enqueued, not waited for): one copy, then
+/// copies of the rows made so far, log2(rows) + 1 copies in all. The Python layer hands out fresh
+/// copies of a call's edges as rows of such a batch: one copy a call cost as much as the count's
+/// launch (docs/python.md, "Small calls").
+void fill_rows(std::uintptr_t destination, std::uintptr_t source, std::size_t row_bytes, std::size_t row_stride,
+               std::size_t rows, std::uintptr_t stream) {
+  if (row_bytes > row_stride) throw nb::value_error("row_bytes: more than a row's stride");
+#if defined(TALLY_WITH_CUDA)
+  auto* out = reinterpret_cast<char*>(destination);
+  const auto copy = [&](void* to, const void* from, std::size_t bytes) {
+    const cudaError_t e = cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, reinterpret_cast<cudaStream_t>(stream));
+    if (e != cudaSuccess) throw nb::value_error(cudaGetErrorString(e));
+  };
+  if (rows == 0) return;
+  copy(out, reinterpret_cast<const void*>(source), row_bytes);
+  for (std::size_t made = 1; made < rows; made *= 2) {
+    // Whole strides of the batch itself: the last row copied ends within the batch.
+    const std::size_t copied = std::min(made, rows - made);
+    copy(out + made * row_stride, out, (copied - 1) * row_stride + row_bytes);
+  }
+#else
+  (void)destination, (void)source, (void)rows, (void)stream;
+  no_gpu_backend();
+#endif
+}
+
 tally::reduce_op reduce_op_named(const std::string& op) {
   if (op == "sum") return tally::reduce_op::sum;
   if (op == "min") return tally::reduce_op::min;
@@ -381,8 +449,10 @@ tally::reduce_op reduce_op_named(const std::string& op) {
 /// sum, min or max into `out` (one element of the accumulator's type: int64 for signed and uint64
 /// for unsigned integers of up to 32 bits, float32 for float16 and bfloat16, else the samples'
 /// type), in the samples' memory.
-choice_tuple reduce(const array& samples, const std::string& op, const output& out, bool deterministic,
+choice_tuple reduce(nb::handle samples_in, const std::string& op, nb::handle out_in, bool deterministic,
                     const std::string& strategy, std::uintptr_t stream, bool streamed) {
+  const array samples = array_from<array>(samples_in, "a");
+  const output out = array_from<output>(out_in, "out");
   tally::reduce_options options{strategy_named(strategy)};
   options.deterministic = deterministic;
   const tally::reduce_op which = reduce_op_named(op);
@@ -414,6 +484,35 @@ choice_tuple reduce(const array& samples, const std::string& op, const output& o
   });
 }
 
+/// sum, min or max of device samples, waited for on `stream` and returned as a Python int or float
+/// with the choice: what the Python layer needs on the host (the data's range, bincount's length),
+/// read with one wait into pinned memory rather than through a device array and its framework.
+std::tuple<nb::object, std::string, std::string> reduce_value(nb::handle samples_in, const std::string& op,
+                                                              const std::string& strategy, std::uintptr_t stream) {
+  const array samples = array_from<array>(samples_in, "a");
+  const tally::reduce_options options{strategy_named(strategy)};
+  const tally::reduce_op which = reduce_op_named(op);
+  if (!on_gpu(samples)) throw nb::value_error("a: reduce_value takes device arrays");
+  return with_sample_type(samples, "a", [&](auto* sample_type) -> std::tuple<nb::object, std::string, std::string> {
+    using T = std::remove_pointer_t<decltype(sample_type)>;
+    if constexpr (!tally::is_reduce_sample_v<T>) {
+      throw nb::type_error("a: sum, min and max do not take uint8");
+    } else {
+      return on_device(samples, stream, [&](tally::gpu::workspace&, std::uintptr_t s) {
+        const tally::reduce_result<T> r = tally::gpu::reduce(const_span_of<T>(samples), which, options, as_stream(s));
+        const auto [used, why] = to_tuple(r.chose);
+        nb::object value;
+        if constexpr (std::is_integral_v<tally::accumulator_t<T>>) {
+          value = nb::int_(r.value);
+        } else {
+          value = nb::float_(static_cast<double>(r.value));
+        }
+        return std::tuple<nb::object, std::string, std::string>{value, used, why};
+      });
+    }
+  });
+}
+
 tally::comparison comparison_named(const std::string& op) {
   static const std::map<std::string, tally::comparison> names{
       {"<", tally::comparison::less},    {"<=", tally::comparison::less_equal}, {">", tally::comparison::greater},
@@ -426,9 +525,11 @@ tally::comparison comparison_named(const std::string& op) {
 /// count_if (`find` false: the count, uint64) or find_first_if (the first index, int64) into `out`.
 /// The value is `integer_value` for integer samples (exact), `float_value` for float ones (a value
 /// of the samples' type: the Python layer rounds it as numpy compares).
-choice_tuple predicate(bool find, const array& samples, const std::string& op, double float_value,
-                       std::int64_t integer_value, const output& out, const std::string& strategy,
+choice_tuple predicate(bool find, nb::handle samples_in, const std::string& op, double float_value,
+                       std::int64_t integer_value, nb::handle out_in, const std::string& strategy,
                        std::uintptr_t stream, bool streamed) {
+  const array samples = array_from<array>(samples_in, "a");
+  const output out = array_from<output>(out_in, "out");
   const tally::reduce_options options{strategy_named(strategy)};
   const tally::comparison which = comparison_named(op);
   return with_sample_type(samples, "a", [&](auto* sample_type) {
@@ -504,6 +605,8 @@ NB_MODULE(_tally, m) {
   m.def("histogram_even_weighted", &histogram_even_weighted);
   m.def("bincount", &bincount);
   m.def("even_edges", &even_edges);
+  m.def("fill_rows", &fill_rows);
   m.def("reduce", &reduce);
+  m.def("reduce_value", &reduce_value);
   m.def("predicate", &predicate);
 }

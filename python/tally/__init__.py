@@ -28,7 +28,7 @@ __all__ = [
     "sum",
 ]
 
-_builtin_max = max  # this module defines its own min, max and sum
+_builtin_max, _builtin_min = max, min  # this module defines its own min, max and sum
 
 
 class Choice(NamedTuple):
@@ -51,7 +51,8 @@ def _chose(kind: Kind, result, return_choice: bool):
     with the choice if asked."""
     chose = Choice(*_local.pending)
     _local.choice = chose
-    result = tuple(kind.export(r) for r in result) if isinstance(result, tuple) else kind.export(result)
+    if kind.jax:
+        result = tuple(kind.export(r) for r in result) if isinstance(result, tuple) else kind.export(result)
     if not return_choice:
         return result
     return (*result, chose) if isinstance(result, tuple) else (result, chose)
@@ -63,13 +64,27 @@ def built_with_cuda() -> bool:
 
 
 _COUNT_DTYPES = ("int64", "uint64", "uint32")
+_SIGNED = frozenset(("int8", "int16", "int32", "int64"))  # integer samples, by name (numpy's checks cost microseconds)
+_UNSIGNED = frozenset(("uint8", "uint16", "uint32", "uint64"))
+_CHECKED_COUNT_DTYPES: dict = {}  # `dtype` as given -> (numpy dtype, its name): numpy's names cost microseconds
 
 
-def _count_dtype(dtype) -> np.dtype:
-    dtype = np.dtype("int64" if dtype is None else dtype)
-    if dtype.name not in _COUNT_DTYPES:
-        raise TypeError(f"dtype: counts are {', '.join(_COUNT_DTYPES)}, not {dtype}")
-    return dtype
+def _count_dtype(dtype) -> tuple[np.dtype, str]:
+    """The counts' dtype for the `dtype` argument, and its name."""
+    try:
+        found = _CHECKED_COUNT_DTYPES.get(dtype)
+    except TypeError:  # unhashable: numpy names the error below
+        found = None
+    if found is None:
+        checked = np.dtype("int64" if dtype is None else dtype)
+        if checked.name not in _COUNT_DTYPES:
+            raise TypeError(f"dtype: counts are {', '.join(_COUNT_DTYPES)}, not {checked}")
+        found = (checked, checked.name)
+        try:
+            _remember(_CHECKED_COUNT_DTYPES, dtype, found)
+        except TypeError:
+            pass
+    return found
 
 
 # What the library's reductions return: integers of up to 32 bits widen to 64 (as numpy sums them),
@@ -83,8 +98,10 @@ def _accumulator(name: str) -> np.dtype:
 
 
 def _reduce_into(flat, kind: Kind, op: str, deterministic: bool, strategy: str, stream: int, streamed=False):
-    out = kind.empty(1, _accumulator(_dtype_name(flat)))
-    _local.pending = _tally.reduce(flat, op, out, deterministic, strategy, stream, streamed)
+    accumulator = _accumulator(_dtype_name(flat))
+    out = kind.empty(1, accumulator)
+    _local.pending = _tally.reduce(kind.view(flat, _dtype_name(flat)), op, kind.view(out, dtype_name(accumulator)),
+                                   deterministic, strategy, stream, streamed)
     return out
 
 
@@ -128,14 +145,23 @@ def _extremes(flat, kind: Kind, stream: int):
         return flat.min(), flat.max()
     if dtype == np.uint8:  # no uint8 reduction: the byte values present, from a 256-bin count
         counts = kind.empty(256, np.int64)
-        _tally.histogram_even(flat, counts, 256, 0.0, 256.0, False, "automatic", stream, False)
+        _tally.histogram_even(kind.view(flat, "uint8"), kind.view(counts, "int64"), 256, 0.0, 256.0, False, "automatic",
+                              stream, False)
         present = np.flatnonzero(kind.to_numpy(counts))
         return np.uint8(present[0]), np.uint8(present[-1])
-    # Both enqueued, then both read: one wait (each result is copied out of the workspace on the stream).
+    if kind.on_gpu:
+        return dtype.type(_device_value(flat, kind, "min", stream)), dtype.type(_device_value(flat, kind, "max", stream))
     # numpy arrays too: the library's CPU reduction runs on every core, numpy's min and max on one.
     low = _reduce_into(flat, kind, "min", False, "automatic", stream)
     high = _reduce_into(flat, kind, "max", False, "automatic", stream)
     return dtype.type(kind.scalar(low)), dtype.type(kind.scalar(high))
+
+
+def _device_value(flat, kind: Kind, op: str, stream: int):
+    """The sum, min or max of device samples `flat`, on the host as a Python number: one wait, read
+    into pinned memory by the extension (a device array read through its framework cost twice as
+    long)."""
+    return _tally.reduce_value(kind.view(flat, _dtype_name(flat)), op, "automatic", stream)[0]
 
 
 _FLOAT32_EDGES = ("float16", "bfloat16", "float32")  # samples the library compares with float32 edges
@@ -209,6 +235,8 @@ def _bins_of(flat, kind: Kind, bins, range, stream: int):
     """numpy's bin edges for `bins` and `range`, the even bins that reproduce them (or None), and a
     key naming them for the caches (None for edges given as an array)."""
     name = _dtype_name(flat)
+    if type(bins) is int:  # the common case, without numpy's checks of a sequence
+        return _even_plan(flat, kind, name, bins, range, stream)
     if isinstance(bins, str):
         raise NotImplementedError(f"bins: the estimator '{bins}' is not supported; give a number or edges")
     if np.ndim(bins) == 1:
@@ -224,6 +252,12 @@ def _bins_of(flat, kind: Kind, bins, range, stream: int):
         num_bins = operator.index(bins)
     except TypeError as e:
         raise TypeError("bins: `bins` must be an integer, a string, or an array") from e
+    return _even_plan(flat, kind, name, num_bins, range, stream)
+
+
+def _even_plan(flat, kind: Kind, name: str, num_bins: int, range, stream: int):
+    """_bins_of for `num_bins` bins: numpy's edges over `range` or the data's extremes, planned once
+    per (dtype, bins, range) and kept."""
     if num_bins < 1:
         raise ValueError("bins: `bins` must be positive, when an integer")
     if range is None and flat.shape[0] > 0:
@@ -234,17 +268,60 @@ def _bins_of(flat, kind: Kind, bins, range, stream: int):
         # The range's types are part of the key: numpy computes the edges in the type it promotes
         # them to with the samples (float32 for Python floats or float32 scalars with float32 data,
         # float64 for numpy float64 or int64 scalars).
-        key = (name, num_bins, None if range is None else tuple((type(r), float(r)) for r in range), None)
+        key = (name, num_bins, None if range is None else tuple([(type(r), float(r)) for r in range]), None)
     plan = _PLANS.get(key)
     if plan is None:
         plan = _remember(_PLANS, key, _plan(name, num_bins, range, extremes))
     return plan[0], plan[1], key
 
 
-def _edges_like(kind: Kind, edges: np.ndarray, key):
-    """`edges` as an array like the samples: a fresh copy of a cached device array where `key`
-    names them, so that repeated calls copy no edges from the host. bfloat16 samples' planned
-    edges (float32 on the host) come back as bfloat16, as float16 samples' come back as float16."""
+_ROW_BATCHES: dict = {}  # (device, stream, what, size, dtype name) -> the batch's rows not handed out yet
+_ROW_BATCH_BYTES = 1 << 18  # a batch's device memory, at most
+_ROW_BATCH_ROWS = 32
+_ROW_ALIGNMENT = 256  # bytes: each row starts where a fresh allocation would (JAX requires it)
+_ROW_BATCHES_KEPT = 64  # so at most 16 MiB of device memory waits in batches
+_ITEM_BYTES = {"bfloat16": 2}
+
+
+def _fresh_row(kind: Kind, size: int, name: str, stream: int, what, fill_from=None):
+    """A fresh 1-d device array of `size` elements of the dtype named `name`, for a call's result
+    on `stream`. Small ones are rows of a batch made for up to 32 calls alike (`what` names the
+    likeness): an allocation a call cost microseconds, as much as the count's own launch. Rows are
+    distinct arrays (writing one changes no other), each aligned as an allocation is; a batch's
+    memory goes when its last row does. `fill_from`, a device address, gives every row's contents,
+    copied on `stream` when the batch is made; else the rows hold nothing yet (the library writes
+    every count it is given)."""
+    batch_key = (kind.device, stream, what, size, name)
+    try:
+        return _ROW_BATCHES[batch_key].pop()  # one step: threads never get the same row
+    except (KeyError, IndexError):  # no batch yet, or all its rows handed out
+        pass
+    if len(_ROW_BATCHES) >= _ROW_BATCHES_KEPT:
+        _ROW_BATCHES.pop(next(iter(_ROW_BATCHES), None), None)
+    rows = _row_batch(kind, size, name, stream, fill_from)
+    row = rows.pop()
+    _ROW_BATCHES[batch_key] = rows
+    return row
+
+
+def _row_batch(kind: Kind, size: int, name: str, stream: int, fill_from):
+    """The rows of a new batch (_fresh_row), as a list."""
+    item = _ITEM_BYTES.get(name) or np.dtype(name).itemsize
+    row_bytes = size * item
+    stride = -(-_builtin_max(row_bytes, 1) // _ROW_ALIGNMENT) * _ROW_ALIGNMENT
+    count = _builtin_max(1, _builtin_min(_ROW_BATCH_ROWS, _ROW_BATCH_BYTES // stride))
+    batch = kind.empty(count * stride // item, name)
+    if fill_from is not None:
+        _tally.fill_rows(kind.address(batch), fill_from, row_bytes, stride, count, stream)
+    table = batch.reshape(count, stride // item)[:, :size]
+    return list(table.unbind(0)) if kind.name == "torch" else [table[i] for i in range(count)]
+
+
+def _edges_like(kind: Kind, edges: np.ndarray, key, stream: int):
+    """`edges` as a fresh array like the samples: on a device, where `key` names the plan, copied
+    on `stream` from a device array kept per plan (no copy from the host a call). bfloat16 samples'
+    planned edges (float32 on the host) come back as bfloat16, as float16 samples' come back as
+    float16."""
     if not kind.on_gpu:
         return edges.copy()
     if key is None:
@@ -253,10 +330,13 @@ def _edges_like(kind: Kind, edges: np.ndarray, key):
     cached = _DEVICE_EDGES.get(cache_key)
     if cached is None:
         on_device = kind.from_numpy(edges)
-        if key[0] == "bfloat16":
+        name = key[0] if key[0] == "bfloat16" else edges.dtype.name
+        if name == "bfloat16":
             on_device = kind.astype(on_device, "bfloat16")
-        cached = _remember(_DEVICE_EDGES, cache_key, on_device)
-    return kind.copy(cached)
+            kind.synchronize()  # converted on the framework's stream, which may not be `stream`
+        cached = _remember(_DEVICE_EDGES, cache_key, (on_device, name, kind.address(on_device)))
+    _, name, address = cached
+    return _fresh_row(kind, edges.size, name, stream, ("edges", key), address)
 
 
 _LAST_EDGES = ("inclusive", "exclusive")
@@ -265,8 +345,9 @@ _LAST_EDGES = ("inclusive", "exclusive")
 def histogram_bin_edges(a, bins=10, range=None, weights=None, *, stream=None):
     """numpy.histogram_bin_edges: the edges histogram() counts with, as an array like `a`."""
     flat, kind = take(a, "a")
-    edges, _, key = _bins_of(flat, kind, bins, range, kind.stream(stream))
-    return kind.export(_edges_like(kind, edges, key))
+    s = kind.stream(stream)
+    edges, _, key = _bins_of(flat, kind, bins, range, s)
+    return kind.export(_edges_like(kind, edges, key, s))
 
 
 def histogram(a, bins=10, range=None, weights=None, density=False, *, last_edge="inclusive", strategy="automatic",
@@ -287,13 +368,19 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, last_edge=
     s = kind.stream(stream)
     edges, even, key = _bins_of(flat, kind, bins, range, s)
     num_bins = edges.size - 1
+    # The edges' copy first: the count, enqueued last, is then all the GPU has left when the host is done.
+    result_edges = _edges_like(kind, edges, key, s)
+    samples = kind.view(flat, _dtype_name(flat))
     if weights is None:
-        counts = kind.empty(num_bins, _count_dtype(dtype))
+        count_dtype, count_name = _count_dtype(dtype)
+        counts = _fresh_row(kind, num_bins, count_name, s, "counts") if kind.on_gpu else kind.empty(num_bins, count_dtype)
         if even is not None:
-            _local.pending = _tally.histogram_even(flat, counts, *even, inclusive, strategy, s, streamed)
+            _local.pending = _tally.histogram_even(samples, kind.view(counts, count_name), *even, inclusive, strategy,
+                                                   s, streamed)
         else:
-            _local.pending = _tally.histogram_range(flat, counts, np.ascontiguousarray(edges, np.float64), inclusive,
-                                                    strategy, s, streamed)
+            _local.pending = _tally.histogram_range(samples, kind.view(counts, count_name),
+                                                    np.ascontiguousarray(edges, np.float64), inclusive, strategy, s,
+                                                    streamed)
     else:
         w, weight_kind = take(weights, "weights")
         if weight_kind.device != kind.device or w.shape[0] != flat.shape[0]:
@@ -303,11 +390,10 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, last_edge=
                 "weights: weighted histograms take even bins whose edges the library reproduces; these edges "
                 "(given, or numpy's float32 arithmetic over the data's range) need range bins")
         sums = kind.empty(num_bins, np.float64)
-        _local.pending = _tally.histogram_even_weighted(flat, w, sums, *even, inclusive, strategy, deterministic, s,
-                                                        streamed)
+        _local.pending = _tally.histogram_even_weighted(samples, kind.view(w, _dtype_name(w)), kind.view(sums, "float64"),
+                                                        *even, inclusive, strategy, deterministic, s, streamed)
         # numpy sums in the weights' dtype: float32 weights give float32 sums (here rounded once)
         counts = sums if np.dtype(_dtype_name(w)) == np.float64 else kind.astype(sums, np.float32)
-    result_edges = _edges_like(kind, edges, key)
     if density:
         widths = kind.from_numpy(np.diff(edges).astype(np.float64))
         total = counts.sum()
@@ -322,20 +408,22 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
     as for histogram()."""
     flat, kind = take(x, "x")
     streamed = _streamed(kind, backend)
-    if not np.issubdtype(_sample_dtype(_dtype_name(flat)), np.integer):
+    name = _dtype_name(flat)
+    if name not in _SIGNED and name not in _UNSIGNED:
         raise TypeError("x: bincount takes integer arrays")
     minlength = operator.index(minlength)
     if minlength < 0:
         raise ValueError("minlength: must be non-negative")
     s = kind.stream(stream)
-    dtype_of_x = np.dtype(_dtype_name(flat))
+    dtype_of_x = np.dtype(name)
     # Unweighted on the GPU: the maximum alone sizes the counts, and the count's left-out samples,
     # waited for, are exactly the negative ones (one pass fewer than a minimum).
     by_maximum = weights is None and (kind.on_gpu or streamed) and dtype_of_x != np.uint8 and flat.shape[0] > 0
     if flat.shape[0] == 0:
         length = minlength
     elif by_maximum:
-        high = dtype_of_x.type(kind.scalar(_reduce_into(flat, kind, "max", False, "automatic", s)))
+        high = _device_value(flat, kind, "max", s) if kind.on_gpu else dtype_of_x.type(
+            kind.scalar(_reduce_into(flat, kind, "max", False, "automatic", s)))
         if high < 0:
             raise ValueError(f"x: bincount takes non-negative integers (found {high})")
         length = _builtin_max(int(high) + 1, minlength)
@@ -345,9 +433,11 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
             raise ValueError(f"x: bincount takes non-negative integers (found {low})")
         length = _builtin_max(int(high) + 1, minlength)
     if weights is None:
-        counts = kind.empty(length, _count_dtype(dtype))
-        refuse_negative = by_maximum and np.issubdtype(dtype_of_x, np.signedinteger)
-        _local.pending = (_tally.bincount(flat, counts, strategy, refuse_negative, s, streamed) if length > 0
+        count_dtype, count_name = _count_dtype(dtype)
+        counts = _fresh_row(kind, length, count_name, s, "counts") if kind.on_gpu else kind.empty(length, count_dtype)
+        refuse_negative = by_maximum and name in _SIGNED
+        _local.pending = (_tally.bincount(kind.view(flat, name), kind.view(counts, count_name), strategy,
+                                          refuse_negative, s, streamed) if length > 0
                           else ("automatic", "no bins"))
         return _chose(kind, counts, return_choice)
     w, weight_kind = take(weights, "weights")
@@ -355,8 +445,9 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
         raise ValueError("weights: an array like `x`, of the same size and on the same device")
     sums = kind.empty(length, np.float64)
     if length > 0:
-        _local.pending = _tally.histogram_even_weighted(flat, w, sums, length, 0.0, float(length), False, strategy,
-                                                        deterministic, s, streamed)
+        _local.pending = _tally.histogram_even_weighted(kind.view(flat, _dtype_name(flat)), kind.view(w, _dtype_name(w)),
+                                                        kind.view(sums, "float64"), length, 0.0, float(length), False,
+                                                        strategy, deterministic, s, streamed)
     else:
         _local.pending = ("automatic", "no bins")
     return _chose(kind, sums, return_choice)
@@ -469,8 +560,8 @@ def _predicate(find: bool, a, op: str, value, strategy: str, stream, backend, re
     else:
         op, value = _float_predicate(op, value, name)
     out = kind.empty(1, np.int64)
-    _local.pending = _tally.predicate(find, flat, op, float(value), integer_value, out, strategy, kind.stream(stream),
-                                      streamed)
+    _local.pending = _tally.predicate(find, kind.view(flat, name), op, float(value), integer_value,
+                                      kind.view(out, "int64"), strategy, kind.stream(stream), streamed)
     result = out.reshape(()) if kind.on_gpu else out[0]
     return _chose(kind, result, return_choice)
 

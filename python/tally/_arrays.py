@@ -14,12 +14,22 @@ def _module_of(a) -> str:
     return type(a).__module__.split(".")[0]
 
 
+# DLPack's (type code, bits) of each sample and count dtype, for arrays handed to the extension by
+# address: 0 signed, 1 unsigned integers, 2 floats, 4 bfloat16.
+_DLPACK_TYPES = {"int8": (0, 8), "uint8": (1, 8), "int16": (0, 16), "uint16": (1, 16), "int32": (0, 32),
+                 "uint32": (1, 32), "int64": (0, 64), "uint64": (1, 64), "float16": (2, 16), "bfloat16": (4, 16),
+                 "float32": (2, 32), "float64": (2, 64)}
+
+
 class Kind:
     """Where an array lives and how to make more like it."""
 
-    def __init__(self, name: str, like=None):
+    def __init__(self, name: str, device=None):
         self.name = name  # "numpy", "cupy" or "torch": the arrays tally reads and makes
-        self.like = like
+        # The framework's device object, read once a call (each read of an array's device makes a
+        # new Python object), and its number (CuPy's id, PyTorch's index).
+        self.framework_device = device
+        self.index = None if device is None else device.id if name == "cupy" else device.index
         self.jax = False  # the caller's arrays are JAX's: results go back as JAX arrays
 
     def export(self, result):
@@ -35,7 +45,7 @@ class Kind:
         if self.name == "torch":
             import torch
 
-            torch.cuda.current_stream(self.like.device).synchronize()
+            torch.cuda.current_stream(self.index).synchronize()
         else:
             import cupy
 
@@ -59,35 +69,56 @@ class Kind:
         if self.name == "cupy":
             import cupy
 
-            with cupy.cuda.Device(self.like.device.id):
+            if cupy.cuda.runtime.getDevice() == self.index:
                 return int(cupy.cuda.get_current_stream().ptr)
-        import torch
-
-        return int(torch.cuda.current_stream(self.like.device).cuda_stream)
+            with cupy.cuda.Device(self.index):
+                return int(cupy.cuda.get_current_stream().ptr)
+        return _torch_current_stream(self.index)
 
     @property
     def device(self):
         """A hashable name of the device the arrays live on."""
-        if self.name == "numpy":
-            return "cpu"
-        return (self.name, self.like.device.id if self.name == "cupy" else self.like.device.index)
+        return "cpu" if self.name == "numpy" else (self.name, self.index)
 
-    def copy(self, a):
-        """A copy of `a` on its device (enqueued on the current stream)."""
-        return a.clone() if self.name == "torch" else a.copy()
+    def address(self, a) -> int:
+        """The device address of array `a` of this kind."""
+        return a.data.ptr if self.name == "cupy" else a.data_ptr()
+
+    def view(self, a, name: str):
+        """`a` as the extension takes it: a numpy array itself; a device array of the dtype named
+        `name` as (address, size, DLPack type code, bits, device), which the caller keeps alive for
+        the call. The extension could take the device array itself, through DLPack, but PyTorch's
+        __dlpack__ costs microseconds a call (docs/python.md, "Small calls")."""
+        if self.name == "numpy":
+            return a
+        code, bits = _DLPACK_TYPES[name]
+        if self.name == "cupy":
+            return (a.data.ptr, a.size, code, bits, self.index)
+        return (a.data_ptr(), a.numel(), code, bits, self.index)
+
+    def synchronize(self):
+        """Waits for the framework's current stream on this kind's device."""
+        if self.name == "torch":
+            import torch
+
+            torch.cuda.current_stream(self.index).synchronize()
+        elif self.name == "cupy":
+            import cupy
+
+            with cupy.cuda.Device(self.index):
+                cupy.cuda.get_current_stream().synchronize()
 
     def empty(self, n: int, dtype):
-        dtype = _dtype_or_name(dtype)
         if self.name == "numpy":
             return np.empty(n, dtype)
         if self.name == "cupy":
             import cupy
 
-            with cupy.cuda.Device(self.like.device.id):
-                return cupy.empty(n, dtype)
+            with cupy.cuda.Device(self.index):
+                return cupy.empty(n, _dtype_or_name(dtype))
         import torch
 
-        return torch.empty(n, dtype=_torch_dtype(dtype), device=self.like.device)
+        return torch.empty(n, dtype=_torch_dtype(dtype), device=self.framework_device)
 
     def astype(self, a, dtype):
         """`a` converted to `dtype` on its device ("bfloat16": PyTorch arrays only)."""
@@ -102,11 +133,11 @@ class Kind:
         if self.name == "cupy":
             import cupy
 
-            with cupy.cuda.Device(self.like.device.id):
+            with cupy.cuda.Device(self.index):
                 return cupy.asarray(host)
         import torch
 
-        return torch.from_numpy(np.ascontiguousarray(host)).to(self.like.device)
+        return torch.from_numpy(np.ascontiguousarray(host)).to(self.framework_device)
 
     def to_numpy(self, a) -> np.ndarray:
         """`a` on the host (waits for the device)."""
@@ -121,16 +152,34 @@ class Kind:
         return self.to_numpy(a).reshape(-1)[0]
 
 
+def _torch_current_stream(index: int) -> int:
+    """PyTorch's current stream on device `index`, as an integer handle: through the raw query
+    PyTorch's own compiler uses (0.2 microseconds; the public torch.cuda.current_stream builds a
+    Stream object, 3.6), or the public one where a build has not got it."""
+    import torch
+
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return int(raw(index))
+    return int(torch.cuda.current_stream(index).cuda_stream)
+
+
 def _dtype_or_name(dtype):
     """`dtype` as a numpy dtype, or the name "bfloat16" (numpy has no such dtype)."""
     return dtype if isinstance(dtype, str) and dtype == "bfloat16" else np.dtype(dtype)
 
 
-def _torch_dtype(dtype):
-    import torch
+_TORCH_DTYPES_OF = {}  # numpy dtype (or "bfloat16") -> torch dtype, filled on use
 
-    name = _dtype_or_name(dtype)
-    return getattr(torch, name if isinstance(name, str) else name.name)
+
+def _torch_dtype(dtype):
+    found = _TORCH_DTYPES_OF.get(dtype)
+    if found is None:
+        import torch
+
+        name = _dtype_or_name(dtype)
+        found = _TORCH_DTYPES_OF.setdefault(dtype, getattr(torch, name if isinstance(name, str) else name.name))
+    return found
 
 
 _TORCH_DTYPES = {}  # torch dtype -> numpy dtype, filled on first use
@@ -196,20 +245,21 @@ def take(a, argument: str):
     objects and unsupported dtypes."""
     module = _module_of(a)
     if module == "cupy":
-        kind = Kind("cupy", a)
+        kind = Kind("cupy", a.device)
         flat = a.ravel()
         if not flat.flags.c_contiguous:
             import cupy
 
             flat = cupy.ascontiguousarray(flat)
     elif module == "torch":
-        if a.device.type != "cuda":
+        device = a.device
+        if device.type != "cuda":
             if dtype_name(a.dtype) == "bfloat16":
                 raise TypeError(f"{argument}: {_NO_HOST_BFLOAT16}")
             a = a.numpy()  # a CPU tensor: the same memory, through numpy
             return take(a, argument)
-        kind = Kind("torch", a)
-        flat = a.reshape(-1)
+        kind = Kind("torch", device)
+        flat = a if a.dim() == 1 else a.reshape(-1)
         if not flat.is_contiguous():
             flat = flat.contiguous()
     elif module in ("jax", "jaxlib"):

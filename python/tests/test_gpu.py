@@ -111,6 +111,24 @@ def test_histogram_equals_numpy(framework, dtype, bins, range_):
     np.testing.assert_array_equal(to_host(framework, counts), want_counts)
 
 
+@pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if f != "jax"])  # JAX arrays are immutable
+@pytest.mark.parametrize("dtype, bins", [("int32", 256), ("float32", 4096), ("float16", 100)])
+def test_each_call_returns_edges_of_its_own(framework, dtype, bins):
+    # Calls hand out rows of batches of edge copies: more calls than a batch has rows, each
+    # result overwritten at once, must still give numpy's edges every time and change no other.
+    host = host_samples(dtype, 1 << 12)
+    a = to_device(framework, host)
+    want = np.histogram(host, bins, range=(0, 1000))[1]
+    kept = []
+    for _ in range(80):
+        _, edges = tally.histogram(a, bins, range=(0, 1000))
+        np.testing.assert_array_equal(to_host(framework, edges), want)
+        edges[:] = -1
+        kept.append(edges)
+    assert all(bool((to_host(framework, e) == -1).all()) for e in kept)
+    np.testing.assert_array_equal(to_host(framework, tally.histogram(a, bins, range=(0, 1000))[1]), want)
+
+
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_range_bins_and_a_view_that_is_not_contiguous(framework):
     host = host_samples("float32")
