@@ -401,6 +401,12 @@ histogram_result histogram_even_weighted(std::span<const Sample> samples, std::s
   return {chose, left_out};
 }
 
+/// The workspace words with which block_reduce_atomic starts its result in the launch.
+inline tally::detail::fold_start_words fold_start_words_of(workspace& ws) {
+  std::uint64_t* scalars = ws.scalar();
+  return {scalars + tally::detail::scalar_slot::fold_started, scalars + tally::detail::scalar_slot::fold_blocks_finished};
+}
+
 template <class T, class Predicate>
 void find_first(std::string_view function, strategy s, std::span<const T> samples, Predicate predicate,
                 workspace& ws, const reduce_options& options, stream_t stream) {
@@ -500,7 +506,8 @@ choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, con
   }
   const auto run = [&](auto fold) {
     run_with_storage(function, ws, stream, [&](void* temp, std::size_t& bytes) {
-      return tally::detail::dispatch_fold(temp, bytes, chose.used, samples.data(), n, fold, result, launch, stream);
+      return tally::detail::dispatch_fold(temp, bytes, chose.used, samples.data(), n, fold, result,
+                                          fold_start_words_of(ws), launch, stream);
     });
   };
   switch (op) {
@@ -527,7 +534,8 @@ choice predicate_async(operation op, std::span<const T> samples, compare_to<T> p
   const tally::detail::count_fold<T, compare_to<T>> fold{predicate};
   run_with_storage(function, ws, stream, [&](void* temp, std::size_t& bytes) {
     return tally::detail::dispatch_fold(temp, bytes, chose.used, samples.data(),
-                                        static_cast<std::int64_t>(samples.size()), fold, ws.scalar(), launch, stream);
+                                        static_cast<std::int64_t>(samples.size()), fold, ws.scalar(),
+                                        fold_start_words_of(ws), launch, stream);
   });
   return chose;
 }

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
 #include "gpu/gpu_test_support.hpp"
@@ -163,6 +164,54 @@ TEST(GpuReduceSemantics, LaunchShapesGiveExactIntegerResults) {
           << to_string(s) << " blocks " << blocks << " threads " << threads;
     }
   }
+}
+
+TEST(GpuReduceSemantics, ReductionsQueuedOnOneWorkspaceEachStartTheirOwnResult) {
+  // block_reduce_atomic's first finished block stores its fold as the result and the last puts
+  // the workspace's words back: calls queued back to back with no wait between them, of every
+  // op, launch shape and size (empty ones set the identity by a launch of their own), must each
+  // give the CPU's answer. Each result is copied out on the stream before the next call.
+  const auto host = wide_samples<std::int32_t>(quick_mode() ? 100003 : (1u << 21) + 7, seed + 5);
+  auto samples = to_device(host);
+  const std::span<const std::int32_t> all(host);
+  gpu::workspace ws;
+  const std::vector<std::size_t> sizes_queued{host.size(), 1, 0, 4097, host.size() / 3, 33};
+  const std::vector<std::pair<int, int>> shapes{{0, 0}, {1, 32}, {3, 96}, {0, 1024}};
+  struct queued {
+    std::int64_t want;
+    std::string what;
+  };
+  std::vector<queued> calls;
+  const std::size_t most = sizes_queued.size() * shapes.size() * 4;
+  gpu::device_buffer<std::int64_t> results(most);
+  for (const auto& [blocks, threads] : shapes) {
+    for (const std::size_t size : sizes_queued) {
+      const std::size_t begin = (host.size() - size) / 2;
+      const auto span = samples.const_span().subspan(begin, size);
+      const auto part = all.subspan(begin, size);
+      reduce_options options{strategy::block_reduce_atomic};
+      options.max_blocks = blocks;
+      options.block_threads = threads;
+      const std::string shape = " blocks " + std::to_string(blocks) + " threads " + std::to_string(threads) +
+                                " size " + std::to_string(size);
+      for (const reduce_op op : {reduce_op::max, reduce_op::sum, reduce_op::min}) {
+        (void)gpu::reduce_async(span, op, ws, options);
+        ASSERT_EQ(cudaMemcpyAsync(results.data() + calls.size(), ws.scalar(), sizeof(std::int64_t),
+                                  cudaMemcpyDeviceToDevice, nullptr),
+                  cudaSuccess);
+        calls.push_back({cpu::reduce(part, op, {strategy::sequential}).value, std::string(op_name(op)) + shape});
+      }
+      (void)gpu::count_if_async(span, compare_to<std::int32_t>{comparison::less, 0}, ws, options);
+      ASSERT_EQ(cudaMemcpyAsync(results.data() + calls.size(), ws.scalar(), sizeof(std::int64_t),
+                                cudaMemcpyDeviceToDevice, nullptr),
+                cudaSuccess);
+      calls.push_back({static_cast<std::int64_t>(std::count_if(part.begin(), part.end(), [](auto x) { return x < 0; })),
+                       "count_if" + shape});
+    }
+  }
+  std::vector<std::int64_t> got(calls.size());
+  results.download(std::span<std::int64_t>(got.data(), got.size()));
+  for (std::size_t i = 0; i < calls.size(); ++i) EXPECT_EQ(got[i], calls[i].want) << calls[i].what;
 }
 
 TEST(GpuReduceSemantics, BadLaunchOptionsAreRefusedNamingThem) {

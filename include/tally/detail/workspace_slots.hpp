@@ -14,6 +14,11 @@ inline constexpr int count = 8;
 inline constexpr int result = 0;
 /// Weighted histograms with `deterministic`: 1 when a weight was too large for the fixed point.
 inline constexpr int out_of_range = 1;
+/// Reductions whose first finished block stores its fold (reduce_kernels.cuh,
+/// first_stores_then_atomics): 0 between calls, 1 while that block stores, 2 once it has.
+inline constexpr int fold_started = 2;
+/// Those reductions' count of finished blocks: zero between calls.
+inline constexpr int fold_blocks_finished = 3;
 /// Histograms that zero their own counts: 0 between calls, 1 while a block zeroes them, 2 once it
 /// has (block_histogram.cuh, start_output). A launch that dies part-way leaves it at 1 or 2; that
 /// takes a sticky CUDA error, after which the workspace must be made anew with its context.

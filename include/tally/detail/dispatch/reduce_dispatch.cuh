@@ -128,7 +128,8 @@ cudaError_t cub_fold(void* temp, std::size_t& temp_bytes, const T* samples, std:
 template <class Fold>
 cudaError_t dispatch_fold(void* temp, std::size_t& temp_bytes, strategy s,
                           const typename Fold::input_type* samples, std::int64_t num_samples, const Fold& fold,
-                          typename Fold::value_type* result, const reduce_launch& launch, cudaStream_t stream) {
+                          typename Fold::value_type* result, const fold_start_words& words, const reduce_launch& launch,
+                          cudaStream_t stream) {
   using T = typename Fold::input_type;
   using V = typename Fold::value_type;
   constexpr int unroll = tuning::reduce_unroll<T>;
@@ -157,11 +158,20 @@ cudaError_t dispatch_fold(void* temp, std::size_t& temp_bytes, strategy s,
     default: break;
   }
 
-  // The atomic strategies combine into `*result`, set to the identity first. They need no
-  // storage but ask for one byte, so that the run call gets a non-null `temp` (CUB's contract).
+  // The atomic strategies combine into `*result`, set to the identity first (block_reduce_atomic:
+  // by its first finished block, in the launch). They need no storage but ask for one byte, so
+  // that the run call gets a non-null `temp` (CUB's contract).
   if (temp == nullptr) {
     temp_bytes = 1;
     return cudaSuccess;
+  }
+  if (s == strategy::block_reduce_atomic && num_samples > 0) {
+    auto kernel = block_reduce_atomic_kernel<unroll, Fold>;
+    if (cudaError_t e = reduce_grid(kernel, num_samples, per_block_step, threads, 0, launch, blocks); e != cudaSuccess) {
+      return e;
+    }
+    kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, fold, result, words);
+    return cudaGetLastError();
   }
   set_value_kernel<<<1, 1, 0, stream>>>(result, fold.identity());
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || num_samples == 0) return e;
@@ -176,7 +186,6 @@ cudaError_t dispatch_fold(void* temp, std::size_t& temp_bytes, strategy s,
   switch (s) {
     case strategy::atomic: return launch_atomic(atomic_per_element_kernel<Fold>, threads);
     case strategy::atomic_per_thread: return launch_atomic(atomic_per_thread_kernel<unroll, Fold>, per_block_step);
-    case strategy::block_reduce_atomic: return launch_atomic(block_reduce_atomic_kernel<unroll, Fold>, per_block_step);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -48,13 +48,44 @@ __device__ __forceinline__ typename Fold::value_type block_fold(const typename F
   return block_combine(thread_fold<Unroll>(samples, num_samples, fold), fold, fold.identity(), scratch);
 }
 
-/// The hybrid (reduce first, then one atomic): the block's fold, one atomic per block.
+/// Words of the workspace (workspace_slots.hpp) with which one launch starts its result itself,
+/// so the call needs no launch before it to set the result to the identity.
+struct fold_start_words {
+  std::uint64_t* started;          ///< 0 between calls, 1 while a block stores, 2 once it has
+  std::uint64_t* blocks_finished;  ///< 0 between calls
+};
+
+/// Thread 0 of each block, with its block's fold: the first block to get here stores its fold
+/// as the result, the others wait for that store (the first waits on nothing, so the wait ends)
+/// and combine theirs into it with the fold's atomic; the last block puts the words back.
+template <class Fold>
+__device__ __forceinline__ void first_stores_then_atomics(typename Fold::value_type* result,
+                                                          typename Fold::value_type value, const Fold& fold,
+                                                          const fold_start_words& words) {
+  cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> started(*words.started);
+  std::uint64_t expected = 0;
+  if (started.compare_exchange_strong(expected, 1, cuda::memory_order_relaxed)) {
+    *result = value;
+    started.store(2, cuda::memory_order_release);
+  } else {
+    while (started.load(cuda::memory_order_acquire) != 2) __nanosleep(32);
+    fold.atomic(result, value);
+  }
+  cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> finished(*words.blocks_finished);
+  if (finished.fetch_add(1, cuda::memory_order_acq_rel) == gridDim.x - 1) {
+    started.store(0, cuda::memory_order_relaxed);
+    finished.store(0, cuda::memory_order_relaxed);
+  }
+}
+
+/// The hybrid (reduce first, then one atomic): the block's fold, one atomic per block, into a
+/// result the first finished block sets (first_stores_then_atomics): one launch a call.
 template <int Unroll, class Fold>
 __global__ void __launch_bounds__(tuning::reduce_max_block_threads)
 block_reduce_atomic_kernel(const typename Fold::input_type* samples, std::int64_t num_samples, Fold fold,
-                           typename Fold::value_type* result) {
+                           typename Fold::value_type* result, fold_start_words words) {
   const auto block_total = block_fold<Unroll>(samples, num_samples, fold);
-  if (threadIdx.x == 0) fold.atomic(result, block_total);
+  if (threadIdx.x == 0) first_stores_then_atomics(result, block_total, fold, words);
 }
 
 /// two_phase, first pass: each block writes its fold to block_results[blockIdx.x]; no atomics.
