@@ -17,6 +17,7 @@
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
 
 #include "tally/cpu.hpp"
 #include "tally/error.hpp"
@@ -34,6 +35,7 @@ namespace {
 using array = nb::ndarray<nb::ro, nb::c_contig>;  // what the library reads
 using output = nb::ndarray<nb::c_contig>;         // what it writes
 using choice_tuple = std::tuple<std::string, std::string>;  // (strategy used, why)
+constexpr std::size_t max_reductions = 8;                    // reduce_values' ops at most
 
 choice_tuple to_tuple(const tally::choice& chose) {
   return {std::string(to_string(chose.used)), std::string(chose.reason)};
@@ -484,31 +486,69 @@ choice_tuple reduce(nb::handle samples_in, const std::string& op, nb::handle out
   });
 }
 
-/// sum, min or max of device samples, waited for on `stream` and returned as a Python int or float
-/// with the choice: what the Python layer needs on the host (the data's range, bincount's length),
-/// read with one wait into pinned memory rather than through a device array and its framework.
-std::tuple<nb::object, std::string, std::string> reduce_value(nb::handle samples_in, const std::string& op,
-                                                              const std::string& strategy, std::uintptr_t stream) {
+/// Pinned host words into which reduce_values reads its results: one block a host thread.
+std::uint64_t* pinned_results() {
+#if defined(TALLY_WITH_CUDA)
+  struct block {
+    std::uint64_t* words = nullptr;
+    block() {
+      void* p = nullptr;
+      if (cudaMallocHost(&p, sizeof(std::uint64_t) * max_reductions) != cudaSuccess) {
+        (void)cudaGetLastError();
+        throw nb::value_error("cudaMallocHost of the reductions' result words failed");
+      }
+      words = static_cast<std::uint64_t*>(p);
+    }
+    ~block() { (void)cudaFreeHost(words); }
+  };
+  thread_local block results;
+  return results.words;
+#else
+  no_gpu_backend();
+#endif
+}
+
+/// The reductions `ops` ("sum", "min", "max", at most max_reductions) of device samples, as
+/// Python ints or floats: enqueued one after another on `stream`, each result copied into pinned
+/// memory behind its reduction, then one wait. What the Python layer needs on the host (the data's
+/// extremes, bincount's length) at the cost of one wait, where reading each through a device
+/// array and its framework cost a wait and more each.
+nb::tuple reduce_values(nb::handle samples_in, const std::vector<std::string>& ops, std::uintptr_t stream) {
   const array samples = array_from<array>(samples_in, "a");
-  const tally::reduce_options options{strategy_named(strategy)};
-  const tally::reduce_op which = reduce_op_named(op);
-  if (!on_gpu(samples)) throw nb::value_error("a: reduce_value takes device arrays");
-  return with_sample_type(samples, "a", [&](auto* sample_type) -> std::tuple<nb::object, std::string, std::string> {
+  if (!on_gpu(samples)) throw nb::value_error("a: reduce_values takes device arrays");
+  if (ops.empty() || ops.size() > max_reductions) throw nb::value_error("ops: one to eight reductions");
+  return with_sample_type(samples, "a", [&](auto* sample_type) -> nb::tuple {
     using T = std::remove_pointer_t<decltype(sample_type)>;
     if constexpr (!tally::is_reduce_sample_v<T>) {
       throw nb::type_error("a: sum, min and max do not take uint8");
     } else {
-      return on_device(samples, stream, [&](tally::gpu::workspace&, std::uintptr_t s) {
-        const tally::reduce_result<T> r = tally::gpu::reduce(const_span_of<T>(samples), which, options, as_stream(s));
-        const auto [used, why] = to_tuple(r.chose);
-        nb::object value;
-        if constexpr (std::is_integral_v<tally::accumulator_t<T>>) {
-          value = nb::int_(r.value);
-        } else {
-          value = nb::float_(static_cast<double>(r.value));
+      using A = tally::accumulator_t<T>;
+      std::uint64_t* words = pinned_results();
+      on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
+#if defined(TALLY_WITH_CUDA)
+        for (std::size_t i = 0; i < ops.size(); ++i) {
+          (void)tally::gpu::reduce_async(const_span_of<T>(samples), reduce_op_named(ops[i]), ws, {}, as_stream(s));
+          const cudaError_t e = cudaMemcpyAsync(words + i, ws.scalar(), sizeof(A), cudaMemcpyDeviceToHost,
+                                                reinterpret_cast<cudaStream_t>(s));
+          if (e != cudaSuccess) throw nb::value_error(cudaGetErrorString(e));
         }
-        return std::tuple<nb::object, std::string, std::string>{value, used, why};
+        const nb::gil_scoped_release unlocked;
+        const cudaError_t e = cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(s));
+        if (e != cudaSuccess) throw nb::value_error(cudaGetErrorString(e));
+#endif
+        return 0;
       });
+      nb::list values;
+      for (std::size_t i = 0; i < ops.size(); ++i) {
+        A value;
+        std::memcpy(&value, words + i, sizeof(A));
+        if constexpr (std::is_integral_v<A>) {
+          values.append(nb::int_(value));
+        } else {
+          values.append(nb::float_(static_cast<double>(value)));
+        }
+      }
+      return nb::tuple(values);
     }
   });
 }
@@ -607,6 +647,6 @@ NB_MODULE(_tally, m) {
   m.def("even_edges", &even_edges);
   m.def("fill_rows", &fill_rows);
   m.def("reduce", &reduce);
-  m.def("reduce_value", &reduce_value);
+  m.def("reduce_values", &reduce_values);
   m.def("predicate", &predicate);
 }

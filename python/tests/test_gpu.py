@@ -152,6 +152,22 @@ def test_bincount_equals_numpy(framework, dtype):
             tally.bincount(to_device(framework, np.array(negative, np.int64)))
 
 
+@pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if f != "jax"])
+def test_bincount_refuses_negative_samples_on_either_side_of_the_minimum_read(framework):
+    # Small signed arrays read their minimum with their maximum; larger ones count the negative
+    # samples as left out and wait for that count: both must refuse one negative sample anywhere.
+    limit = tally._BINCOUNT_MINIMUM_READ_BYTES // 4
+    for n in (limit, limit + 1):
+        host = (np.arange(n, dtype=np.int64) % 1000).astype(np.int32)
+        np.testing.assert_array_equal(to_host(framework, tally.bincount(to_device(framework, host))),
+                                      np.bincount(host))
+        for at in (0, n // 2, n - 1):
+            host[at] = -7
+            with pytest.raises(ValueError, match="^x: bincount takes non-negative"):
+                tally.bincount(to_device(framework, host))
+            host[at] = at % 1000
+
+
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_deterministic_weighted_sums_have_numpys_bits(framework):
     host = host_samples("int32", 1 << 18) % 1000
