@@ -167,8 +167,8 @@ def _device_values(flat, kind: Kind, ops: tuple, stream: int) -> tuple:
 
 # bincount of signed samples on a device up to this many bytes reads their minimum with their
 # maximum (one wait) rather than waiting for the count's left-out samples (a second wait): the
-# extra pass over the samples costs less than a wait (about 8 us, the pass over 2^20 int32
-# samples 1.4 us) up to about 24 MiB.
+# extra pass over the samples (at 3 TB/s, 1.4 us for 4 MiB) costs less than a wait (about 8 us on
+# an H100, docs/python.md) up to about 24 MiB.
 _BINCOUNT_MINIMUM_READ_BYTES = 16 << 20
 
 
