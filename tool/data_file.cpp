@@ -188,6 +188,7 @@ class npy_dict_parser {
 
   std::vector<std::uint64_t> parse_shape() {
     std::vector<std::uint64_t> shape;
+    bool comma_after_last = false;  // (3) is Python's 3, not a tuple: numpy refuses it as a shape
     expect('(');
     while (true) {
       skip_space();
@@ -199,11 +200,15 @@ class npy_dict_parser {
       if (peek() == 'L') ++pos_;  // Python 2 longs, in files written long ago
       shape.push_back(dimension);
       skip_space();
-      if (peek() == ',') {
+      comma_after_last = peek() == ',';
+      if (comma_after_last) {
         ++pos_;
       } else if (peek() != ')') {
         malformed("field 'shape' is not a tuple of integers");
       }
+    }
+    if (shape.size() == 1 && !comma_after_last) {
+      malformed("field 'shape' is an integer in parentheses, not a tuple (a 1-d shape is written (n,))");
     }
     ++pos_;
     return shape;

@@ -1296,6 +1296,9 @@ HOSTILE_FILES = {
     "shape whose byte count overflows 64 bits": (
         lambda p: [npy_by_hand(p, b"{'descr': '<f8', 'fortran_order': False, 'shape': (2305843009213693953,)}",
                                b"\0" * 8)], ["truncated", "2305843009213693953 elements", "more than 2^64 bytes"]),
+    "shape an integer in parentheses": (  # numpy refuses (3) too: it is Python's 3, not a tuple
+        lambda p: [npy_by_hand(p, b"{'descr': '<f8', 'fortran_order': False, 'shape': (3)}", b"\0" * 24)],
+        ["'shape'", "not a tuple", "(n,)"]),
     "garbage descr": (
         lambda p: [npy_by_hand(p, b"{'descr': '\xff\x00\x1b[2J', 'fortran_order': False, 'shape': (1,)}", b"\0" * 8)],
         ["'descr'", r"'\xff\x00\x1b[2J'", "does not read"]),
