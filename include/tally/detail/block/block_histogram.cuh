@@ -14,6 +14,7 @@
 
 #include "tally/bins.hpp"
 #include "tally/detail/range_grid.hpp"
+#include "tally/detail/block/last_block.cuh"
 #include "tally/detail/block/vectorized_walk.cuh"
 #include "tally/detail/block/warp_sum.cuh"
 #include "tally/detail/tuning/histogram_tuning.cuh"
@@ -452,11 +453,8 @@ __device__ __forceinline__ void wait_for_zeroed_output(const output_start_words&
 /// the block must call it.
 __device__ __forceinline__ void finish_output(const output_start_words& words) {
   __syncthreads();
-  if (threadIdx.x != 0) return;
-  cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> finished(*words.blocks_finished);
-  if (finished.fetch_add(1, cuda::memory_order_acq_rel) != gridDim.x - 1) return;
+  if (threadIdx.x != 0 || !last_block_to_finish(words.blocks_finished)) return;
   cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>(*words.zeroed).store(0, cuda::memory_order_relaxed);
-  finished.store(0, cuda::memory_order_relaxed);
 }
 
 /// Adds the block's copy (summing its `copies` replicas, swizzled by `mask` as count_vectorized

@@ -8,6 +8,7 @@
 
 #include <cuda/atomic>
 
+#include "tally/detail/block/last_block.cuh"
 #include "tally/detail/block/reduce_fold.cuh"
 #include "tally/detail/block/warp_fixed_point.cuh"
 #include "tally/detail/block/warp_sum.cuh"
@@ -71,11 +72,7 @@ __device__ __forceinline__ void first_stores_then_atomics(typename Fold::value_t
     while (started.load(cuda::memory_order_acquire) != 2) __nanosleep(32);
     fold.atomic(result, value);
   }
-  cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> finished(*words.blocks_finished);
-  if (finished.fetch_add(1, cuda::memory_order_acq_rel) == gridDim.x - 1) {
-    started.store(0, cuda::memory_order_relaxed);
-    finished.store(0, cuda::memory_order_relaxed);
-  }
+  if (last_block_to_finish(words.blocks_finished)) started.store(0, cuda::memory_order_relaxed);
 }
 
 /// The hybrid (reduce first, then one atomic): the block's fold, one atomic per block, into a
@@ -259,11 +256,8 @@ find_first_kernel(const T* samples, std::int64_t num_samples, Predicate predicat
   // The last block: every block's matches are ordered before its increment (fence, barrier, then
   // the acq_rel increment), and the block that takes the last ticket acquires them all.
   __syncthreads();
-  if (threadIdx.x != 0) return;
-  cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> finished(*words.blocks_finished);
-  if (finished.fetch_add(1, cuda::memory_order_acq_rel) != gridDim.x - 1) return;
+  if (threadIdx.x != 0 || !last_block_to_finish(words.blocks_finished)) return;
   const std::uint64_t minimum = found.exchange(~std::uint64_t{0}, cuda::memory_order_relaxed);
-  finished.store(0, cuda::memory_order_relaxed);
   *words.first = minimum < static_cast<std::uint64_t>(num_samples) ? minimum : static_cast<std::uint64_t>(num_samples);
 }
 
