@@ -165,24 +165,19 @@ cudaError_t dispatch_fold(void* temp, std::size_t& temp_bytes, strategy s,
     temp_bytes = 1;
     return cudaSuccess;
   }
-  if (s == strategy::block_reduce_atomic && num_samples > 0) {
-    auto kernel = block_reduce_atomic_kernel<unroll, Fold>;
-    if (cudaError_t e = reduce_grid(kernel, num_samples, per_block_step, threads, 0, launch, blocks); e != cudaSuccess) {
-      return e;
-    }
-    kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, fold, result, words);
-    return cudaGetLastError();
-  }
-  set_value_kernel<<<1, 1, 0, stream>>>(result, fold.identity());
-  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || num_samples == 0) return e;
   // Sizes the grid of `kernel` (each block `block_step` samples) and launches it into `*result`.
-  const auto launch_atomic = [&](auto kernel, std::int64_t block_step) {
+  const auto launch_atomic = [&](auto kernel, std::int64_t block_step, auto... words_of_block_reduce) {
     if (cudaError_t e = reduce_grid(kernel, num_samples, block_step, threads, 0, launch, blocks); e != cudaSuccess) {
       return e;
     }
-    kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, fold, result);
+    kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, fold, result, words_of_block_reduce...);
     return cudaGetLastError();
   };
+  if (s == strategy::block_reduce_atomic && num_samples > 0) {
+    return launch_atomic(block_reduce_atomic_kernel<unroll, Fold>, per_block_step, words);
+  }
+  set_value_kernel<<<1, 1, 0, stream>>>(result, fold.identity());
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess || num_samples == 0) return e;
   switch (s) {
     case strategy::atomic: return launch_atomic(atomic_per_element_kernel<Fold>, threads);
     case strategy::atomic_per_thread: return launch_atomic(atomic_per_thread_kernel<unroll, Fold>, per_block_step);
