@@ -111,6 +111,11 @@ value_window counted_values(double first_edge, double last_edge, bool inclusive)
   return end > lo ? value_window{lo, end - lo} : value_window{lo, 0};
 }
 
+/// The bin of a mapper's slot (its `slot`: the bin, or num_bins for a sample it leaves out).
+TALLY_HOST_DEVICE inline std::int64_t bin_of_slot(int slot, std::int64_t num_bins) {
+  return slot < num_bins ? slot : left_out_bin;
+}
+
 /// 16-bit integer samples, as their bits, in bins of width one (even bins of step one, bincount):
 /// bin = (bits - first) mod 2^16 + bin_offset, for the `span` values from `first` on. One
 /// subtraction, a mask and a compare a sample.
@@ -118,26 +123,21 @@ class value_window_mapper {
  public:
   value_window_mapper() = default;
   value_window_mapper(std::uint32_t first_bits, std::uint32_t span, std::int64_t bin_offset, std::int64_t num_bins)
-      : first_(first_bits), span_(span), bin_offset_(static_cast<int>(bin_offset)),
-        left_out_slot_(static_cast<int>(num_bins)), num_bins_(num_bins) {}
+      : first_(first_bits), span_(span), bin_offset_(static_cast<int>(bin_offset)), num_bins_(num_bins) {}
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
-  TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const {
-    const int word = slot(bits);
-    return word < num_bins_ ? word : left_out_bin;
-  }
+  TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const { return bin_of_slot(slot(bits), num_bins_); }
   /// The bin, or num_bins() where the sample is left out (the shared kernels' left-out word).
   TALLY_HOST_DEVICE int slot(std::uint16_t bits) const {
     const std::uint32_t offset = (static_cast<std::uint32_t>(bits) - first_) & 0xffffu;
-    return offset < span_ ? static_cast<int>(offset) + bin_offset_ : left_out_slot_;
+    return offset < span_ ? static_cast<int>(offset) + bin_offset_ : static_cast<int>(num_bins_);
   }
 
  private:
   std::uint32_t first_ = 0;
   std::uint32_t span_ = 0;
   int bin_offset_ = 0;  // the bin of the first value (unit_window_for keeps bins below 2^31)
-  int left_out_slot_ = 0;  // num_bins
   std::int64_t num_bins_ = 0;
 };
 
@@ -167,10 +167,7 @@ class value_step_mapper {
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
-  TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const {
-    const int word = slot(bits);
-    return word < num_bins_ ? word : left_out_bin;
-  }
+  TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const { return bin_of_slot(slot(bits), num_bins_); }
   /// The bin, or num_bins() where the sample is left out (the shared kernels' left-out word).
   /// Bins of a 16-bit table or step fit an int.
   TALLY_HOST_DEVICE int slot(std::uint16_t bits) const {
@@ -275,9 +272,6 @@ class window_table {
     return static_cast<int>(table_[p]);
   }
 
-  /// The bin of a slot (operator() of the mappers): left_out_bin for the left-out word.
-  TALLY_HOST_DEVICE std::int64_t bin_of_slot(int slot) const { return slot < num_bins_ ? slot : left_out_bin; }
-
  private:
   std::uint32_t first_ = 0;
   std::uint32_t span_ = 0;
@@ -298,7 +292,9 @@ class value_table_mapper : public window_table<std::uint16_t, value_table_mapper
   value_table_mapper(std::uint32_t first_key, std::uint32_t span, std::int64_t num_bins, const std::byte* table)
       : base(first_key, span, num_bins, table) {}
 
-  TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const { return this->bin_of_slot(slot(bits)); }
+  TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const {
+    return bin_of_slot(slot(bits), this->num_bins());
+  }
   /// The bin, or num_bins() where the sample is left out.
   TALLY_HOST_DEVICE int slot(std::uint16_t bits) const {
     return this->entry_at((order_key<Order>(bits) - this->first_key()) & 0xffffu);
@@ -349,7 +345,7 @@ class float_table_mapper : public window_table<std::int32_t, float_table_mapper>
   float_table_mapper(value_window window, std::int64_t num_bins, const std::byte* table)
       : window_table(window.first, window.span, num_bins, table) {}
 
-  TALLY_HOST_DEVICE std::int64_t operator()(float x) const { return bin_of_slot(slot(x)); }
+  TALLY_HOST_DEVICE std::int64_t operator()(float x) const { return bin_of_slot(slot(x), num_bins()); }
   /// The bin, or num_bins() where the sample is left out.
   TALLY_HOST_DEVICE int slot(float x) const {
     std::uint32_t bits;
