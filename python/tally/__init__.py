@@ -98,9 +98,10 @@ def _accumulator(name: str) -> np.dtype:
 
 
 def _reduce_into(flat, kind: Kind, op: str, deterministic: bool, strategy: str, stream: int, streamed=False):
-    accumulator = _accumulator(_dtype_name(flat))
+    name = _dtype_name(flat)
+    accumulator = _accumulator(name)
     out = kind.empty(1, accumulator)
-    _local.pending = _tally.reduce(kind.view(flat, _dtype_name(flat)), op, kind.view(out, dtype_name(accumulator)),
+    _local.pending = _tally.reduce(kind.view(flat, name), op, kind.view(out, dtype_name(accumulator)),
                                    deterministic, strategy, stream, streamed)
     return out
 

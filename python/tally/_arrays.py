@@ -42,14 +42,7 @@ class Kind:
 
         if not self.on_gpu:
             return jax.numpy.asarray(result)
-        if self.name == "torch":
-            import torch
-
-            torch.cuda.current_stream(self.index).synchronize()
-        else:
-            import cupy
-
-            cupy.cuda.get_current_stream().synchronize()
+        self.synchronize()
         return jax.dlpack.from_dlpack(result)
 
     @property
@@ -92,9 +85,7 @@ class Kind:
         if self.name == "numpy":
             return a
         code, bits = _DLPACK_TYPES[name]
-        if self.name == "cupy":
-            return (a.data.ptr, a.size, code, bits, self.index)
-        return (a.data_ptr(), a.numel(), code, bits, self.index)
+        return (self.address(a), a.size if self.name == "cupy" else a.numel(), code, bits, self.index)
 
     def synchronize(self):
         """Waits for the framework's current stream on this kind's device."""
