@@ -273,7 +273,8 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
                            [mapper](char*) { return mapper; }, make_cub_histogram);
     };
     if constexpr (std::is_same_v<Sample, std::uint8_t>) {
-      if (tally::detail::byte_shift_mapper::covers_every_byte(bins.lower, bins.upper, bins.num_bins)) {
+      if (tally::detail::edges_follow_float64_rule(bins) &&
+          tally::detail::byte_shift_mapper::covers_every_byte(bins.lower, bins.upper, bins.num_bins)) {
         return run_with(tally::detail::byte_shift_mapper(static_cast<int>(-bins.lower), bins.num_bins));
       }
     }

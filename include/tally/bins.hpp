@@ -2,8 +2,9 @@
 // every GPU kernel, so that all of them count a sample on or next to an edge the same way.
 //
 // Even bins follow numpy.histogram exactly: edge i is `lower + i * ((upper - lower) / num_bins)`
-// computed in double (the last edge is `upper` itself) and, for float samples, rounded to float;
-// a sample counts in bin i when edge_i <= x < edge_{i+1}. Samples below `lower`, at or above
+// computed in double (the last edge is `upper` itself) and, for float samples, rounded to float,
+// or computed in float32 arithmetic throughout where the bins say so (numpy's edges for float32
+// data over its own range); a sample counts in bin i when edge_i <= x < edge_{i+1}. Samples below `lower`, at or above
 // `upper` (unless upper_edge::inclusive, numpy's choice), NaN and infinities are left out and
 // counted as such. Range bins use the same rule over caller-given edges; bincount counts value v
 // in bin v and leaves out values >= the number of bins.
@@ -22,11 +23,25 @@
 
 namespace tally {
 
+/** @brief The arithmetic even bins' edges are computed in (numpy's linspace, in the type numpy
+ * promotes the range and the samples to). */
+enum class edge_arithmetic : std::uint8_t {
+  /// lower + i * ((upper - lower) / num_bins) in double: numpy's edges for a range of Python
+  /// numbers or float64 values, rounded to float for float samples.
+  float64,
+  /// step = fl32(fl32(upper - lower) / num_bins), edge i = fl32(fl32(i * step) + lower), the last
+  /// edge upper: numpy's edges for float32 data over its own range (`numpy.histogram(a, n)` with
+  /// `a` float32, whose min and max are float32 scalars). lower and upper must be float32 values,
+  /// and there are at most 2^24 bins (numpy's float32 arange is exact that far).
+  float32,
+};
+
 /** @brief `num_bins` equal-width bins over [lower, upper). */
 struct even_bins {
   std::int64_t num_bins = 0;
   double lower = 0.0;
   double upper = 0.0;
+  edge_arithmetic arithmetic = edge_arithmetic::float64;  ///< how the edges are computed
 };
 
 /** @brief Whether a sample equal to the last edge counts in the last bin. */
@@ -81,14 +96,57 @@ inline constexpr bool is_counter_v = std::is_same_v<T, std::uint32_t> || std::is
 inline constexpr std::int64_t left_out_bin = -1;
 
 namespace detail {
-// lower + i * step, rounded twice as numpy's linspace rounds it: never fused into one FMA.
-TALLY_HOST_DEVICE inline double even_edge(std::int64_t i, double step, double lower) {
+// lower + i * step in double or float, rounded twice as numpy's linspace rounds it in that type
+// (the index in that type too, as numpy's arange makes it): never fused into one FMA.
+template <class Float>
+TALLY_HOST_DEVICE inline Float even_edge(std::int64_t i, Float step, Float lower) {
 #if defined(__CUDA_ARCH__)
-  return __dadd_rn(__dmul_rn(static_cast<double>(i), step), lower);
+  if constexpr (std::is_same_v<Float, float>) {
+    return __fadd_rn(__fmul_rn(static_cast<float>(i), step), lower);
+  } else {
+    return __dadd_rn(__dmul_rn(static_cast<double>(i), step), lower);
+  }
 #else
-  volatile double product = static_cast<double>(i) * step;  // volatile: no contraction on hosts with FMA
+  volatile Float product = static_cast<Float>(i) * step;  // volatile: no contraction on hosts with FMA
   return product + lower;
 #endif
+}
+
+/// numpy's float32 step for `bins`: fl32(fl32(upper - lower) / num_bins).
+inline float even_step_float32(const even_bins& bins) {
+  volatile float delta = static_cast<float>(bins.upper) - static_cast<float>(bins.lower);
+  return delta / static_cast<float>(bins.num_bins);
+}
+
+/// Whether bins whose edges are computed in float32 have the edges of the float64 rule: when the
+/// step is q * 2^k (q odd) and the bounds are whole multiples of the step within 2^24 * 2^k of
+/// zero, every product, sum and edge is an exact float32, so both rules give the exact edges. Such
+/// bins take the float64 rule's shortcuts (integer steps, exact float edges).
+inline bool float32_edges_are_exact(const even_bins& bins) {
+  const double step = (bins.upper - bins.lower) / static_cast<double>(bins.num_bins);
+  if (!(step > 0.0) || !std::isfinite(step)) return false;
+  if (static_cast<double>(bins.num_bins) * step != bins.upper - bins.lower) return false;
+  const double first_steps = bins.lower / step;
+  const double last_steps = bins.upper / step;
+  if (first_steps != std::floor(first_steps) || last_steps != std::floor(last_steps)) return false;
+  // 2^k, the lowest set bit of step's mantissa.
+  int exponent = 0;
+  const double mantissa = std::frexp(step, &exponent);
+  auto bits = static_cast<std::uint64_t>(std::ldexp(mantissa, 53));
+  int k = exponent - 53;
+  while ((bits & 1u) == 0u) {
+    bits >>= 1;
+    ++k;
+  }
+  const double limit = std::ldexp(1.0, 24 + k);
+  return std::fabs(bins.lower) <= limit && std::fabs(bins.upper) <= limit && bins.upper - bins.lower <= limit;
+}
+
+/// Whether `bins` have the float64 rule's edges: computed in float64, or in float32 and exact.
+/// Code that reads lower and upper rather than a mapper's edges (CUB's levels, the byte shift)
+/// runs only then.
+inline bool edges_follow_float64_rule(const even_bins& bins) {
+  return bins.arithmetic == edge_arithmetic::float64 || float32_edges_are_exact(bins);
 }
 
 /// The first index in [lo, hi) at which `before` turns false, or hi (a binary search), for a
@@ -283,7 +341,8 @@ class exact_float_bin_mapper {
 
 /// Even bins over any other range (numpy's range from the data, [0, 1000) over floats, a step that
 /// is not whole over integers): one multiply-add estimates the bin, and one compare against the
-/// edge above the estimate, computed as numpy computes it (even_edge), settles it. The estimate is
+/// edge above the estimate, computed as numpy computes it (even_edge, in double, or in float for
+/// edges computed in float32: `Float32Edges`), settles it. The estimate is
 /// floor(x * scale - lower * scale - 1/2): the bin or the one below, never further off while the
 /// range reaches at most max_reach bins from zero (`fits`), so one compare is always enough, and the
 /// per-sample cost is a few arithmetic instructions, with no table and no loop.
@@ -292,14 +351,27 @@ class exact_float_bin_mapper {
 /// bins (float samples; 2^-53 * reach otherwise) of where the rounded edges put it, and the
 /// estimate's own rounding (scale, offset and the multiply-add, in compare_type on the GPU) adds at
 /// most 4 * 2^-24 * reach + 2^-23; under max_reach the sum stays below 0.4, so
-/// floor(p - 1/2 + error) is the bin or the one below. The tests check it on random and adversarial
-/// ranges against the brute-force oracle, for the host form and for the GPU's float form.
-template <class Sample>
+/// floor(p - 1/2 + error) is the bin or the one below. Edges computed in float32 lie within
+/// 2^-24 * (num_bins + reach) bins of lower + i * step (step the float32 step, which the estimate
+/// takes too), and their reach is held to 2^19: the sum stays below 0.35. The tests check it on
+/// random and adversarial ranges against the brute-force oracle, for the host form and for the
+/// GPU's float form.
+template <class Sample, bool Float32Edges = false>
 class estimated_even_bin_mapper {
  public:
+  static_assert(!Float32Edges || std::is_same_v<Sample, float>, "edges computed in float32 are estimated for float samples");
   using compare_type = std::conditional_t<std::is_same_v<Sample, float> || is_half_float_v<Sample>, float, double>;
   /// The farthest, in bins, that either bound may lie from zero.
-  static constexpr double max_reach = std::is_same_v<Sample, float> ? 0x1p20 : 0x1p40;
+  static constexpr double max_reach = Float32Edges ? 0x1p19 : std::is_same_v<Sample, float> ? 0x1p20 : 0x1p40;
+
+  /// The step the estimate divides by: the float32 step for edges computed in float32.
+  static double step_of(const even_bins& bins) {
+    if constexpr (Float32Edges) {
+      return static_cast<double>(even_step_float32(bins));
+    } else {
+      return (bins.upper - bins.lower) / static_cast<double>(bins.num_bins);
+    }
+  }
 
   /// Whether the estimate is always the bin or the one below for these bins (above): the reach,
   /// both bounds finite in compare_type (a float bound that rounds to infinity needs the general
@@ -307,7 +379,7 @@ class estimated_even_bin_mapper {
   /// rounding is absolute, not relative).
   static bool fits(const even_bins& bins) {
     if constexpr (is_half_float_v<Sample>) return false;  // their edges are rounded to 16 bits: a table maps them
-    const double step = (bins.upper - bins.lower) / static_cast<double>(bins.num_bins);
+    const double step = step_of(bins);
     const double reach = std::max(std::fabs(bins.lower), std::fabs(bins.upper)) / step;
     constexpr double largest = static_cast<double>(std::numeric_limits<compare_type>::max());
     constexpr double smallest_step =
@@ -319,11 +391,13 @@ class estimated_even_bin_mapper {
   estimated_even_bin_mapper() = default;
   estimated_even_bin_mapper(const even_bins& bins, bool inclusive)
       : lower_(bins.lower),
-        step_((bins.upper - bins.lower) / static_cast<double>(bins.num_bins)),
-        scale_(static_cast<double>(bins.num_bins) / (bins.upper - bins.lower)),
+        step_(step_of(bins)),
+        scale_(Float32Edges ? 1.0 / step_ : static_cast<double>(bins.num_bins) / (bins.upper - bins.lower)),
         offset_(-bins.lower * scale_ - 0.5),
         scale_f_(static_cast<float>(scale_)),
         offset_f_(static_cast<float>(offset_)),
+        lower_f_(static_cast<float>(bins.lower)),
+        step_f_(static_cast<float>(step_)),
         first_(static_cast<compare_type>(bins.lower)),
         end_(inclusive ? std::nextafter(static_cast<compare_type>(bins.upper), std::numeric_limits<compare_type>::infinity())
                        : static_cast<compare_type>(bins.upper)),
@@ -386,14 +460,24 @@ class estimated_even_bin_mapper {
 #endif
   }
 
-  /// Edge i as numpy computes it (even_edge), in compare_type; on the GPU i becomes a double by
-  /// its bits (2^52 + i, minus 2^52) rather than a conversion instruction.
+  /// Edge i as numpy computes it (even_edge, in double or float), in compare_type; on the GPU i
+  /// becomes a double (a float) by its bits, 2^52 + i minus 2^52 (2^23 + i minus 2^23, exact for
+  /// the i < 2^23 of samples in range), rather than a conversion instruction.
   TALLY_HOST_DEVICE compare_type edge(int i) const {
 #if defined(__CUDA_ARCH__)
-    const double index = __hiloint2double(0x43300000, i) - 4503599627370496.0;
-    return static_cast<compare_type>(__dadd_rn(__dmul_rn(index, step_), lower_));
+    if constexpr (Float32Edges) {
+      const float index = __int_as_float(0x4b000000 + i) - 8388608.0f;
+      return __fadd_rn(__fmul_rn(index, step_f_), lower_f_);
+    } else {
+      const double index = __hiloint2double(0x43300000, i) - 4503599627370496.0;
+      return static_cast<compare_type>(__dadd_rn(__dmul_rn(index, step_), lower_));
+    }
 #else
-    return static_cast<compare_type>(even_edge(i, step_, lower_));
+    if constexpr (Float32Edges) {
+      return even_edge(i, step_f_, lower_f_);
+    } else {
+      return static_cast<compare_type>(even_edge(i, step_, lower_));
+    }
 #endif
   }
 
@@ -403,6 +487,8 @@ class estimated_even_bin_mapper {
   double offset_ = 0.0;
   float scale_f_ = 0.0f;
   float offset_f_ = 0.0f;
+  float lower_f_ = 0.0f;  // edges computed in float32: lower and the float32 step
+  float step_f_ = 0.0f;
   compare_type first_{};
   // The least value past the counted ones: upper, or with an inclusive last edge the next value
   // after it, so that one compare settles both modes (upper itself then estimates to the last bin,
@@ -454,14 +540,25 @@ class even_bin_mapper {
         first_edge_(to_compare(bins.lower)),
         last_edge_(to_compare(bins.upper)),
         inclusive_(last_edge == upper_edge::inclusive) {
+    // Edges computed in float32 that are exact are the float64 rule's edges: its shortcuts apply.
+    if (!detail::edges_follow_float64_rule(bins)) {
+      float32_edges_ = true;
+      lower_f_ = static_cast<float>(bins.lower);
+      delta_f_ = static_cast<float>(bins.upper) - static_cast<float>(bins.lower);
+      step_f_ = detail::even_step_float32(bins);
+    }
     choose_shortcut();
   }
 
   /** @brief Edge i (0 <= i <= num_bins) in the precision samples are compared in. */
   TALLY_HOST_DEVICE compare_type edge(std::int64_t i) const {
     if (i >= num_bins_) return last_edge_;
+    if (float32_edges_) return to_compare(static_cast<double>(float32_edge(i)));
     return to_compare(detail::even_edge(i, step_, lower_));
   }
+
+  /** @brief Whether the edges are computed in float32 (and differ from the float64 rule's). */
+  TALLY_HOST_DEVICE bool float32_edges() const { return float32_edges_; }
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
@@ -477,9 +574,17 @@ class even_bin_mapper {
   detail::unit_step_bin_mapper<Sample> unit_step_mapper() const {
     return {static_cast<std::int64_t>(lower_), num_bins_};
   }
-  /** @brief The estimating mapper; valid when shortcut() is even_shortcut::estimated. */
+  /** @brief The estimating mapper; valid when shortcut() is even_shortcut::estimated and the
+   * edges are not computed in float32. */
   detail::estimated_even_bin_mapper<Sample> estimated_mapper() const {
     return {even_bins{num_bins_, lower_, upper_}, inclusive_};
+  }
+  /** @brief The estimating mapper over edges computed in float32 (float samples); valid when
+   * shortcut() is even_shortcut::estimated and float32_edges(). */
+  detail::estimated_even_bin_mapper<float, true> estimated_float32_mapper() const
+    requires std::is_same_v<Sample, float>
+  {
+    return {even_bins{num_bins_, lower_, upper_, edge_arithmetic::float32}, inclusive_};
   }
   /** @brief The exact-float mapper; valid when shortcut() is even_shortcut::exact_float_edges. */
   detail::exact_float_bin_mapper exact_float_mapper() const {
@@ -494,7 +599,12 @@ class even_bin_mapper {
     if constexpr (std::is_same_v<Sample, float>) {
       if (shortcut_ == even_shortcut::exact_float_edges) return float_.operator()(sample);
     }
-    if (shortcut_ == even_shortcut::estimated) return estimated_.operator()(sample);
+    if (shortcut_ == even_shortcut::estimated) {
+      if constexpr (std::is_same_v<Sample, float>) {
+        if (float32_edges_) return estimated_float32_.operator()(sample);
+      }
+      return estimated_.operator()(sample);
+    }
     const auto x = static_cast<compare_type>(sample);
     if constexpr (is_floating_sample_v<Sample>) {
       // Infinities are never counted, even when a bound rounds to infinity in the sample type.
@@ -516,7 +626,31 @@ class even_bin_mapper {
  private:
   static bool is_whole(double v) { return v == static_cast<double>(static_cast<std::int64_t>(v)); }
 
+  /// Edge i < num_bins of edges computed in float32: numpy's linspace in float32, its special case
+  /// for a step that underflows to 0 (gh-5437) included.
+  TALLY_HOST_DEVICE float float32_edge(std::int64_t i) const {
+    if (step_f_ != 0.0f) return detail::even_edge(i, step_f_, lower_f_);
+#if defined(__CUDA_ARCH__)
+    return __fadd_rn(__fmul_rn(__fdiv_rn(static_cast<float>(i), static_cast<float>(num_bins_)), delta_f_), lower_f_);
+#else
+    volatile float fraction = static_cast<float>(i) / static_cast<float>(num_bins_);
+    volatile float offset = fraction * delta_f_;
+    return offset + lower_f_;
+#endif
+  }
+
   void choose_shortcut() {
+    if (float32_edges_) {
+      // No exact shortcut (the edges are not exact); float samples estimate over the float32 edges.
+      if constexpr (std::is_same_v<Sample, float>) {
+        const even_bins bins{num_bins_, lower_, upper_, edge_arithmetic::float32};
+        if (detail::estimated_even_bin_mapper<float, true>::fits(bins)) {
+          shortcut_ = even_shortcut::estimated;
+          estimated_float32_ = estimated_float32_mapper();
+        }
+      }
+      return;
+    }
     constexpr double exact_integers = 9007199254740992.0;  // 2^53: doubles hold every integer below
     if constexpr (std::is_integral_v<Sample>) {
       const double upper = last_edge_;
@@ -552,11 +686,18 @@ class even_bin_mapper {
   std::int64_t num_bins_ = 0;
   compare_type first_edge_{};
   compare_type last_edge_{};
+  float lower_f_ = 0.0f;  // edges computed in float32: lower, upper - lower and the step in float32
+  float delta_f_ = 0.0f;
+  float step_f_ = 0.0f;
+  bool float32_edges_ = false;
   bool inclusive_ = false;
   even_shortcut shortcut_ = even_shortcut::none;
   detail::integer_step_bin_mapper<Sample> integer_;
   detail::exact_float_bin_mapper float_;
   detail::estimated_even_bin_mapper<Sample> estimated_;
+  // Only float samples estimate over edges computed in float32; others hold an empty member.
+  std::conditional_t<std::is_same_v<Sample, float>, detail::estimated_even_bin_mapper<float, true>, std::uint8_t>
+      estimated_float32_{};
 };
 
 namespace detail {
@@ -574,7 +715,12 @@ decltype(auto) with_fastest_mapper(const even_bin_mapper<Sample>& map, Run&& run
   if constexpr (std::is_same_v<Sample, float>) {
     if (map.shortcut() == even_shortcut::exact_float_edges) return run(map.exact_float_mapper());
   }
-  if (map.shortcut() == even_shortcut::estimated) return run(map.estimated_mapper());
+  if (map.shortcut() == even_shortcut::estimated) {
+    if constexpr (std::is_same_v<Sample, float>) {
+      if (map.float32_edges()) return run(map.estimated_float32_mapper());
+    }
+    return run(map.estimated_mapper());
+  }
   return run(map);
 }
 

@@ -103,6 +103,39 @@ std::vector<reference_compare_t<Sample>> reference_even_edges(std::int64_t num_b
   return edges;
 }
 
+/**
+ * @brief The num_bins + 1 edges numpy's linspace computes in float32 (numpy.histogram's edges for
+ * float32 data over its own range), written out from numpy's source: delta = stop - start,
+ * step = delta / n (or, where that underflows to 0, (i / n) * delta), edge i = i * step + start,
+ * each operation rounded to float32, the index a float32 (numpy's arange); the last edge stop.
+ * Then rounded to the precision `Sample` compares in.
+ */
+template <class Sample>
+std::vector<reference_compare_t<Sample>> reference_even_edges_float32(std::int64_t num_bins, double lower,
+                                                                      double upper) {
+  using C = reference_compare_t<Sample>;
+  const auto start = static_cast<float>(lower);
+  const auto stop = static_cast<float>(upper);
+  const volatile float delta = stop - start;
+  const auto div = static_cast<float>(num_bins);
+  const volatile float step = delta / div;
+  std::vector<C> edges(static_cast<std::size_t>(num_bins) + 1);
+  for (std::int64_t i = 0; i < num_bins; ++i) {
+    const auto index = static_cast<float>(i);
+    volatile float offset = 0.0f;  // volatile: each operation rounded to float32, never fused
+    if (step == 0.0f) {
+      volatile float fraction = index / div;
+      offset = fraction * delta;
+    } else {
+      offset = index * step;
+    }
+    const float edge = offset + start;
+    edges[static_cast<std::size_t>(i)] = static_cast<C>(reference_edge<Sample>(static_cast<double>(edge)));
+  }
+  edges[static_cast<std::size_t>(num_bins)] = static_cast<C>(reference_edge<Sample>(static_cast<double>(stop)));
+  return edges;
+}
+
 /** @brief The bin of `x` among non-decreasing `edges`, or tally::left_out_bin, by std::upper_bound. */
 template <class C>
 std::int64_t reference_bin_of(C x, const std::vector<C>& edges, bool inclusive) {
@@ -127,7 +160,10 @@ class reference_even {
       : edges_(reference_even_edges<Sample>(num_bins, lower, upper)),
         inclusive_(last_edge == tally::upper_edge::inclusive) {}
   reference_even(const tally::even_bins& bins, tally::upper_edge last_edge)
-      : reference_even(bins.num_bins, bins.lower, bins.upper, last_edge) {}
+      : edges_(bins.arithmetic == tally::edge_arithmetic::float32
+                   ? reference_even_edges_float32<Sample>(bins.num_bins, bins.lower, bins.upper)
+                   : reference_even_edges<Sample>(bins.num_bins, bins.lower, bins.upper)),
+        inclusive_(last_edge == tally::upper_edge::inclusive) {}
 
   [[nodiscard]] std::int64_t num_bins() const { return static_cast<std::int64_t>(edges_.size()) - 1; }
   [[nodiscard]] const std::vector<compare_type>& edges() const { return edges_; }

@@ -115,12 +115,14 @@ struct even_case {
   std::int64_t num_bins;
   double lower;
   double upper;
+  tally::edge_arithmetic arithmetic = tally::edge_arithmetic::float64;
 };
 
 std::string describe(const even_case& c) {
   std::ostringstream out;
   out.precision(17);
-  out << "num_bins=" << c.num_bins << " lower=" << c.lower << " upper=" << c.upper;
+  out << "num_bins=" << c.num_bins << " lower=" << c.lower << " upper=" << c.upper
+      << (c.arithmetic == tally::edge_arithmetic::float32 ? " edges in float32" : "");
   return out.str();
 }
 
@@ -128,7 +130,7 @@ std::string describe(const even_case& c) {
 template <class Sample>
 void expect_even_mapper_matches_oracle(const even_case& c, upper_edge mode, const std::vector<Sample>& samples) {
   SCOPED_TRACE(describe(c) + " " + mode_name(mode));
-  const tally::even_bins bins{c.num_bins, c.lower, c.upper};
+  const tally::even_bins bins{c.num_bins, c.lower, c.upper, c.arithmetic};
   const tally::even_bin_mapper<Sample> mapper(bins, mode);
   const reference_even<Sample> oracle(bins, mode);
   ASSERT_EQ(mapper.num_bins(), c.num_bins);
@@ -157,8 +159,7 @@ void expect_even_mapper_matches_oracle(const even_case& c, upper_edge mode, cons
     if (mapper.shortcut() == tally::even_shortcut::integer_step) check("integer-step mapper", mapper.integer_step_mapper());
     if (mapper.unit_step()) check("unit-step mapper", mapper.unit_step_mapper());
   }
-  if (mapper.shortcut() == tally::even_shortcut::estimated) {
-    const auto estimated = mapper.estimated_mapper();
+  const auto check_estimated = [&](const auto& estimated) {
     check("estimated mapper", estimated);
     check("estimated mapper's slot", [&](Sample x) -> std::int64_t {
       const int slot = estimated.slot(x);
@@ -177,6 +178,17 @@ void expect_even_mapper_matches_oracle(const even_case& c, upper_edge mode, cons
         const float t = std::fmaf(x, estimated.scale_for_floats(), estimated.offset_for_floats());
         return estimated.bin_above_estimate(x, static_cast<int>(std::floor(t)) + 1);
       });
+    }
+  };
+  if (mapper.shortcut() == tally::even_shortcut::estimated) {
+    if constexpr (std::is_same_v<Sample, float>) {
+      if (mapper.float32_edges()) {
+        check_estimated(mapper.estimated_float32_mapper());
+      } else {
+        check_estimated(mapper.estimated_mapper());
+      }
+    } else {
+      check_estimated(mapper.estimated_mapper());
     }
   }
   if constexpr (std::is_same_v<Sample, float>) {
@@ -286,6 +298,105 @@ TYPED_TEST(EvenBinMapper, AgreesWithOracleOnRandomRangesAndBinCounts) {
     const auto samples = adversarial_samples<Sample>(probe, c.lower, c.upper, rng);
     for (const upper_edge mode : both_modes) expect_even_mapper_matches_oracle<Sample>(c, mode, samples);
   }
+}
+
+TYPED_TEST(EvenBinMapper, AgreesWithOracleOnEdgesComputedInFloat32OverDataRanges) {
+  // numpy's edges for float32 data over its own [min, max]: float32 bounds, edges in float32.
+  using Sample = TypeParam;
+  const std::uint64_t seed = tally_test::test_seed();
+  SCOPED_TRACE(tally_test::seed_trace(seed));
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> pick_bins(0, 6);
+  const std::int64_t bin_counts[] = {1, 2, 7, 10, 256, 4096, 65536};
+  std::uniform_real_distribution<double> magnitude(-4.0, 5.0);
+  std::uniform_real_distribution<double> centre(-3.0, 6.0);
+  int float32_rule = 0;
+  int estimated = 0;
+  for (int round = 0; round < 60; ++round) {
+    // Data-like ranges: a centre anywhere from 10^-3 to 10^6 (either sign), a width of 10^-4 to 10^5.
+    const double middle = std::pow(10.0, centre(rng)) * (round % 3 == 0 ? -1.0 : 1.0);
+    const auto lower = static_cast<float>(middle - std::pow(10.0, magnitude(rng)));
+    const auto upper = std::nextafter(std::max(static_cast<float>(middle), lower), INFINITY);
+    const auto wide = static_cast<float>(static_cast<double>(lower) + std::pow(10.0, magnitude(rng)));
+    const even_case c{bin_counts[pick_bins(rng)], lower, std::max(upper, wide), tally::edge_arithmetic::float32};
+    if (!std::isfinite(static_cast<float>(c.upper) - static_cast<float>(c.lower))) continue;
+    const tally::even_bins bins{c.num_bins, c.lower, c.upper, c.arithmetic};
+    const tally::even_bin_mapper<Sample> mapper(bins, upper_edge::inclusive);
+    float32_rule += mapper.float32_edges() ? 1 : 0;
+    estimated += mapper.float32_edges() && mapper.shortcut() == tally::even_shortcut::estimated ? 1 : 0;
+    const auto edges = reference_even<Sample>(bins, upper_edge::inclusive).edges();
+    std::vector<tally_test::reference_compare_t<Sample>> probe;
+    std::uniform_int_distribution<std::size_t> pick_edge(0, edges.size() - 1);
+    for (int i = 0; i < 300; ++i) probe.push_back(edges[pick_edge(rng)]);
+    probe.push_back(edges.back());
+    const auto samples = adversarial_samples<Sample>(probe, c.lower, c.upper, rng);
+    for (const upper_edge mode : both_modes) expect_even_mapper_matches_oracle<Sample>(c, mode, samples);
+  }
+  EXPECT_GT(float32_rule, 30) << "most random data ranges have float32 edges that differ from the float64 rule's";
+  if constexpr (std::is_same_v<Sample, float>) {
+    EXPECT_GT(estimated, 10) << "float samples estimate over float32 edges within the estimate's reach";
+  }
+}
+
+TYPED_TEST(EvenBinMapper, AgreesWithOracleOnEdgesComputedInFloat32OnAndBesideEveryEdge) {
+  using Sample = TypeParam;
+  const std::uint64_t seed = tally_test::test_seed();
+  SCOPED_TRACE(tally_test::seed_trace(seed));
+  std::mt19937_64 rng(seed);
+  const even_case cases[] = {
+      {7, 0.1f, 0.7f, tally::edge_arithmetic::float32},                    // three edges differ from the float64 rule's
+      {4096, 0x1.13cc6ep+10, 0x1.5753ep+10, tally::edge_arithmetic::float32},  // normal data's range: 190 edges differ
+      {10, -418.25f, 8848.86f, tally::edge_arithmetic::float32},
+      {1000, -1.0f, 1.0f, tally::edge_arithmetic::float32},                 // across zero
+      {65536, 0.0f, 1.0f, tally::edge_arithmetic::float32},                 // exact: the float64 rule's shortcut
+      {4096, 0.0f, 1000.0f, tally::edge_arithmetic::float32},              // exact too: a step of 125 * 2^-9
+      {100, 1000.0f, 1000.1f, tally::edge_arithmetic::float32},            // near the estimate's reach
+      {8, 0x1p-149, 0x1p-147, tally::edge_arithmetic::float32},            // a step that underflows to 0 in float32
+      {1 << 18, 0.5f, 1.5f, tally::edge_arithmetic::float32},              // 2^18 bins
+  };
+  for (const even_case& c : cases) {
+    const auto edges = reference_even<Sample>(tally::even_bins{c.num_bins, c.lower, c.upper, c.arithmetic},
+                                              upper_edge::inclusive).edges();
+    const auto samples = adversarial_samples<Sample>(edges, c.lower, c.upper, rng);
+    for (const upper_edge mode : both_modes) expect_even_mapper_matches_oracle<Sample>(c, mode, samples);
+  }
+}
+
+TEST(EvenBinMapper, ComputesFloat32EdgesAsNumpyDoesForFloat32Data) {
+  // numpy 2.4: np.histogram_bin_edges(np.array([0.1, 0.7], np.float32), 7), and np.histogram of
+  // one float32 sample over range=(np.float32(0.1), np.float32(0.7)): edges 1, 3 and 4 are one
+  // float below the float64 rule's.
+  const float numpy_edges[] = {0x1.99999ap-4f, 0x1.7c57c4p-3f, 0x1.15f15ep-2f, 0x1.6db6dap-2f,
+                               0x1.c57c56p-2f, 0x1.0ea0eap-1f, 0x1.3a83a8p-1f, 0x1.666666p-1f};
+  const tally::even_bins bins{7, 0.1f, 0.7f, tally::edge_arithmetic::float32};
+  const tally::even_bin_mapper<float> mapper(bins, upper_edge::inclusive);
+  const reference_even<float> oracle(bins, upper_edge::inclusive);
+  ASSERT_TRUE(mapper.float32_edges());
+  EXPECT_EQ(mapper.shortcut(), tally::even_shortcut::estimated);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(mapper.edge(i), numpy_edges[i]) << "mapper edge " << i;
+    EXPECT_EQ(oracle.edges()[static_cast<std::size_t>(i)], numpy_edges[i]) << "oracle edge " << i;
+  }
+  const std::pair<float, std::int64_t> answers[] = {
+      {0x1.7c57c2p-3f, 0}, {0x1.7c57c4p-3f, 1}, {0x1.7c57c6p-3f, 1}, {0x1.6db6d8p-2f, 2}, {0x1.6db6dap-2f, 3},
+      {0x1.6db6dcp-2f, 3}, {0x1.c57c54p-2f, 3}, {0x1.c57c56p-2f, 4}, {0x1.c57c58p-2f, 4}, {0.7f, 6}};
+  for (const auto& [x, bin] : answers) {
+    EXPECT_EQ(mapper(x), bin) << "mapper, sample " << show(x);
+    EXPECT_EQ(mapper.estimated_float32_mapper()(x), bin) << "estimated mapper, sample " << show(x);
+    EXPECT_EQ(oracle.bin(x), bin) << "oracle, sample " << show(x);
+  }
+  // Edges that float32 computes exactly are the float64 rule's: its shortcuts apply.
+  EXPECT_FALSE(tally::even_bin_mapper<float>({4096, 0.0, 1000.0, tally::edge_arithmetic::float32},
+                                             upper_edge::inclusive).float32_edges());
+  EXPECT_EQ(tally::even_bin_mapper<float>({256, 0.0, 256.0, tally::edge_arithmetic::float32}, upper_edge::exclusive)
+                .shortcut(),
+            tally::even_shortcut::exact_float_edges);
+  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({100, 0.0, 1000.0, tally::edge_arithmetic::float32},
+                                                 upper_edge::exclusive).shortcut(),
+            tally::even_shortcut::integer_step);
+  EXPECT_TRUE(tally::even_bin_mapper<std::int32_t>({3, 0.0, 100000000.0, tally::edge_arithmetic::float32},
+                                                   upper_edge::exclusive).float32_edges())
+      << "100000000 / 3 is no float32: no integer shortcut";
 }
 
 // Known answers from numpy 2.4 (np.histogram of one sample; numpy's last bin is inclusive).

@@ -114,6 +114,16 @@ TEST_F(HistogramEvenRefuses, NonFiniteBounds) {
   expect_refused({4, -1e308, 1e308}, "upper", {"upper"});
 }
 
+TEST_F(HistogramEvenRefuses, EdgesInFloat32OverBoundsFloat32CannotHold) {
+  constexpr auto in_float32 = tally::edge_arithmetic::float32;
+  expect_refused({4, 0.1, 1.0, in_float32}, "lower", {"lower", "float32 value"});
+  expect_refused({4, 0.0, 0.7, in_float32}, "upper", {"upper", "float32 value"});
+  expect_refused({4, -0x1.fffffep127, 0x1.fffffep127, in_float32}, "upper", {"upper", "finite in float32"});
+  counts.assign((std::size_t{1} << 24) + 1, poison<std::uint32_t>);
+  expect_refused({(std::int64_t{1} << 24) + 1, 0.0f, 1.0f, in_float32}, "num_bins", {"num_bins", "2^24"});
+  expect_refused({4, 0.0, 1.0, static_cast<tally::edge_arithmetic>(7)}, "arithmetic", {"arithmetic"});
+}
+
 TEST_F(HistogramEvenRefuses, NullSamplesWithANonZeroSize) {
   expect_tally_error(
       [&] {

@@ -259,6 +259,26 @@ TYPED_TEST(HistogramEven, EveryStrategyMatchesOracleOnRangesFarNarrowerThanTheir
   }
 }
 
+TYPED_TEST(HistogramEven, EveryStrategyMatchesOracleOnEdgesComputedInFloat32) {
+  using Sample = typename TypeParam::sample;
+  using Counter = typename TypeParam::counter;
+  // numpy's edges for float32 data over its own range: float32 bounds, edges in float32
+  // arithmetic; within the float estimate's reach, past it (the grid, the table of the CPU's
+  // edges), across zero, and one that float32 computes exactly (the float64 rule's shortcuts).
+  std::mt19937_64 rng(tally_test::test_seed());
+  const tally::even_bins cases[] = {{7, 0.1f, 0.7f, tally::edge_arithmetic::float32},
+                                    {4096, 0x1.13cc6ep+10, 0x1.5753ep+10, tally::edge_arithmetic::float32},
+                                    {1000, -1.0f, 1.0f, tally::edge_arithmetic::float32},
+                                    {4096, 2047.5f, 2048.5f, tally::edge_arithmetic::float32},
+                                    {256, 0.0f, 256.0f, tally::edge_arithmetic::float32}};
+  for (const tally::even_bins& bins : cases) {
+    const auto edges = tally_test::reference_even_edges_float32<Sample>(bins.num_bins, bins.lower, bins.upper);
+    const auto samples = random_samples<Sample>(50003, bins.lower, bins.upper, edges, rng);
+    check_even<Sample, Counter>(samples, bins, upper_edge::exclusive);
+    check_even<Sample, Counter>(samples, bins, upper_edge::inclusive);
+  }
+}
+
 TYPED_TEST(HistogramEven, EveryStrategyMatchesOracleWhenAllSamplesFallInOneBin) {
   using Sample = typename TypeParam::sample;
   using Counter = typename TypeParam::counter;

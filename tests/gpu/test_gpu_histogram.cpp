@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/reference.hpp"
 #include "gpu/gpu_test_support.hpp"
 #include "tally/detail/tuning/histogram_tuning.cuh"
 
@@ -202,6 +203,75 @@ TEST(GpuHistogramFloatEdges, SamplesOnAndBesideEveryEdgeAreBinnedAsOnTheCpu) {
                                           << (mode == upper_edge::inclusive ? "inclusive " : "exclusive ")
                                           << to_string(s));
         expect_even_matches<float, std::uint32_t>(host, bins, s, mode);
+      }
+    }
+  }
+}
+
+/// Even bins whose edges are computed in float32 (numpy's edges for float32 data over its own
+/// range), float samples on and beside every such edge and the special values, through every
+/// exact strategy: the estimate over float32 edges, the float table and the grid where it cannot
+/// reach, each against the CPU backend and the brute-force oracle; CUB refuses them.
+TEST(GpuHistogramFloatEdges, EdgesComputedInFloat32AreBinnedAsOnTheCpuAndTheOracle) {
+  std::mt19937_64 rng(seed);
+  std::vector<float> data(1000);
+  std::normal_distribution<double> normal(1234.5, 37.0);
+  for (float& x : data) x = static_cast<float>(normal(rng));
+  const auto [low, high] = std::minmax_element(data.begin(), data.end());
+  struct even_case {
+    std::int64_t num_bins;
+    float lower, upper;
+  };
+  const even_case cases[] = {
+      {7, 0.1f, 0.7f},               // three edges below the float64 rule's
+      {4096, *low, *high},           // normal data's range: 190 edges differ
+      {256, *low, *high},
+      {65536, *low, *high},          // packed16 and the estimate
+      {1000, -1.0f, 1.0f},           // across zero
+      {4096, 2047.5f, 2048.5f},      // numpy's range for data of one value: a table of each float's bin
+      {1024, 2045.1f, 2047.0f},      // past the estimate's reach, more floats than grid entries: the grid
+      {4096, 0.0f, 1000.0f},         // float32 computes these exactly: the float64 rule's shortcut
+  };
+  for (const even_case& c : cases) {
+    const even_bins bins{c.num_bins, c.lower, c.upper, edge_arithmetic::float32};
+    const std::vector<float> edges =
+        tally_test::reference_even<float>(bins, upper_edge::exclusive).edges();
+    std::vector<float> host;
+    for (const float edge : edges) {
+      host.insert(host.end(), {edge, std::nextafter(edge, -INFINITY), std::nextafter(edge, INFINITY)});
+    }
+    constexpr float inf = std::numeric_limits<float>::infinity();
+    host.insert(host.end(), {std::numeric_limits<float>::quiet_NaN(), inf, -inf, 0.0f, -0.0f,
+                             std::numeric_limits<float>::max(), std::numeric_limits<float>::lowest()});
+    const std::size_t distinct = host.size();
+    while (host.size() < 300000) host.push_back(host[rng() % distinct]);
+    std::shuffle(host.begin(), host.end(), rng);
+    for (const upper_edge mode : {upper_edge::exclusive, upper_edge::inclusive}) {
+      const tally_test::reference_histogram oracle =
+          tally_test::reference_count(std::span<const float>(host), tally_test::reference_even<float>(bins, mode));
+      for (const strategy s : exact_gpu_strategies()) {
+        SCOPED_TRACE(::testing::Message() << "bins=" << c.num_bins << " [" << c.lower << ", " << c.upper
+                                          << ") in float32, " << (mode == upper_edge::inclusive ? "inclusive " : "exclusive ")
+                                          << to_string(s));
+        if (s == strategy::cub) {
+          if (!tally::detail::edges_follow_float64_rule(bins)) {
+            auto samples = to_device(host);
+            gpu::device_buffer<std::uint32_t> counts(static_cast<std::size_t>(c.num_bins));
+            EXPECT_THROW(gpu::histogram_even(samples.const_span(), counts.span(), bins, {s, upper_edge::exclusive}),
+                         error);
+          }
+          continue;
+        }
+        expect_even_matches<float, std::uint64_t>(host, bins, s, mode);
+        if (s == strategy::automatic) {
+          auto samples = to_device(host);
+          gpu::device_buffer<std::uint64_t> counts(static_cast<std::size_t>(c.num_bins));
+          const histogram_result got = gpu::histogram_even(samples.const_span(), counts.span(), bins, {s, mode});
+          const std::vector<std::uint64_t> gpu_counts = download(counts);
+          EXPECT_TRUE(std::equal(gpu_counts.begin(), gpu_counts.end(), oracle.counts.begin(), oracle.counts.end()))
+              << "the GPU's counts differ from the oracle's";
+          EXPECT_EQ(got.left_out, oracle.left_out);
+        }
       }
     }
   }

@@ -63,10 +63,12 @@ histogram_result run_gpu(const std::vector<Sample>& samples, const std::vector<W
 }
 
 template <class Sample, class Weight>
-void check_all(pattern p, std::size_t n, std::int64_t num_bins, std::size_t offset) {
-  const even_bins bins{num_bins, 0.0, static_cast<double>(num_bins) * 2.0};
+void check_all_over(const even_bins& bins, pattern p, std::size_t n, std::size_t offset) {
+  const std::int64_t num_bins = bins.num_bins;
   SCOPED_TRACE(type_name<Sample>() + " samples, " + type_name<Weight>() + " weights, " + to_string(p) +
-               ", n=" + std::to_string(n) + ", bins=" + std::to_string(num_bins) + ", offset=" + std::to_string(offset));
+               ", n=" + std::to_string(n) + ", bins=" + std::to_string(num_bins) + " over [" +
+               std::to_string(bins.lower) + ", " + std::to_string(bins.upper) + ")" +
+               (bins.arithmetic == edge_arithmetic::float32 ? " in float32" : "") + ", offset=" + std::to_string(offset));
   const auto samples = make_samples<Sample>(p, n, bins.lower, bins.upper, seed + n);
   const auto weights = make_weights<Weight>(n, seed + 1 + n);
   const tally_test::weighted_reference ref =
@@ -106,6 +108,11 @@ void check_all(pattern p, std::size_t n, std::int64_t num_bins, std::size_t offs
 }
 
 template <class Sample, class Weight>
+void check_all(pattern p, std::size_t n, std::int64_t num_bins, std::size_t offset) {
+  check_all_over<Sample, Weight>(even_bins{num_bins, 0.0, static_cast<double>(num_bins) * 2.0}, p, n, offset);
+}
+
+template <class Sample, class Weight>
 void check_patterns() {
   // single, geometric and sorted crowd a warp's lanes into few bins (warp_aggregated's groups).
   for (const pattern p : {pattern::uniform, pattern::single, pattern::geometric, pattern::sorted, pattern::with_outliers}) {
@@ -124,6 +131,19 @@ TEST(GpuWeightedHistogram, FloatSamples) {
   check_patterns<float, float>();
   check_patterns<float, double>();
 }
+TEST(GpuWeightedHistogram, FloatSamplesOverEdgesComputedInFloat32) {
+  // numpy's edges for float32 data over its own range: the estimate over float32 edges (and the
+  // general rule past its reach), inside even_bin_mapper, as the weighted kernels take it.
+  for (const even_bins& bins : {even_bins{7, 0.1f, 0.7f, edge_arithmetic::float32},
+                                even_bins{4096, 0x1.13cc6ep+10, 0x1.5753ep+10, edge_arithmetic::float32},
+                                even_bins{1024, 2045.1f, 2047.0f, edge_arithmetic::float32}}) {
+    for (const pattern p : {pattern::uniform, pattern::single, pattern::with_outliers}) {
+      check_all_over<float, float>(bins, p, 100000, 0);
+      check_all_over<float, double>(bins, p, 1000, 1);
+    }
+  }
+}
+
 TEST(GpuWeightedHistogram, DoubleSamples) {
   check_patterns<double, float>();
   check_patterns<double, double>();

@@ -160,6 +160,7 @@ const char* cub_floating_bins_unfit(const even_bins& bins) {
 template <class Sample>
 const char* cub_even_bins_unfit(const even_bins& bins, upper_edge last_edge) {
   if (last_edge == upper_edge::inclusive) return "CUB's last bin leaves upper out (upper_edge::inclusive)";
+  if (!edges_follow_float64_rule(bins)) return "CUB computes its own edges, and these are computed in float32";
   if (bins.num_bins >= std::numeric_limits<int>::max()) return "CUB takes at most 2^31 - 2 bins (int levels)";
   if constexpr (std::is_integral_v<Sample>) {
     return cub_integer_bins_unfit<Sample>(bins);

@@ -102,6 +102,21 @@ inline void check_even_bins(std::string_view function, const even_bins& bins) {
     throw_invalid_argument(function, "num_bins",
                            "is too large for the range: (upper - lower) / num_bins is not a positive finite double");
   }
+  if (bins.arithmetic == edge_arithmetic::float32) {
+    const auto is_float = [](double v) { return static_cast<double>(static_cast<float>(v)) == v; };
+    if (!is_float(bins.lower)) throw_invalid_argument(function, "lower", "must be a float32 value when the edges are computed in float32");
+    if (!is_float(bins.upper)) throw_invalid_argument(function, "upper", "must be a float32 value when the edges are computed in float32");
+    if (!std::isfinite(static_cast<float>(bins.upper) - static_cast<float>(bins.lower))) {
+      throw_invalid_argument(function, "upper", "minus lower must be finite in float32 when the edges are computed in float32");
+    }
+    if (bins.num_bins > (std::int64_t{1} << 24)) {
+      throw_invalid_argument(function, "num_bins",
+                             "must be at most 2^24 when the edges are computed in float32 (got " +
+                                 std::to_string(bins.num_bins) + ")");
+    }
+  } else if (bins.arithmetic != edge_arithmetic::float64) {
+    throw_invalid_argument(function, "arithmetic", "must be edge_arithmetic::float64 or edge_arithmetic::float32");
+  }
 }
 
 /// Range edges: at least two, finite, non-decreasing (equal neighbours make an empty bin, as numpy).

@@ -250,6 +250,7 @@ struct walk_tally {
 template <class Sample, class Mapper>
 inline constexpr bool maps_with_arithmetic =
     has_tables<Mapper> || std::is_same_v<Mapper, estimated_even_bin_mapper<Sample>> ||
+    std::is_same_v<Mapper, estimated_even_bin_mapper<Sample, true>> ||
     std::is_same_v<Mapper, even_bin_mapper<Sample>> || std::is_same_v<Mapper, range_bin_mapper<Sample>>;
 
 /// Whether a block's samples crowd the banks of its copy: each thread maps the first sample it
