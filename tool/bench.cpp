@@ -82,7 +82,9 @@ void add_bench_options(CLI::App& command, bench_config& cfg) {
                   "Ranges of even bins (histogram, weighted_histogram): exact, [0, bins) over samples generated in "
                   "[0, bins); general, the data's own range as numpy.histogram(a, bins) takes it, [min, max] "
                   "(min - 0.5 and max + 0.5 when equal), but counted half-open, [min, max): samples equal to max "
-                  "are left out (upper_edge::exclusive, so that CUB runs the same case). Rows record the kind and "
+                  "are left out (upper_edge::exclusive, so that CUB runs the same case); general32, the same "
+                  "range with the edges computed in float32 as numpy computes them for float32 data "
+                  "(edge_arithmetic::float32; the range's bounds rounded to float32). Rows record the kind and "
                   "the lower and upper edges");
   add_list_option(command, "--edges", cfg.edge_layouts,
                   "Edges of histogram_range's B bins over [0, B]: log, e_k = (B + 1)^(k / B) - 1; random, "
@@ -123,6 +125,18 @@ histogram_bins bins_of_kind(const std::string& kind, std::int64_t num_bins, std:
     if (lower > upper) return even_bins{num_bins, 0.0, 1.0};  // no samples: numpy's range (0, 1)
     if (lower == upper) return even_bins{num_bins, lower - 0.5, upper + 0.5};
     return even_bins{num_bins, lower, upper};
+  }
+  if (kind == "general32") {
+    // numpy's float32 arithmetic: min - 0.5 and max + 0.5 in float32 where they are equal.
+    const auto [lowest, highest] = finite_extremes(samples);
+    if (lowest > highest) return even_bins{num_bins, 0.0, 1.0, edge_arithmetic::float32};
+    auto lower = static_cast<float>(lowest);
+    auto upper = static_cast<float>(highest);
+    if (lower == upper) {
+      lower -= 0.5f;
+      upper += 0.5f;
+    }
+    return even_bins{num_bins, lower, upper, edge_arithmetic::float32};
   }
   if (const auto layout = parse_edge_layout(kind)) {
     edges = generate_edges(*layout, num_bins, seed);
@@ -699,8 +713,9 @@ int run_bench(const bench_config& cfg) {
   const bool histograms = wants("histogram");
   const bool range_bins = wants("histogram_range");
   for (const std::string& kind : cfg.range_kinds) {
-    if (kind != "exact" && kind != "general") {
-      throw_invalid_argument("tally bench", "--range-kind", "has an unknown range kind '" + kind + "' (exact, general)");
+    if (kind != "exact" && kind != "general" && kind != "general32") {
+      throw_invalid_argument("tally bench", "--range-kind",
+                             "has an unknown range kind '" + kind + "' (exact, general, general32)");
     }
   }
   if (cfg.range_kinds.empty()) throw_invalid_argument("tally bench", "--range-kind", "needs at least one kind");

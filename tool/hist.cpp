@@ -362,12 +362,23 @@ bin_plan plan_even_bins(std::int64_t num_bins, double lower, double upper, dtype
   }
   plan.edges = std::move(numpy_edges);
 
-  const even_bin_mapper<T> library(plan.even, settings.last_edge);
-  for (std::int64_t i = 0; i <= num_bins; ++i) {
-    if (static_cast<double>(library.edge(i)) != plan.edges[i]) {
-      plan.kind = bin_kind::range;  // numpy's edges, counted as range bins
-      break;
+  // The library's even rule in numpy's arithmetic where it has it (float64, float32 over float32
+  // bounds); where its edges still differ, numpy's edges are counted as range bins.
+  const auto library_matches = [&](const even_bins& even) {
+    const even_bin_mapper<T> library(even, settings.last_edge);
+    for (std::int64_t i = 0; i <= num_bins; ++i) {
+      if (static_cast<double>(library.edge(i)) != plan.edges[i]) return false;
     }
+    return true;
+  };
+  const even_bins in_float32{num_bins, lower, upper, edge_arithmetic::float32};
+  const bool float32_fits = arithmetic == dtype::float32 && static_cast<double>(static_cast<float>(lower)) == lower &&
+                            static_cast<double>(static_cast<float>(upper)) == upper && num_bins <= (std::int64_t{1} << 24) &&
+                            std::isfinite(static_cast<float>(upper) - static_cast<float>(lower));
+  if (float32_fits && library_matches(in_float32)) {
+    plan.even = in_float32;
+  } else if (!library_matches(plan.even)) {
+    plan.kind = bin_kind::range;  // numpy's edges, counted as range bins
   }
   return plan;
 }

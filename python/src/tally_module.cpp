@@ -236,12 +236,18 @@ decltype(auto) on_device(const array& samples, std::uintptr_t stream, Gpu&& gpu)
 #endif
 }
 
+/// Even bins over [lower, upper), their edges computed in float32 where `float32_edges` (numpy's
+/// edges for float32 data over its own range), else in float64.
+tally::even_bins even_bins_of(std::int64_t num_bins, double lower, double upper, bool float32_edges) {
+  return {num_bins, lower, upper, float32_edges ? tally::edge_arithmetic::float32 : tally::edge_arithmetic::float64};
+}
+
 choice_tuple histogram_even(nb::handle samples_in, nb::handle counts_in, std::int64_t num_bins, double lower,
-                            double upper, bool inclusive, const std::string& strategy, std::uintptr_t stream,
-                            bool streamed) {
+                            double upper, bool float32_edges, bool inclusive, const std::string& strategy,
+                            std::uintptr_t stream, bool streamed) {
   const array samples = array_from<array>(samples_in, "a");
   const output counts = array_from<output>(counts_in, "counts");
-  const tally::even_bins bins{num_bins, lower, upper};
+  const tally::even_bins bins = even_bins_of(num_bins, lower, upper, float32_edges);
   const tally::histogram_options options = histogram_options_for(strategy, inclusive);
   return with_sample_type(samples, "a", [&](auto* sample_type) {
     using Sample = std::remove_pointer_t<decltype(sample_type)>;
@@ -297,13 +303,13 @@ choice_tuple histogram_range(nb::handle samples_in, nb::handle counts_in, nb::nd
 
 /// Weighted even bins: float32 or float64 weights, float64 sums.
 choice_tuple histogram_even_weighted(nb::handle samples_in, nb::handle weights_in, nb::handle sums_in,
-                                     std::int64_t num_bins, double lower, double upper, bool inclusive,
-                                     const std::string& strategy, bool deterministic, std::uintptr_t stream,
-                                     bool streamed) {
+                                     std::int64_t num_bins, double lower, double upper, bool float32_edges,
+                                     bool inclusive, const std::string& strategy, bool deterministic,
+                                     std::uintptr_t stream, bool streamed) {
   const array samples = array_from<array>(samples_in, "a");
   const array weights = array_from<array>(weights_in, "weights");
   const output sums = array_from<output>(sums_in, "sums");
-  const tally::even_bins bins{num_bins, lower, upper};
+  const tally::even_bins bins = even_bins_of(num_bins, lower, upper, float32_edges);
   const tally::histogram_options options = histogram_options_for(strategy, inclusive, deterministic);
   return with_sample_type(samples, "a", [&](auto* sample_type) {
     using Sample = std::remove_pointer_t<decltype(sample_type)>;
@@ -397,18 +403,20 @@ choice_tuple bincount(nb::handle samples_in, nb::handle counts_in, const std::st
 
 /// The edges even bins count with (the library's rule, in the precision samples of the dtype named
 /// `sample_dtype` compare in: float32 for float32, float16 and bfloat16, whose edges are rounded
-/// to their own precision first) into `edges` (num_bins + 1 values of that precision): what the
-/// Python layer compares with numpy's edges before it counts with even bins. By name, as no host
-/// array of bfloat16 exists to pass.
+/// to their own precision first; computed in float32 where `float32_edges`) into `edges` (num_bins
+/// + 1 values of that precision): what the Python layer compares with numpy's edges before it
+/// counts with even bins. By name, as no host array of bfloat16 exists to pass.
 void even_edges(const std::string& sample_dtype, std::int64_t num_bins, double lower, double upper,
-                const output& edges) {
+                bool float32_edges, const output& edges) {
   with_sample_type(sample_dtype_named(sample_dtype), "dtype", [&](auto* sample_type) {
     using Sample = std::remove_pointer_t<decltype(sample_type)>;
     using Edge = typename tally::even_bin_mapper<Sample>::compare_type;
     if (edges.dtype() != nb::dtype<Edge>() || static_cast<std::int64_t>(edges.size()) != num_bins + 1) {
       throw nb::value_error("edges: num_bins + 1 values of the samples' comparison type");
     }
-    const tally::even_bin_mapper<Sample> map(tally::even_bins{num_bins, lower, upper}, tally::upper_edge::exclusive);
+    const tally::even_bins bins = even_bins_of(num_bins, lower, upper, float32_edges);
+    if (float32_edges) tally::detail::check_even_bins("even_edges", bins);  // float32 bounds, at most 2^24 bins
+    const tally::even_bin_mapper<Sample> map(bins, tally::upper_edge::exclusive);
     const std::span<Edge> out = span_of<Edge>(edges);
     for (std::int64_t i = 0; i <= num_bins; ++i) out[static_cast<std::size_t>(i)] = map.edge(i);
   });

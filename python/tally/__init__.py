@@ -146,7 +146,7 @@ def _extremes(flat, kind: Kind, stream: int):
         return flat.min(), flat.max()
     if dtype == np.uint8:  # no uint8 reduction: the byte values present, from a 256-bin count
         counts = kind.empty(256, np.int64)
-        _tally.histogram_even(kind.view(flat, "uint8"), kind.view(counts, "int64"), 256, 0.0, 256.0, False, "automatic",
+        _tally.histogram_even(kind.view(flat, "uint8"), kind.view(counts, "int64"), 256, 0.0, 256.0, False, False, "automatic",
                               stream, False)
         present = np.flatnonzero(kind.to_numpy(counts))
         return np.uint8(present[0]), np.uint8(present[-1])
@@ -176,13 +176,23 @@ _BINCOUNT_MINIMUM_READ_BYTES = 16 << 20
 _FLOAT32_EDGES = ("float16", "bfloat16", "float32")  # samples the library compares with float32 edges
 
 
-def _library_even_edges(lower: float, upper: float, num_bins: int, name: str) -> np.ndarray:
-    """The edges the library's even bins count with (its own rule, in the precision samples of the
-    dtype named `name` compare in: float32 for float32, and for float16 and bfloat16 with the
-    edges rounded to the samples' dtype first; else float64)."""
+def _library_even_edges(lower: float, upper: float, num_bins: int, name: str, float32_edges: bool = False) -> np.ndarray:
+    """The edges the library's even bins count with (its own rule, computed in float64, or in float32
+    where `float32_edges`, in the precision samples of the dtype named `name` compare in: float32 for
+    float32, and for float16 and bfloat16 with the edges rounded to the samples' dtype first; else
+    float64)."""
     edges = np.empty(num_bins + 1, np.float32 if name in _FLOAT32_EDGES else np.float64)
-    _tally.even_edges(name, num_bins, lower, upper, edges)
+    _tally.even_edges(name, num_bins, lower, upper, float32_edges, edges)
     return edges
+
+
+def _float32_rule_fits(lower: float, upper: float, num_bins: int) -> bool:
+    """Whether the library computes even edges in float32 over [lower, upper]: both float32 values,
+    their difference finite in float32, at most 2^24 bins."""
+    low, high = np.float32(lower), np.float32(upper)
+    with np.errstate(over="ignore"):
+        return (float(low) == lower and float(high) == upper and low < high and num_bins <= 1 << 24
+                and bool(np.isfinite(high - low)))
 
 
 _PLANS: dict = {}  # (dtype, bins, range) -> (numpy's edges, even bins or None): numpy's work, once
@@ -211,13 +221,15 @@ def _bfloat16_plan(num_bins: int, range, proxy_values=None):
     edges = _library_even_edges(lower, upper, num_bins, "bfloat16")
     if np.any(edges[:-1] >= edges[1:]):
         raise ValueError(f"Too many bins for data range. Cannot create {num_bins} finite-sized bins.")
-    return edges, (num_bins, lower, upper)
+    return edges, (num_bins, lower, upper, False)
 
 
 def _plan(name: str, num_bins: int, range, proxy_values=None):
     """numpy's edges for `num_bins` bins over `range` (or over the data's extremes `proxy_values`),
-    computed by numpy itself, and the even bins (n, lower, upper) whose library rule reproduces
-    them exactly, or None where only the edges do."""
+    computed by numpy itself, and the even bins (n, lower, upper, edges in float32) whose library
+    rule reproduces them exactly, or None where only the edges do. numpy computes the edges in the
+    type it promotes the range and the samples to: float64 for a range of Python numbers, float32
+    for float32 data over its own extremes; the library has both rules."""
     if name == "bfloat16":
         return _bfloat16_plan(num_bins, range, proxy_values)
     dtype = np.dtype(name)
@@ -234,10 +246,13 @@ def _plan(name: str, num_bins: int, range, proxy_values=None):
     if lower == upper:
         lower, upper = lower - 0.5, upper + 0.5
     lower, upper = float(lower), float(upper)
-    even = _library_even_edges(lower, upper, num_bins, name)
     # Equal values are enough: samples compare with either set of edges exactly, so alike.
-    same = np.array_equal(even, edges)
-    return edges, ((num_bins, lower, upper) if same else None)
+    if np.array_equal(_library_even_edges(lower, upper, num_bins, name), edges):
+        return edges, (num_bins, lower, upper, False)
+    if (edges.dtype == np.float32 and _float32_rule_fits(lower, upper, num_bins)
+            and np.array_equal(_library_even_edges(lower, upper, num_bins, name, True), edges)):
+        return edges, (num_bins, lower, upper, True)
+    return edges, None
 
 
 def _bins_of(flat, kind: Kind, bins, range, stream: int):
@@ -397,7 +412,8 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, last_edge=
         if even is None:
             raise NotImplementedError(
                 "weights: weighted histograms take even bins whose edges the library reproduces; these edges "
-                "(given, or numpy's float32 arithmetic over the data's range) need range bins")
+                "(given as an array, or numpy's over a range the library's float64 and float32 rules miss) need "
+                "range bins")
         sums = kind.empty(num_bins, np.float64)
         _local.pending = _tally.histogram_even_weighted(samples, kind.view(w, _dtype_name(w)), kind.view(sums, "float64"),
                                                         *even, inclusive, strategy, deterministic, s, streamed)
@@ -464,7 +480,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
     if length > 0:
         _local.pending = _tally.histogram_even_weighted(kind.view(flat, _dtype_name(flat)), kind.view(w, _dtype_name(w)),
                                                         kind.view(sums, "float64"), length, 0.0, float(length), False,
-                                                        strategy, deterministic, s, streamed)
+                                                        False, strategy, deterministic, s, streamed)
     else:
         _local.pending = ("automatic", "no bins")
     return _chose(kind, sums, return_choice)

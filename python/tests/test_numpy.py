@@ -57,6 +57,42 @@ def test_histogram_over_a_given_range_equals_numpy(dtype, bins, range_):
         np.testing.assert_array_equal(counts, want_counts)
 
 
+@pytest.mark.parametrize("bins", [7, 100, 4096, 65536])
+def test_float32_data_over_its_range_counts_through_even_bins_in_numpys_float32_arithmetic(bins):
+    # numpy computes float32 data's edges in float32 (its min and max are float32 scalars); over
+    # many ranges those edges differ from the float64 rule's, and the library reproduces them as
+    # even bins with edges computed in float32, not as range bins.
+    float32_plans = 0
+    for trial in range(12):
+        if trial == 0:  # a range whose float32 edges differ from the float64 rule's at 100 bins and more
+            a = np.random.default_rng(7).normal(1234.5, 37.0, 20000).astype(np.float32)
+        else:
+            a = RNG.normal(RNG.uniform(-1e4, 1e4), 10.0 ** RNG.uniform(-2, 3), 20000).astype(np.float32)
+        if trial % 4 == 1:
+            try:  # samples on edges
+                a = np.concatenate([a, np.repeat(np.histogram_bin_edges(a, bins)[::max(1, bins // 50)], 3)])
+            except ValueError:
+                pass
+        try:
+            want_counts, want_edges = np.histogram(a, bins)
+        except ValueError as numpy_error:  # edges that collide in float32: tally refuses as numpy does
+            with pytest.raises(ValueError, match="Too many bins"):
+                tally.histogram(a, bins)
+            assert "Too many bins" in str(numpy_error)
+            continue
+        counts, edges = tally.histogram(a, bins)
+        np.testing.assert_array_equal(edges, want_edges)
+        np.testing.assert_array_equal(counts, want_counts)
+        _, even = tally._plan("float32", bins, None, (a.min(), a.max()))
+        assert even is not None, "numpy's float32 edges are reproduced by one of the library's even rules"
+        assert even[3] or trial != 0 or bins < 100, "this range's edges need the float32 rule"
+        float32_plans += even[3]
+        w = RNG.normal(size=a.size)
+        sums, _ = tally.histogram(a, bins, weights=w)
+        np.testing.assert_allclose(sums, np.histogram(a, bins, weights=w)[0], rtol=1e-9, atol=1e-9)
+    assert float32_plans >= 1, "no range took the float32 rule"
+
+
 def test_a_range_of_other_types_gets_numpys_edges_for_those_types():
     a = samples("float32")
     for range_ in [(0.1, 700.3), (np.float32(0.1), np.float32(700.3)), (np.float64(0.1), np.float64(700.3)),
