@@ -27,8 +27,10 @@
                                                         workspace&, const histogram_options&, stream_t);   \
   template void check_bincount_samples<Sample>(std::span<const Sample>, workspace&, stream_t);
 
-#define TALLY_INSTANTIATE_REDUCE(Sample) \
-  template choice reduce_async<Sample>(std::span<const Sample>, reduce_op, workspace&, const reduce_options&, stream_t);
+#define TALLY_INSTANTIATE_REDUCE(Sample)                                                                     \
+  template choice reduce_async<Sample>(std::span<const Sample>, reduce_op, workspace&, const reduce_options&, \
+                                       stream_t);                                                             \
+  template void extremes_async<Sample>(std::span<const Sample>, workspace&, stream_t);
 
 /// Weighted histograms: float and double weights, double sums (the async and the waiting form).
 #define TALLY_INSTANTIATE_WEIGHTED_ONE(Sample, Weight)                                                      \

@@ -76,6 +76,10 @@ choice reduce_async(std::span<const T>, reduce_op, workspace&, const reduce_opti
   no_cuda();
 }
 template <class T>
+void extremes_async(std::span<const T>, workspace&, stream_t) {
+  no_cuda();
+}
+template <class T>
   requires is_histogram_sample_v<T>
 choice predicate_async(operation, std::span<const T>, compare_to<T>, workspace&, const reduce_options&, stream_t) {
   no_cuda();

@@ -450,6 +450,23 @@ void check_reduce_arguments(std::string_view function, operation op, std::span<c
 }
 
 template <class T>
+void extremes_async(std::span<const T> samples, workspace& ws, stream_t stream) {
+  constexpr std::string_view function = "tally::gpu::detail::extremes_async";
+  tally::detail::check_not_null(function, "samples", samples);
+  using V = tally::detail::extremes_value<accumulator_t<T>>;
+  static_assert(sizeof(V) <= 2 * sizeof(std::uint64_t) && alignof(V) <= alignof(std::uint64_t));
+  // Words 0 and 1 of the scalar block: the result and the weighted histograms' flag, which those
+  // set at the start of every call; no word that keeps a value between calls.
+  auto* result = reinterpret_cast<V*>(ws.scalar() + tally::detail::scalar_slot::result);
+  static_assert(tally::detail::scalar_slot::out_of_range == tally::detail::scalar_slot::result + 1);
+  run_with_storage(function, ws, stream, [&](void* temp, std::size_t& bytes) {
+    return tally::detail::dispatch_two_phase_fold(temp, bytes, samples.data(), static_cast<std::int64_t>(samples.size()),
+                                                  tally::detail::extremes_fold<T>{}, result,
+                                                  tally::detail::reduce_launch{}, stream);
+  });
+}
+
+template <class T>
 choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, const reduce_options& options,
                     stream_t stream) {
   constexpr std::string_view function = "tally::gpu::reduce";

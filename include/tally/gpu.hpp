@@ -163,6 +163,12 @@ void check_bincount_samples(std::span<const Sample> samples, workspace& ws, stre
 template <class T>
 choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, const reduce_options& options,
                     stream_t stream);
+/// The least and the greatest sample together, in one read of them (reduce's min and max, NaN
+/// included): two accumulator_t<T>, min then max, packed at the start of `ws.scalar()` (words 0
+/// and 1 at most). What the Python package reads for numpy's range of the data, where two
+/// reductions read the samples twice.
+template <class T>
+void extremes_async(std::span<const T> samples, workspace& ws, stream_t stream);
 /// count_if or find_first_if (`op`): the count or the first index lands in `ws.scalar()`.
 template <class T>
   requires is_histogram_sample_v<T>  // count_if and find_first_if samples: the histogram samples

@@ -518,9 +518,10 @@ std::uint64_t* pinned_results() {
 
 /// The reductions `ops` ("sum", "min", "max", at most max_reductions) of device samples, as
 /// Python ints or floats: enqueued one after another on `stream`, each result copied into pinned
-/// memory behind its reduction, then one wait. What the Python layer needs on the host (the data's
-/// extremes, bincount's length) at the cost of one wait, where reading each through a device
-/// array and its framework cost a wait and more each.
+/// memory behind its reduction, then one wait; "min" then "max" together in one pass
+/// (extremes_async). What the Python layer needs on the host (the data's extremes, bincount's
+/// length) at the cost of one wait, where reading each through a device array and its framework
+/// cost a wait and more each.
 nb::tuple reduce_values(nb::handle samples_in, const std::vector<std::string>& ops, std::uintptr_t stream) {
   const array samples = array_from<array>(samples_in, "a");
   if (!on_gpu(samples)) throw nb::value_error("a: reduce_values takes device arrays");
@@ -534,11 +535,24 @@ nb::tuple reduce_values(nb::handle samples_in, const std::vector<std::string>& o
       std::uint64_t* words = pinned_results();
       on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
 #if defined(TALLY_WITH_CUDA)
+        const auto copy_words = [&](std::size_t first, std::size_t count) {
+          for (std::size_t k = 0; k < count; ++k) {
+            // A pair of extremes lies packed: the k-th value sizeof(A) * k bytes in.
+            const auto* from = reinterpret_cast<const char*>(ws.scalar()) + k * sizeof(A);
+            const cudaError_t e = cudaMemcpyAsync(words + first + k, from, sizeof(A), cudaMemcpyDeviceToHost,
+                                                  reinterpret_cast<cudaStream_t>(s));
+            if (e != cudaSuccess) throw nb::value_error(cudaGetErrorString(e));
+          }
+        };
         for (std::size_t i = 0; i < ops.size(); ++i) {
+          if (ops[i] == "min" && i + 1 < ops.size() && ops[i + 1] == "max") {
+            tally::gpu::detail::extremes_async(const_span_of<T>(samples), ws, as_stream(s));
+            copy_words(i, 2);
+            ++i;
+            continue;
+          }
           (void)tally::gpu::reduce_async(const_span_of<T>(samples), reduce_op_named(ops[i]), ws, {}, as_stream(s));
-          const cudaError_t e = cudaMemcpyAsync(words + i, ws.scalar(), sizeof(A), cudaMemcpyDeviceToHost,
-                                                reinterpret_cast<cudaStream_t>(s));
-          if (e != cudaSuccess) throw nb::value_error(cudaGetErrorString(e));
+          copy_words(i, 1);
         }
         const nb::gil_scoped_release unlocked;
         const cudaError_t e = cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(s));

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <cuda_runtime.h>
@@ -143,6 +144,90 @@ void expect_min_max_propagate_nan() {
   for (const strategy s : with_automatic(operation::reduce)) {
     EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::max, {s}).value, std::numeric_limits<T>::infinity());
     EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::min, {s}).value, T(-7));
+  }
+}
+
+/// extremes_async's pair at the start of the workspace's scalar block, read back.
+template <class T>
+std::pair<accumulator_t<T>, accumulator_t<T>> extremes_of(std::span<const T> samples, gpu::workspace& ws) {
+  using A = accumulator_t<T>;
+  gpu::detail::extremes_async(samples, ws, nullptr);
+  A pair[2];
+  EXPECT_EQ(cudaMemcpy(pair, ws.scalar(), sizeof(pair), cudaMemcpyDeviceToHost), cudaSuccess);
+  return {pair[0], pair[1]};
+}
+
+/// Equal values, or both NaN (min and max propagate NaN).
+template <class A>
+bool same_value(A got, A want) {
+  if constexpr (std::is_floating_point_v<A>) {
+    if (std::isnan(want)) return std::isnan(got);
+  }
+  return got == want;
+}
+
+TYPED_TEST(GpuReduce, ExtremesInOnePassMatchMinAndMaxOnTheCpu) {
+  using T = TypeParam;
+  gpu::workspace ws;
+  for (const std::size_t n : sizes) {
+    if (n == 0) continue;
+    const auto all = wide_samples<T>(n + 1, seed + 3 * n);
+    auto device = to_device(all);
+    for (const std::size_t offset : {std::size_t{0}, std::size_t{1}}) {
+      SCOPED_TRACE(::testing::Message() << type_name<T>() << " n=" << n << " offset=" << offset);
+      const std::span<const T> host = std::span<const T>(all).subspan(offset, n);
+      const auto [low, high] = extremes_of(device.const_span().subspan(offset, n), ws);
+      EXPECT_EQ(low, cpu::reduce(host, reduce_op::min, {strategy::sequential}).value);
+      EXPECT_EQ(high, cpu::reduce(host, reduce_op::max, {strategy::sequential}).value);
+    }
+  }
+  // The extremes at either end of the samples and in the middle; one sample.
+  const std::size_t n = quick_mode() ? 4099 : (1u << 20) + 3;
+  for (const std::size_t at : {std::size_t{0}, n / 2, n - 1}) {
+    std::vector<T> host(n, T(5));
+    host[at] = std::numeric_limits<T>::lowest();
+    host[(at + n / 3) % n] = std::numeric_limits<T>::max();
+    auto samples = to_device(host);
+    const auto [low, high] = extremes_of(samples.const_span(), ws);
+    EXPECT_EQ(low, static_cast<accumulator_t<T>>(std::numeric_limits<T>::lowest())) << "at " << at;
+    EXPECT_EQ(high, static_cast<accumulator_t<T>>(std::numeric_limits<T>::max())) << "at " << at;
+  }
+}
+
+template <class T>
+void expect_extremes_propagate_nan() {
+  gpu::workspace ws;
+  std::vector<T> host(100003, T(1.5));
+  host[5] = T(-7);
+  host[99999] = std::numeric_limits<T>::infinity();
+  auto samples = to_device(host);
+  auto [low, high] = extremes_of(samples.const_span(), ws);
+  EXPECT_EQ(low, T(-7));
+  EXPECT_EQ(high, std::numeric_limits<T>::infinity());
+  for (const std::size_t at : {std::size_t{0}, std::size_t{4242}, std::size_t{100002}}) {
+    std::vector<T> with_nan = host;
+    with_nan[at] = std::numeric_limits<T>::quiet_NaN();
+    samples.upload(with_nan);
+    std::tie(low, high) = extremes_of(samples.const_span(), ws);
+    EXPECT_TRUE(std::isnan(low) && std::isnan(high)) << type_name<T>() << " NaN at " << at;
+    EXPECT_TRUE(same_value(low, cpu::reduce(std::span<const T>(with_nan), reduce_op::min, {strategy::sequential}).value));
+  }
+}
+
+TEST(GpuReduceSemantics, ExtremesPropagateNaNAndQueueBesideOtherCalls) {
+  expect_extremes_propagate_nan<float>();
+  expect_extremes_propagate_nan<double>();
+  // Queued between other calls on one workspace, with no wait: each reads its own result.
+  gpu::workspace ws;
+  const auto host = wide_samples<std::int32_t>(100000, seed);
+  auto samples = to_device(host);
+  const std::span<const std::int32_t> span(host);
+  for (int round = 0; round < 3; ++round) {
+    (void)gpu::reduce_async(samples.const_span(), reduce_op::sum, ws, {}, nullptr);
+    const auto [low, high] = extremes_of(samples.const_span(), ws);
+    EXPECT_EQ(low, cpu::reduce(span, reduce_op::min, {strategy::sequential}).value);
+    EXPECT_EQ(high, cpu::reduce(span, reduce_op::max, {strategy::sequential}).value);
+    EXPECT_EQ(gpu::reduce(samples.const_span(), reduce_op::max, {}).value, high);
   }
 }
 

@@ -15,6 +15,24 @@
 
 namespace tally::detail {
 
+/// The items of one 16-byte vector lifted and folded in a tree (independent combines), then into
+/// `into`: a fold's fold_vector where every item counts.
+template <class Fold, class T>
+__device__ __forceinline__ typename Fold::value_type fold_vector_in_a_tree(const Fold& fold,
+                                                                          typename Fold::value_type into,
+                                                                          const sample_vector<T>& v) {
+  constexpr int items = sample_vector<T>::items;
+  typename Fold::value_type part[items];
+#pragma unroll
+  for (int t = 0; t < items; ++t) part[t] = fold.lift(v.item[t]);
+#pragma unroll
+  for (int width = items / 2; width > 0; width /= 2) {
+#pragma unroll
+    for (int t = 0; t < width; ++t) part[t] = fold(part[t], part[t + width]);
+  }
+  return fold(into, part[0]);
+}
+
 /// reduce: sum, min or max of T in accumulator_t<T>; the operation fixed at compile time, so the
 /// hot loop carries no switch. min/max propagate NaN (reduce_combine).
 template <class T, reduce_op Op>
@@ -27,18 +45,8 @@ struct reduce_fold {
   __host__ __device__ value_type lift(T x) const { return static_cast<value_type>(x); }
   __host__ __device__ value_type operator()(value_type a, value_type b) const { return reduce_combine<T>(Op, a, b); }
 
-  /// The items of one 16-byte vector folded in a tree (independent adds), then into `into`.
   __device__ __forceinline__ value_type fold_vector(value_type into, const sample_vector<T>& v) const {
-    constexpr int items = sample_vector<T>::items;
-    value_type part[items];
-#pragma unroll
-    for (int t = 0; t < items; ++t) part[t] = lift(v.item[t]);
-#pragma unroll
-    for (int width = items / 2; width > 0; width /= 2) {
-#pragma unroll
-      for (int t = 0; t < width; ++t) part[t] = (*this)(part[t], part[t + width]);
-    }
-    return (*this)(into, part[0]);
+    return fold_vector_in_a_tree(*this, into, v);
   }
 
   /// `*target = combine(*target, value)` with one device-scope atomic: the hardware's add, min
@@ -61,6 +69,39 @@ struct reduce_fold {
     } else {
       tally::atomic_max<cuda::thread_scope_device>(target, value);
     }
+  }
+};
+
+/// The least and the greatest value of a pass (extremes_fold); shuffles as a pair.
+template <class A>
+struct extremes_value {
+  A low;
+  A high;
+  __device__ __forceinline__ extremes_value shuffled_down(int offset) const {
+    return {__shfl_down_sync(0xffffffffu, low, offset), __shfl_down_sync(0xffffffffu, high, offset)};
+  }
+};
+
+/// min and max of T together, each as reduce_fold computes it (accumulator_t<T>, NaN propagates):
+/// the data's range in one read of the samples where two reductions read them twice. No device
+/// atomic combines a pair, so it runs as two_phase alone (dispatch_two_phase_fold).
+template <class T>
+struct extremes_fold {
+  using input_type = T;
+  using value_type = extremes_value<accumulator_t<T>>;
+
+  __host__ __device__ value_type identity() const {
+    return {reduce_identity<T>(reduce_op::min), reduce_identity<T>(reduce_op::max)};
+  }
+  __host__ __device__ value_type lift(T x) const {
+    const auto value = static_cast<accumulator_t<T>>(x);
+    return {value, value};
+  }
+  __host__ __device__ value_type operator()(value_type a, value_type b) const {
+    return {reduce_combine<T>(reduce_op::min, a.low, b.low), reduce_combine<T>(reduce_op::max, a.high, b.high)};
+  }
+  __device__ __forceinline__ value_type fold_vector(value_type into, const sample_vector<T>& v) const {
+    return fold_vector_in_a_tree(*this, into, v);
   }
 };
 

@@ -122,6 +122,37 @@ cudaError_t cub_fold(void* temp, std::size_t& temp_bytes, const T* samples, std:
 }
 
 /**
+ * two_phase over `fold` into `*result` (device memory): each block writes its fold to the storage,
+ * then one block combines them in a fixed order. No atomics, so it also runs folds whose value no
+ * atomic combines (extremes_fold).
+ */
+template <class Fold>
+cudaError_t dispatch_two_phase_fold(void* temp, std::size_t& temp_bytes, const typename Fold::input_type* samples,
+                                    std::int64_t num_samples, const Fold& fold, typename Fold::value_type* result,
+                                    const reduce_launch& launch, cudaStream_t stream) {
+  using T = typename Fold::input_type;
+  using V = typename Fold::value_type;
+  constexpr int unroll = tuning::reduce_unroll<T>;
+  const int threads = block_threads_or(launch, tuning::reduce_block_threads);
+  const std::int64_t per_block_step = std::int64_t{threads} * unroll * sample_vector<T>::items;
+  int blocks = 1;
+  auto kernel = block_results_kernel<unroll, Fold>;
+  if (cudaError_t e = reduce_grid(kernel, num_samples, per_block_step, threads, 0, launch, blocks); e != cudaSuccess) {
+    return e;
+  }
+  if (temp == nullptr) {
+    temp_bytes = sizeof(V) * static_cast<std::size_t>(blocks);
+    return cudaSuccess;
+  }
+  auto* block_results = static_cast<V*>(temp);
+  kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, fold, block_results);
+  if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  combine_block_results_kernel<Fold><<<1, tuning::combine_block_threads, 0, stream>>>(block_results, blocks, fold,
+                                                                                    result);
+  return cudaGetLastError();
+}
+
+/**
  * Runs strategy `s` (atomic, atomic_per_thread, block_reduce_atomic, two_phase or cub)
  * of `fold` over `samples` into `*result` (device memory), which the call initializes.
  */
@@ -139,22 +170,8 @@ cudaError_t dispatch_fold(void* temp, std::size_t& temp_bytes, strategy s,
 
   switch (s) {
     case strategy::cub: return cub_fold(temp, temp_bytes, samples, num_samples, fold, result, stream);
-    case strategy::two_phase: {
-      auto kernel = block_results_kernel<unroll, Fold>;
-      if (cudaError_t e = reduce_grid(kernel, num_samples, per_block_step, threads, 0, launch, blocks); e != cudaSuccess) {
-        return e;
-      }
-      if (temp == nullptr) {
-        temp_bytes = sizeof(V) * static_cast<std::size_t>(blocks);
-        return cudaSuccess;
-      }
-      auto* block_results = static_cast<V*>(temp);
-      kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, fold, block_results);
-      if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-      combine_block_results_kernel<Fold><<<1, tuning::combine_block_threads, 0, stream>>>(block_results, blocks, fold,
-                                                                                        result);
-      return cudaGetLastError();
-    }
+    case strategy::two_phase:
+      return dispatch_two_phase_fold(temp, temp_bytes, samples, num_samples, fold, result, launch, stream);
     default: break;
   }
 
