@@ -3,9 +3,9 @@
 //
 // Even bins follow numpy.histogram exactly: edge i is `lower + i * ((upper - lower) / num_bins)`
 // computed in double (the last edge is `upper` itself) and, for float samples, rounded to float,
-// or computed in float32 arithmetic throughout where the bins say so (numpy's edges for float32
-// data over its own range); a sample counts in bin i when edge_i <= x < edge_{i+1}. Samples below `lower`, at or above
-// `upper` (unless upper_edge::inclusive, numpy's choice), NaN and infinities are left out and
+// or computed in float32 throughout where the bins say so (numpy's edges for float32 data over its
+// own range); a sample counts in bin i when edge_i <= x < edge_{i+1}. Samples below `lower`, at or
+// above `upper` (unless upper_edge::inclusive, numpy's choice), NaN and infinities are left out and
 // counted as such. Range bins use the same rule over caller-given edges; bincount counts value v
 // in bin v and leaves out values >= the number of bins.
 #pragma once
@@ -139,7 +139,11 @@ inline bool float32_edges_are_exact(const even_bins& bins) {
     ++k;
   }
   const double limit = std::ldexp(1.0, 24 + k);
-  return std::fabs(bins.lower) <= limit && std::fabs(bins.upper) <= limit && bins.upper - bins.lower <= limit;
+  // Within the limit the step has at most 24 significant bits and the bounds lie at most 2^24 steps
+  // from zero, so these products are exact: the bounds are whole multiples of the step, not
+  // quotients that rounded to a whole number.
+  return std::fabs(bins.lower) <= limit && std::fabs(bins.upper) <= limit && bins.upper - bins.lower <= limit &&
+         first_steps * step == bins.lower && last_steps * step == bins.upper;
 }
 
 /// Whether `bins` have the float64 rule's edges: computed in float64, or in float32 and exact.

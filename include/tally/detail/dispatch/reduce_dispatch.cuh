@@ -162,7 +162,6 @@ cudaError_t dispatch_fold(void* temp, std::size_t& temp_bytes, strategy s,
                           typename Fold::value_type* result, const fold_start_words& words, const reduce_launch& launch,
                           cudaStream_t stream) {
   using T = typename Fold::input_type;
-  using V = typename Fold::value_type;
   constexpr int unroll = tuning::reduce_unroll<T>;
   const int threads = block_threads_or(launch, tuning::reduce_block_threads);
   const std::int64_t per_block_step = std::int64_t{threads} * unroll * sample_vector<T>::items;
