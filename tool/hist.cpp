@@ -32,6 +32,7 @@
 #include "sample_scan.hpp"
 #include "tally/bins.hpp"
 #include "tally/cpu.hpp"
+#include "tally/detail/validate.hpp"
 #include "tally/error.hpp"
 #include "tally/gpu.hpp"
 #include "tally/gpu/streaming.hpp"
@@ -372,10 +373,7 @@ bin_plan plan_even_bins(std::int64_t num_bins, double lower, double upper, dtype
     return true;
   };
   const even_bins in_float32{num_bins, lower, upper, edge_arithmetic::float32};
-  const bool float32_fits = arithmetic == dtype::float32 && static_cast<double>(static_cast<float>(lower)) == lower &&
-                            static_cast<double>(static_cast<float>(upper)) == upper && num_bins <= (std::int64_t{1} << 24) &&
-                            std::isfinite(static_cast<float>(upper) - static_cast<float>(lower));
-  if (float32_fits && library_matches(in_float32)) {
+  if (arithmetic == dtype::float32 && !tally::detail::float32_edges_fault(in_float32) && library_matches(in_float32)) {
     plan.even = in_float32;
   } else if (!library_matches(plan.even)) {
     plan.kind = bin_kind::range;  // numpy's edges, counted as range bins

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -83,6 +84,29 @@ inline void check_num_bins(std::string_view function, std::int64_t num_bins) {
   if (num_bins <= 0) throw_invalid_argument(function, "num_bins", "must be > 0 (got " + std::to_string(num_bins) + ")");
 }
 
+/// An argument at fault and why.
+struct argument_fault {
+  const char* argument;
+  std::string reason;
+};
+
+/// Where even bins whose edges are computed in float32 break that rule's terms (bounds that are
+/// float32 values, a difference finite in float32, at most 2^24 bins), or nothing where they keep
+/// them: check_even_bins refuses the first, `tally hist` takes the rule only where there is none.
+inline std::optional<argument_fault> float32_edges_fault(const even_bins& bins) {
+  const auto is_float = [](double v) { return static_cast<double>(static_cast<float>(v)) == v; };
+  if (!is_float(bins.lower)) return argument_fault{"lower", "must be a float32 value when the edges are computed in float32"};
+  if (!is_float(bins.upper)) return argument_fault{"upper", "must be a float32 value when the edges are computed in float32"};
+  if (!std::isfinite(static_cast<float>(bins.upper) - static_cast<float>(bins.lower))) {
+    return argument_fault{"upper", "minus lower must be finite in float32 when the edges are computed in float32"};
+  }
+  if (bins.num_bins > (std::int64_t{1} << 24)) {
+    return argument_fault{"num_bins", "must be at most 2^24 when the edges are computed in float32 (got " +
+                                          std::to_string(bins.num_bins) + ")"};
+  }
+  return std::nullopt;
+}
+
 inline void check_even_bins(std::string_view function, const even_bins& bins) {
   check_num_bins(function, bins.num_bins);
   if (!std::isfinite(bins.lower)) throw_invalid_argument(function, "lower", "must be finite");
@@ -103,17 +127,7 @@ inline void check_even_bins(std::string_view function, const even_bins& bins) {
                            "is too large for the range: (upper - lower) / num_bins is not a positive finite double");
   }
   if (bins.arithmetic == edge_arithmetic::float32) {
-    const auto is_float = [](double v) { return static_cast<double>(static_cast<float>(v)) == v; };
-    if (!is_float(bins.lower)) throw_invalid_argument(function, "lower", "must be a float32 value when the edges are computed in float32");
-    if (!is_float(bins.upper)) throw_invalid_argument(function, "upper", "must be a float32 value when the edges are computed in float32");
-    if (!std::isfinite(static_cast<float>(bins.upper) - static_cast<float>(bins.lower))) {
-      throw_invalid_argument(function, "upper", "minus lower must be finite in float32 when the edges are computed in float32");
-    }
-    if (bins.num_bins > (std::int64_t{1} << 24)) {
-      throw_invalid_argument(function, "num_bins",
-                             "must be at most 2^24 when the edges are computed in float32 (got " +
-                                 std::to_string(bins.num_bins) + ")");
-    }
+    if (const auto fault = float32_edges_fault(bins)) throw_invalid_argument(function, fault->argument, fault->reason);
   } else if (bins.arithmetic != edge_arithmetic::float64) {
     throw_invalid_argument(function, "arithmetic", "must be edge_arithmetic::float64 or edge_arithmetic::float32");
   }
