@@ -17,6 +17,7 @@ enum class errc {
   out_of_memory,     ///< temporary storage could not be allocated
   cuda_error,        ///< the CUDA runtime reported an error
   io_error,          ///< a file could not be read or written
+  communication_error,  ///< a collective across GPUs (NCCL) reported an error
 };
 
 /** @brief The exception tally throws; `argument()` names the offending argument, if any. */

@@ -212,6 +212,29 @@ cudaError_t dispatch_widen_to_float(const T* samples, std::int64_t num_samples, 
 }
 
 /**
+ * Adds the deterministic sum's integers of samples[0, num_samples) (chunks cut from samples[0]) to
+ * `slots` and `flags`, which the caller zeroed: block_reduce_atomic's pass, not rounded. What one
+ * rank of a sharded sum (tally/nccl.hpp) runs over the whole chunks of its shard.
+ */
+template <class T>
+cudaError_t dispatch_deterministic_slots(const T* samples, std::int64_t num_samples, std::int64_t* slots,
+                                         std::uint32_t* flags, const reduce_launch& launch, cudaStream_t stream) {
+  if (num_samples == 0) return cudaSuccess;
+  const int threads = block_threads_or(launch, tuning::deterministic_block_threads);
+  const int warps = threads / 32;
+  const std::size_t shared_bytes =
+      static_cast<std::size_t>(warps) * (fixed_point::digits<T> * sizeof(std::int64_t) + sizeof(std::uint32_t));
+  auto kernel = deterministic_sum_kernel<false, T>;
+  int blocks = 1;
+  if (cudaError_t e = reduce_grid(kernel, num_samples, chunk_shape<T>::size * warps, threads, shared_bytes, launch, blocks);
+      e != cudaSuccess) {
+    return e;
+  }
+  kernel<<<blocks, threads, shared_bytes, stream>>>(samples, num_samples, slots, flags, nullptr, nullptr);
+  return cudaGetLastError();
+}
+
+/**
  * The deterministic float/double sum into `*result`: strategy block_reduce_atomic (block slots
  * added with integer atomics) or two_phase (block slots written out, added by the finishing
  * kernel). Both give the same bits, whatever the launch shape.
@@ -252,9 +275,8 @@ cudaError_t dispatch_deterministic_sum(void* temp, std::size_t& temp_bytes, stra
   auto* slots = static_cast<std::int64_t*>(temp);
   auto* flags = reinterpret_cast<std::uint32_t*>(slots + digits);
   if (cudaError_t e = cudaMemsetAsync(temp, 0, slot_bytes, stream); e != cudaSuccess) return e;
-  if (num_samples > 0) {
-    kernel<<<blocks, threads, shared_bytes, stream>>>(samples, num_samples, slots, flags, nullptr, nullptr);
-    if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  if (cudaError_t e = dispatch_deterministic_slots(samples, num_samples, slots, flags, launch, stream); e != cudaSuccess) {
+    return e;
   }
   deterministic_finish_kernel<T><<<1, 32, 0, stream>>>(slots, flags, nullptr, nullptr, 0, result);
   return cudaGetLastError();
