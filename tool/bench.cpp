@@ -31,6 +31,7 @@
 #include "histogram_measure.hpp"
 #include "host_timing.hpp"
 #include "result_files.hpp"
+#include "bench_gpus.hpp"
 #include "run_environment.hpp"
 #include "tally/cpu.hpp"
 #include "tally/gpu.hpp"
@@ -58,6 +59,7 @@ struct bench_config : result_files {
   int runs = 0;             ///< timed runs per case: given, or the backend's default
   int warmup = 0;           ///< warm-up runs per case: likewise
   std::uint64_t seed = 20261122;
+  std::string gpus;  ///< --gpus N|all: the scaling over GPUs instead of the strategies
 };
 
 /// `tally bench`'s own options, between --backend and the result files'.
@@ -99,6 +101,11 @@ void add_bench_options(CLI::App& command, bench_config& cfg) {
   cfg.given.add_to(command, "Timed runs per case; the median is reported (default: 15 GPU, 5 CPU)",
                    "Untimed runs before timing (default: 3 GPU, 1 CPU)");
   command.add_option("--seed", cfg.seed, "Seed of the generated inputs")->capture_default_str();
+  command.add_option("--gpus", cfg.gpus,
+                     "Instead of the strategies: even-bin histograms sharded over N GPUs of this machine (or all) "
+                     "through tally::nccl, against one GPU's call on the same samples (--types int32,float32, "
+                     "--bins, --dists, --sizes; default 2^30 samples, uniform)")
+      ->type_name("N|all");
 }
 
 struct bench_case {
@@ -689,8 +696,34 @@ void with_sample_type(const std::string& type, const Run& run) {
   visit_dtype(*parse_dtype(type), [&]<class T>(std::type_identity<T>) { run.template operator()<T>(); });
 }
 
+/// --gpus: the scaling measurement (bench_gpus.cpp) with this command's lists.
+int run_bench_gpus(const bench_config& cfg) {
+  gpus_bench_request request;
+  const int devices = gpu::device_count();
+  request.gpus = cfg.gpus == "all" ? devices : static_cast<int>(parse_count(cfg.gpus, "tally bench", "--gpus"));
+  if (request.gpus < 1 || request.gpus > devices) {
+    throw_invalid_argument("tally bench", "--gpus",
+                           "asks for " + cfg.gpus + " GPUs; this machine has " + std::to_string(devices));
+  }
+  request.types = cfg.types;
+  for (const std::string& name : cfg.distributions) {
+    const auto d = parse_distribution(name);
+    if (!d) throw_invalid_argument("tally bench", "--dists", "has an unknown distribution '" + name + "'");
+    request.distributions.push_back(*d);
+  }
+  if (request.distributions.empty()) request.distributions.push_back(*parse_distribution("uniform"));
+  for (const std::string& text : cfg.bins) request.bins.push_back(parse_count(text, "tally bench", "--bins"));
+  for (const std::string& text : cfg.sizes) request.sizes.push_back(parse_count(text, "tally bench", "--sizes"));
+  if (request.sizes.empty()) request.sizes.push_back(std::int64_t{1} << 30);
+  request.runs = cfg.given.runs_or_default(true);
+  request.warmup = cfg.given.warmup_or_default(true);
+  request.seed = cfg.seed;
+  return run_bench_across_gpus(request, cfg);
+}
+
 int run_bench(const bench_config& cfg) {
   cfg.check("tally bench");
+  if (!cfg.gpus.empty()) return run_bench_gpus(cfg);
   backend where = backend::cpu;
   if (cfg.backend_name == "gpu" || (cfg.backend_name == "auto" && gpu::device_count() > 0)) where = backend::gpu;
   if (where == backend::gpu && gpu::device_count() == 0) {

@@ -37,6 +37,7 @@
 #include "tally/gpu.hpp"
 #include "tally/gpu/streaming.hpp"
 #include "tally/gpu/timing.hpp"
+#include "tally/nccl.hpp"
 #include "tally/strategy.hpp"
 
 namespace tally::cli {
@@ -62,6 +63,7 @@ struct hist_arguments {
   std::string strategy_name = "automatic";
   std::string backend_name = "auto";
   std::int64_t chunk_mb = 0;  ///< 0: the backend's own (256 MiB on the CPU, 32 MiB staging chunks on the GPU)
+  std::string gpus;            ///< --gpus N|all: shard the file over this many GPUs (NCCL); empty: one GPU
   std::string output;
   CLI::Option* bins_option = nullptr;
   CLI::Option* range_option = nullptr;
@@ -79,6 +81,7 @@ struct hist_settings {
   upper_edge last_edge = upper_edge::exclusive;
   std::uint64_t chunk_bytes = 0;
   std::int64_t chunk_mb = 0;
+  int gpus = 0;  ///< --gpus: GPUs the file is sharded over (0: not given)
   output_format output = output_format::table;
 };
 
@@ -179,6 +182,22 @@ hist_settings check_arguments(const hist_arguments& args) {
   // copy engine busy, small enough that pinning the three costs milliseconds.
   settings.chunk_mb = args.chunk_option->count() > 0 ? args.chunk_mb : settings.where == backend::gpu ? 32 : 256;
   settings.chunk_bytes = static_cast<std::uint64_t>(settings.chunk_mb) << 20;
+  if (!args.gpus.empty()) {
+    const int devices = gpu::device_count();
+    if (args.gpus == "all") {
+      settings.gpus = devices;
+    } else {
+      settings.gpus = static_cast<int>(parse_count(args.gpus, "tally hist", "--gpus"));
+      if (settings.gpus < 1) invalid("--gpus", "must be a count of GPUs >= 1, or all (got " + args.gpus + ")");
+    }
+    if (devices == 0) invalid("--gpus", "shards the file over GPUs, but " + no_gpu_reason());
+    if (settings.where != backend::gpu) invalid("--gpus", "shards the file over GPUs, but --backend is cpu");
+    if (settings.gpus > devices) {
+      invalid("--gpus", fmt::format("asks for {} GPUs but {} visible", args.gpus, devices == 1 ? "1 is" :
+                                                                                  std::to_string(devices) + " are"));
+    }
+    if (!nccl::built_with_nccl()) invalid("--gpus", "needs NCCL, which this tally was built without");
+  }
 
   if (args.bins_option->count() > 0 && (args.bins < 1 || static_cast<std::uint64_t>(args.bins) > most_bins)) {
     invalid("--bins",
@@ -601,9 +620,62 @@ count_totals count_file_on_gpu(const bin_plan& plan, const hist_settings& settin
   return totals;
 }
 
+/**
+ * --gpus: the file read into host memory, cut into one contiguous shard a GPU, each shard copied to
+ * its GPU and counted there, the counts added by NCCL (tally::nccl, one thread a GPU). The counts
+ * are the one-GPU counts; each GPU holds its whole shard.
+ */
+template <class T>
+count_totals count_file_across_gpus(const bin_plan& plan, const hist_settings& settings, sample_file& file,
+                                    bool check_negative) {
+  if (file.in_one_pass()) invalid("--gpus", "shards a file it can read at any offset, not a stream");
+  const std::uint64_t n = file.num_samples();
+  std::vector<T> samples(n);
+  file.read(0, std::span<T>(samples));
+  file.check_unchanged();
+  if (check_negative) check_no_negative(file, std::span<const T>(samples), 0);
+  std::vector<int> devices(static_cast<std::size_t>(settings.gpus));
+  for (int d = 0; d < settings.gpus; ++d) devices[static_cast<std::size_t>(d)] = d;
+  nccl::local_team team(devices);
+  count_totals totals;
+  totals.counts.resize(static_cast<std::size_t>(plan.num_bins));
+  nccl::histogram_result result;
+  const histogram_options options{settings.algorithm, settings.last_edge};
+  team.run([&](int rank) {
+    const std::uint64_t first = n * static_cast<std::uint64_t>(rank) / static_cast<std::uint64_t>(team.size());
+    const std::uint64_t last = n * static_cast<std::uint64_t>(rank + 1) / static_cast<std::uint64_t>(team.size());
+    const gpu::device_buffer<T> shard(std::span<const T>(samples.data() + first, last - first));
+    gpu::device_buffer<std::uint64_t> counts(static_cast<std::size_t>(plan.num_bins));
+    const nccl::comm_t comm = team.comm(rank);
+    nccl::histogram_result mine;
+    switch (plan.kind) {
+      case bin_kind::even: mine = nccl::histogram_even(comm, shard.const_span(), counts.span(), plan.even, options); break;
+      case bin_kind::range:
+        mine = nccl::histogram_range(comm, shard.const_span(), counts.span(), std::span<const double>(plan.edges), options);
+        break;
+      case bin_kind::bincount:
+        if constexpr (is_bincount_sample_v<T>) {
+          mine = nccl::bincount(comm, shard.const_span(), counts.span(), options);
+          break;
+        }
+        throw std::logic_error("tally hist: a bincount of floating-point samples");
+    }
+    if (rank == 0) {
+      counts.download(totals.counts);
+      result = mine;
+    }
+  });
+  totals.chunks = static_cast<std::uint64_t>(team.size());
+  totals.left_out = result.left_out;
+  totals.strategies.push_back({result.chose, totals.chunks});
+  if (result.left_out > 0 && is_floating_sample_v<T>) totals.not_finite = count_not_finite(std::span<const T>(samples));
+  return totals;
+}
+
 template <class T>
 count_totals count_file(const bin_plan& plan, const hist_settings& settings, sample_file& file,
                         chunk_reader<T>& reader, bool check_negative) {
+  if (plan.num_bins > 0 && settings.gpus > 0) return count_file_across_gpus<T>(plan, settings, file, check_negative);
   if (plan.num_bins > 0 && settings.where == backend::gpu) {
     return count_file_on_gpu(plan, settings, file, reader, check_negative);
   }
@@ -805,7 +877,9 @@ void report(const hist_arguments& args, const hist_settings& settings, const sam
     text += fmt::format("  left out: {} (NaN or infinite: {}; outside the bins: {})\n", totals.left_out,
                         totals.not_finite, totals.left_out - totals.not_finite);
   }
-  text += fmt::format("  backend:  {}\n", to_string(settings.where));
+  text += settings.gpus > 0 ? fmt::format("  backend:  gpu, {} GPU{} (a shard each, counts added by NCCL)\n",
+                                          settings.gpus, settings.gpus == 1 ? "" : "s")
+                            : fmt::format("  backend:  {}\n", to_string(settings.where));
   if (totals.strategies.empty()) text += "  strategy: none ran (nothing to count)\n";
   for (const strategy_use& use : totals.strategies) {
     text += fmt::format(
@@ -970,6 +1044,10 @@ void add_hist_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   args->chunk_option = hist->add_option("--chunk-mb", args->chunk_mb,
                    "Read and count the file in chunks of this many MiB (default: 256 on the CPU, 32 on the GPU)");
+  hist->add_option("--gpus", args->gpus,
+                   "Shard the file over N GPUs of this machine (or all), one contiguous part a GPU, and add their "
+                   "counts with NCCL; the counts are one GPU's. Each GPU holds its part in memory")
+      ->type_name("N|all");
   hist->add_option("--output", args->output,
                    "Write the counts to FILE.npy (uint64) or FILE.csv instead of a table on stdout")
       ->type_name("FILE");

@@ -1228,6 +1228,58 @@ def test_gpu_backend_without_a_gpu_is_a_usage_error(tmp_path):
     assert "--backend" in result.stderr, result.stderr
 
 
+def test_gpus_without_a_gpu_is_a_usage_error(tmp_path):
+    if GPU_WANTED:
+        pytest.skip("TALLY_TEST_GPU=1: this machine has a GPU")
+    result = run_tally("hist", npy(tmp_path, np.arange(5.0)), "--gpus", "all", expect=2)
+    assert "--gpus" in result.stderr and "GPUs" in result.stderr, result.stderr
+
+
+@pytest.mark.skipif(not GPU_WANTED, reason="GPU comparisons run only with TALLY_TEST_GPU=1 (a GPU and a CUDA build)")
+@pytest.mark.parametrize("dtype", ["int32", "float32", "uint8"])
+@pytest.mark.parametrize("bins", ["even", "range", "bincount"])
+def test_gpus_counts_equal_numpy(tmp_path, dtype, bins):
+    """--gpus all: the file in a part a GPU, counts added by NCCL, equal to numpy's."""
+    rng = np.random.default_rng(seed_for("gpus", dtype, bins))
+    n = 3_000_017
+    if dtype == "float32":
+        a = rng.normal(size=n).astype(np.float32)
+        a[::1001] = np.nan
+    elif dtype == "uint8":
+        a = rng.integers(0, 256, size=n).astype(np.uint8)
+    else:
+        a = rng.integers(-50, 5000, size=n).astype(np.int32)
+    if bins == "bincount" and dtype == "int32":
+        a = np.abs(a)
+    if bins == "bincount" and dtype == "float32":
+        pytest.skip("bincount counts integers")
+    path = npy(tmp_path, a)
+    if bins == "even":
+        args, want = ("--bins", 1000, "--range", -3, 300), np.histogram(a, 1000, range=(-3, 300))[0]
+    elif bins == "range":
+        edges = np.array([-2.0, -0.5, 0.0, 1.0, 7.5, 100.0, 255.0, 4000.0])
+        edge_file = tmp_path / "edges.npy"
+        np.save(edge_file, edges)
+        args, want = ("--edges", edge_file), np.histogram(a, edges)[0]
+    else:
+        args, want = ("--bincount", "--bins", 6000), np.bincount(a, minlength=6000)[:6000]
+    counts, report = hist_counts(tmp_path, path, *args, "--gpus", "all", backend="gpu")
+    assert np.array_equal(counts, want), f"{dtype} {bins}: counts differ from numpy's"
+    assert re.search(r"backend:\s+gpu, \d+ GPUs?", report), report
+    counted, _ = report_numbers(report)
+    assert counted == int(want.sum()), report
+
+
+@pytest.mark.skipif(not GPU_WANTED, reason="GPU comparisons run only with TALLY_TEST_GPU=1 (a GPU and a CUDA build)")
+def test_gpus_refuses_more_gpus_than_there_are_and_a_negative_bincount(tmp_path):
+    result = run_tally("hist", npy(tmp_path, np.arange(5.0)), "--gpus", "64", expect=2)
+    assert "--gpus" in result.stderr, result.stderr
+    a = np.arange(100000, dtype=np.int32)
+    a[77777] = -3
+    result = run_tally("hist", npy(tmp_path, a), "--bincount", "--bins", 10, "--gpus", "all", expect=2)
+    assert "77777" in result.stderr and "--bincount" in result.stderr, result.stderr
+
+
 def test_auto_backend_runs_a_cpu_strategy_on_the_cpu(tmp_path):
     result = run_tally("hist", npy(tmp_path, np.arange(5.0)), "--strategy", "privatized")
     assert "backend:  cpu" in result.stderr and "strategy: privatized (asked for)" in result.stderr, result.stderr
