@@ -292,8 +292,8 @@ void begin_agreement(comm_t comm, std::string_view function, const call_signatur
   std::uint64_t* host = own.pinned_for(words_per_rank + words_back);
   std::copy(signature.words.begin(), signature.words.end(), host);
   host[call_signature::size] = shard_size;
-  auto* words = static_cast<std::uint64_t*>(
-      own.agreement.reserve((words_per_rank + words_back) * sizeof(std::uint64_t), side));
+  auto* words =
+      static_cast<std::uint64_t*>(own.agreement.reserve((words_per_rank + words_back) * sizeof(std::uint64_t), side));
   check_cuda(cudaMemcpyAsync(words, host, words_per_rank * sizeof(std::uint64_t), cudaMemcpyHostToDevice, side),
              function);
   check_nccl(ncclAllGather(words, words + words_per_rank, words_per_rank, ncclUint64, comm, side), comm, function,
@@ -313,9 +313,11 @@ shard_layout end_agreement(comm_t comm, std::string_view function, const call_si
     for (int i = 0; i < call_signature::size; ++i) {
       if (all[static_cast<std::size_t>(r) * words_per_rank + i] != all[i]) {
         const char* name = signature.names[i] != nullptr ? signature.names[i] : "arguments";
-        throw_invalid_argument(function, name,
-                               "differs between ranks: rank " + std::to_string(r) + " was given another value (or type) "
-                               "than rank 0; every rank of the communicator must make the same call on its own shard");
+        throw_invalid_argument(
+            function, name,
+            "differs between ranks: rank " + std::to_string(r) +
+                " was given another value (or type) "
+                "than rank 0; every rank of the communicator must make the same call on its own shard");
       }
     }
     const std::uint64_t size = all[static_cast<std::size_t>(r) * words_per_rank + call_signature::size];
@@ -394,14 +396,7 @@ accumulator_t<T> deterministic_sum(comm_t comm, std::string_view function, std::
   }
 }
 
-template float deterministic_sum<float>(comm_t, std::string_view, std::span<const float>, const reduce_options&,
-                                        const shard_layout&, stream_t);
-template double deterministic_sum<double>(comm_t, std::string_view, std::span<const double>, const reduce_options&,
-                                          const shard_layout&, stream_t);
-template float deterministic_sum<float16>(comm_t, std::string_view, std::span<const float16>, const reduce_options&,
-                                          const shard_layout&, stream_t);
-template float deterministic_sum<bfloat16>(comm_t, std::string_view, std::span<const bfloat16>, const reduce_options&,
-                                           const shard_layout&, stream_t);
+TALLY_NCCL_INSTANTIATE_SUMS(TALLY_NCCL_DETERMINISTIC_SUM)
 
 bool combine_fixed_point_sums(comm_t comm, std::string_view function, gpu::workspace& ws, std::span<double> sums,
                               placement where, const shard_layout& layout, stream_t stream) {

@@ -48,14 +48,7 @@ accumulator_t<T> deterministic_sum(comm_t, std::string_view function, std::span<
                                    const shard_layout&, stream_t) {
   no_nccl(function);
 }
-template float deterministic_sum<float>(comm_t, std::string_view, std::span<const float>, const reduce_options&,
-                                        const shard_layout&, stream_t);
-template double deterministic_sum<double>(comm_t, std::string_view, std::span<const double>, const reduce_options&,
-                                          const shard_layout&, stream_t);
-template float deterministic_sum<float16>(comm_t, std::string_view, std::span<const float16>, const reduce_options&,
-                                          const shard_layout&, stream_t);
-template float deterministic_sum<bfloat16>(comm_t, std::string_view, std::span<const bfloat16>, const reduce_options&,
-                                           const shard_layout&, stream_t);
+TALLY_NCCL_INSTANTIATE_SUMS(TALLY_NCCL_DETERMINISTIC_SUM)
 bool combine_fixed_point_sums(comm_t, std::string_view function, gpu::workspace&, std::span<double>, placement,
                               const shard_layout&, stream_t) {
   no_nccl(function);

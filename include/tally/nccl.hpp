@@ -224,6 +224,13 @@ template <class T>
 accumulator_t<T> deterministic_sum(comm_t comm, std::string_view function, std::span<const T> shard,
                                    const reduce_options& options, const shard_layout& layout, stream_t stream);
 
+/// The sample types deterministic_sum is compiled for, as an X-macro shared by src/nccl.cu and the
+/// stubs of src/no_nccl.cpp, so both provide the same symbols.
+#define TALLY_NCCL_INSTANTIATE_SUMS(X) X(float) X(double) X(tally::float16) X(tally::bfloat16)
+#define TALLY_NCCL_DETERMINISTIC_SUM(T)                                                                               \
+  template accumulator_t<T> deterministic_sum<T>(comm_t, std::string_view, std::span<const T>, const reduce_options&, \
+                                                 const shard_layout&, stream_t);
+
 /// After a deterministic weighted histogram on `ws`: adds every rank's fixed-point words and
 /// rounds them into `sums` (this rank's slice with placement::scattered). Returns whether a bin
 /// met a weight beyond the fixed-point range on any rank.
@@ -239,18 +246,39 @@ struct no_check {
   void operator()(const shard_layout&) const {}
 };
 
+/// The signature of count_if and find_first_if (`op`): the predicate and the sample type.
+template <class T>
+call_signature predicate_signature(operation op, compare_to<T> predicate) {
+  call_signature signature;
+  std::uint64_t value = 0;
+  std::memcpy(&value, &predicate.value, sizeof(T));
+  signature.set(0, "predicate", static_cast<std::uint64_t>(op) | static_cast<std::uint64_t>(predicate.op) << 8);
+  signature.set(1, "samples", type_code<T>());
+  signature.set(2, "predicate", value);
+  return signature;
+}
+
+/// The first index in the whole input among the ranks' first matches (`local_index`, the shard's
+/// size when the rank found none): each rank offers its match offset by its start, or the whole
+/// input's size; the least offer wins.
+inline std::uint64_t first_in_whole_input(comm_t comm, std::string_view function, std::int64_t local_index,
+                                          std::size_t shard_size, const shard_layout& layout, stream_t stream) {
+  const std::uint64_t mine = static_cast<std::uint64_t>(local_index) < shard_size
+                                 ? layout.offset + static_cast<std::uint64_t>(local_index)
+                                 : layout.total;
+  std::uint64_t first = layout.total;
+  for (std::uint64_t offer : all_gather_words(comm, function, std::span(&mine, 1), stream))
+    first = std::min(first, offer);
+  return first;
+}
+
 /// bincount's check of signed samples: the first negative one in the whole input, found by each
 /// rank in its shard and gathered, refused on every rank alike.
 template <class Sample>
 void refuse_negative_samples(comm_t comm, std::string_view function, std::span<const Sample> samples,
                              const shard_layout& layout, stream_t stream) {
   const find_result local = gpu::find_first_if(samples, compare_to<Sample>{comparison::less, Sample{0}}, {}, stream);
-  const std::uint64_t mine = static_cast<std::uint64_t>(local.index) < samples.size()
-                                 ? layout.offset + static_cast<std::uint64_t>(local.index)
-                                 : layout.total;
-  std::uint64_t first = layout.total;
-  for (std::uint64_t offer : all_gather_words(comm, function, std::span(&mine, 1), stream))
-    first = std::min(first, offer);
+  const std::uint64_t first = first_in_whole_input(comm, function, local.index, samples.size(), layout, stream);
   if (first < layout.total) {
     throw_invalid_argument(function, "samples",
                            "holds a negative sample at index " + std::to_string(first) +
@@ -472,13 +500,7 @@ template <class T>
 count_result count_if(comm_t comm, std::span<const T> samples, compare_to<T> predicate,
                       const reduce_options& options = {}, stream_t stream = nullptr) {
   constexpr std::string_view function = "tally::nccl::count_if";
-  detail::call_signature signature;
-  std::uint64_t value = 0;
-  std::memcpy(&value, &predicate.value, sizeof(T));
-  signature.set(0, "predicate",
-                static_cast<std::uint64_t>(operation::count_if) | static_cast<std::uint64_t>(predicate.op) << 8);
-  signature.set(1, "samples", detail::type_code<T>());
-  signature.set(2, "predicate", value);
+  const detail::call_signature signature = detail::predicate_signature(operation::count_if, predicate);
   return gpu::detail::naming_failures(function, [&]() -> count_result {
     detail::require_nccl(function);
     detail::agree(comm, function, signature, samples.size(), stream);
@@ -499,25 +521,13 @@ template <class T>
 find_result find_first_if(comm_t comm, std::span<const T> samples, compare_to<T> predicate,
                           const reduce_options& options = {}, stream_t stream = nullptr) {
   constexpr std::string_view function = "tally::nccl::find_first_if";
-  detail::call_signature signature;
-  std::uint64_t value = 0;
-  std::memcpy(&value, &predicate.value, sizeof(T));
-  signature.set(0, "predicate",
-                static_cast<std::uint64_t>(operation::find_first_if) | static_cast<std::uint64_t>(predicate.op) << 8);
-  signature.set(1, "samples", detail::type_code<T>());
-  signature.set(2, "predicate", value);
+  const detail::call_signature signature = detail::predicate_signature(operation::find_first_if, predicate);
   return gpu::detail::naming_failures(function, [&]() -> find_result {
     detail::require_nccl(function);
     const detail::shard_layout layout = detail::agree(comm, function, signature, samples.size(), stream);
     find_result result = gpu::find_first_if(samples, predicate, options, stream);
-    // A rank with no match offers the whole input's size; the least offer is the answer.
-    const std::uint64_t mine = static_cast<std::uint64_t>(result.index) < samples.size()
-                                   ? layout.offset + static_cast<std::uint64_t>(result.index)
-                                   : layout.total;
-    std::uint64_t first = layout.total;
-    for (std::uint64_t offer : detail::all_gather_words(comm, function, std::span(&mine, 1), stream)) {
-      first = offer < first ? offer : first;
-    }
+    const std::uint64_t first =
+        detail::first_in_whole_input(comm, function, result.index, samples.size(), layout, stream);
     result.index = static_cast<std::int64_t>(first);
     return result;
   });

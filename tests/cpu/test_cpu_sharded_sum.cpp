@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "common/sum_inputs.hpp"
 #include "tally/cpu/reduce.hpp"
 #include "tally/detail/fixed_point_sum.hpp"
 #include "tally/detail/sharded_sum.hpp"
@@ -124,44 +125,6 @@ T sharded_sum(std::span<const T> input, const std::vector<std::int64_t>& sizes) 
   return fp::round_slots<T>(slots.data(), ss::gather_flags(spread));
 }
 
-/// Values whose chunks have very different grids: wide exponents, cancelling pairs, subnormals.
-template <class T>
-std::vector<T> adversarial_values(std::size_t n, std::mt19937_64& rng) {
-  std::vector<T> values(n);
-  std::uniform_int_distribution<int> exponent(-60, 60);
-  std::uniform_real_distribution<double> mantissa(-1.0, 1.0);
-  for (std::size_t i = 0; i < n; ++i) {
-    const int kind = static_cast<int>(rng() % 10);
-    if (kind == 0)
-      values[i] = std::numeric_limits<T>::denorm_min() * static_cast<T>(rng() % 1000);
-    else if (kind == 1 && i > 0)
-      values[i] = -values[i - 1];
-    else
-      values[i] = static_cast<T>(std::ldexp(mantissa(rng), exponent(rng)));
-  }
-  return values;
-}
-
-/// Small values with fine low bits, and in each chunk a giant and its negation: the chunk's grid is
-/// the giant's, coarse for the small values, so a piece summed on any other grid rounds them
-/// differently, and with the giants cancelling the difference reaches the rounded sum.
-template <class T>
-std::vector<T> cancelling_giants(std::size_t n, std::mt19937_64& rng) {
-  const T giant = static_cast<T>(std::ldexp(1.0, sizeof(T) == 4 ? 40 : 80));
-  const int fine = sizeof(T) == 4 ? 20 : 45;
-  std::vector<T> values(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    const std::size_t at = i % static_cast<std::size_t>(fp::chunk_size<T>);
-    if (at == 7)
-      values[i] = giant;
-    else if (at == 200)
-      values[i] = -giant;
-    else
-      values[i] = static_cast<T>(1.0 + std::ldexp(static_cast<double>(rng() % (std::uint64_t{1} << fine)), -fine));
-  }
-  return values;
-}
-
 /// Cut points: random, plus ones on and beside chunk boundaries, sorted, as shard sizes.
 std::vector<std::int64_t> random_sizes(std::int64_t total, int ranks, std::int64_t chunk, std::mt19937_64& rng) {
   std::vector<std::int64_t> cuts;
@@ -197,7 +160,7 @@ void expect_same_bits_for_any_sharding() {
   deterministic.algorithm = tally::strategy::sequential;
   for (const std::size_t n : {0, 1, 255, 256, 511, 512, 513, 1537, 20000, 100003}) {
     for (const bool giants : {false, true}) {
-      std::vector<T> values = giants ? cancelling_giants<T>(n, rng) : adversarial_values<T>(n, rng);
+      std::vector<T> values = giants ? tally::test::cancelling_giants<T>(n, rng) : tally::test::wide_values<T>(n, rng);
       const T whole = tally::cpu::reduce<T>(values, tally::reduce_op::sum, deterministic).value;
       for (const int ranks : {1, 2, 3, 8}) {
         for (int trial = 0; trial < 6; ++trial) {

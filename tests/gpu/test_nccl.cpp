@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/sum_inputs.hpp"
 #include "gpu/gpu_test_support.hpp"
 #include "tally/detail/fixed_point_sum.hpp"
 #include "tally/nccl.hpp"
@@ -215,44 +216,17 @@ TEST(Nccl, BincountRefusesANegativeSampleOnEveryRankNamingItsIndexInTheWholeInpu
   EXPECT_EQ(refused, ranks);
 }
 
-/// Values whose chunks have very different grids (wide exponents, cancelling pairs, subnormals):
-/// where a sum that put a chunk on the wrong grid would round differently.
+/// Seeded inputs of tests/common/sum_inputs.hpp.
 template <class T>
-std::vector<T> adversarial_values(std::size_t n, std::uint64_t seed) {
+std::vector<T> wide_values(std::size_t n, std::uint64_t seed, int max_exponent = 60) {
   std::mt19937_64 rng(seed);
-  std::vector<T> values(n);
-  std::uniform_int_distribution<int> exponent(-40, 40);
-  std::uniform_real_distribution<double> mantissa(-1.0, 1.0);
-  for (std::size_t i = 0; i < n; ++i) {
-    const int kind = static_cast<int>(rng() % 10);
-    if (kind == 0)
-      values[i] = std::numeric_limits<T>::denorm_min() * static_cast<T>(rng() % 1000);
-    else if (kind == 1 && i > 0)
-      values[i] = -values[i - 1];
-    else
-      values[i] = static_cast<T>(std::ldexp(mantissa(rng), exponent(rng)));
-  }
-  return values;
+  return tally::test::wide_values<T>(n, rng, max_exponent);
 }
 
-/// Small values with fine low bits and, in each chunk of the deterministic sum, a giant and its
-/// negation: a piece summed on any grid but its whole chunk's changes the rounded sum.
 template <class T>
 std::vector<T> cancelling_giants(std::size_t n, std::uint64_t seed) {
   std::mt19937_64 rng(seed);
-  const T giant = static_cast<T>(std::ldexp(1.0, sizeof(T) == 4 ? 40 : 80));
-  const int fine = sizeof(T) == 4 ? 20 : 45;
-  const std::size_t chunk = sizeof(T) == 4 ? 512 : 256;
-  std::vector<T> values(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (i % chunk == 7)
-      values[i] = giant;
-    else if (i % chunk == 200)
-      values[i] = -giant;
-    else
-      values[i] = static_cast<T>(1.0 + std::ldexp(static_cast<double>(rng() % (std::uint64_t{1} << fine)), -fine));
-  }
-  return values;
+  return tally::test::cancelling_giants<T>(n, rng);
 }
 
 template <class T>
@@ -262,7 +236,7 @@ void expect_deterministic_sum_bits_of_one_gpu(std::uint64_t seed) {
   deterministic.deterministic = true;
   for (const std::size_t n : {std::size_t{1}, std::size_t{700}, sized(300001)}) {
     for (const bool giants : {false, true}) {
-      const std::vector<T> values = giants ? cancelling_giants<T>(n, seed + n) : adversarial_values<T>(n, seed + n);
+      const std::vector<T> values = giants ? cancelling_giants<T>(n, seed + n) : wide_values<T>(n, seed + n);
       ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
       const auto whole = tally::test::to_device(values);
       const auto want = tally::gpu::reduce(whole.const_span(), tally::reduce_op::sum, deterministic).value;
@@ -289,13 +263,14 @@ TEST(Nccl, DeterministicFloatSumHasTheOneGpuBitsForEverySharding) {
 TEST(Nccl, DeterministicHalfSumHasTheOneGpuBits) {
   const int ranks = the_team().size();
   std::vector<tally::float16> values;
-  for (float x : adversarial_values<float>(sized(100003), 23))
-    values.push_back(tally::float16::nearest(std::ldexp(static_cast<double>(x), 30) * 1e-4));
+  // Within float16's range (finite up to 65504, subnormal from 2^-24): exponents up to 14.
+  for (float x : wide_values<float>(sized(100003), 23, 14)) values.push_back(tally::float16::nearest(x));
   tally::reduce_options deterministic;
   deterministic.deterministic = true;
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
   const auto whole = tally::test::to_device(values);
   const float want = tally::gpu::reduce(whole.const_span(), tally::reduce_op::sum, deterministic).value;
+  ASSERT_TRUE(std::isfinite(want)) << "the inputs should make a finite sum, not " << want;
   for (const auto& sizes : shardings(values.size(), ranks, 23)) {
     on_every_rank([&](int rank) {
       const auto shard = tally::test::to_device(shard_of(values, sizes, rank));
@@ -353,9 +328,8 @@ TEST(Nccl, WeightedHistogramsDeterministicHaveOneGpuBitsAndPlainAgree) {
   const int ranks = the_team().size();
   const std::size_t n = sized(400009);
   const auto samples = tally::test::make_samples<float>(tally::test::pattern::geometric, n, 0.0, 256.0, 41);
-  // Wide weights within the deterministic sums' range (|w| < 2^31): 2^-80 to 2^20.
-  std::vector<float> weights = adversarial_values<float>(n, 42);
-  for (float& w : weights) w = std::ldexp(w, -20);
+  // Wide weights within the deterministic sums' range (|w| < 2^31).
+  const std::vector<float> weights = wide_values<float>(n, 42, 30);
   const tally::even_bins bins{256, 0.0, 256.0};
   for (const bool deterministic : {true, false}) {
     tally::histogram_options options;
