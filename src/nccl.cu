@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -14,11 +15,26 @@
 #include "tally/detail/dispatch/reduce_dispatch.cuh"
 #include "tally/detail/fixed_point_weight.hpp"
 #include "tally/detail/sharded_sum.hpp"
+#include "tally/detail/validate.hpp"
 #include "tally/nccl.hpp"
 
 namespace tally::nccl {
 
 bool built_with_nccl() noexcept { return true; }
+
+namespace {
+/// Communicators a local_team aborted: the layer refuses them (they are freed) rather than call NCCL.
+std::mutex aborted_mutex;
+std::vector<comm_t> aborted_comms;
+}  // namespace
+
+void detail::check_not_aborted(comm_t comm, std::string_view function) {
+  const std::lock_guard lock(aborted_mutex);
+  if (std::find(aborted_comms.begin(), aborted_comms.end(), comm) != aborted_comms.end()) {
+    throw error(errc::communication_error, "comm",
+                std::string(function) + ": the communicator was aborted after another rank failed");
+  }
+}
 
 local_team::local_team(std::span<const int> devices) : devices_(devices.begin(), devices.end()) {
   if (devices.empty()) throw_invalid_argument("tally::nccl::local_team", "devices", "is empty; name at least one GPU");
@@ -33,13 +49,19 @@ local_team::local_team(std::span<const int> devices) : devices_(devices.begin(),
 }
 
 local_team::~local_team() {
-  for (comm_t comm : comms_) {
-    if (aborted_) continue;  // ncclCommAbort freed them
-    (void)ncclCommDestroy(comm);
+  if (aborted_) {  // ncclCommAbort freed them: forget them, so that a new communicator may reuse an address
+    const std::lock_guard lock(aborted_mutex);
+    for (comm_t comm : comms_) std::erase(aborted_comms, comm);
+    return;
   }
+  for (comm_t comm : comms_) (void)ncclCommDestroy(comm);
 }
 
 void local_team::abort() noexcept {
+  {
+    const std::lock_guard lock(aborted_mutex);
+    aborted_comms.insert(aborted_comms.end(), comms_.begin(), comms_.end());
+  }
   for (comm_t comm : comms_) (void)ncclCommAbort(comm);
   aborted_ = true;
 }
@@ -110,6 +132,14 @@ scratch& scratch_for(stream_t stream) {
   int device = 0;
   check_cuda(cudaGetDevice(&device), "cudaGetDevice");
   return all[{device, stream}];
+}
+
+/// Checks a call made inside ncclGroupStart: on failure it closes the group first, so that the
+/// thread's later NCCL calls are not held in a group that never ends.
+void check_in_group(ncclResult_t status, comm_t comm, std::string_view function, std::string_view what) {
+  if (status == ncclSuccess) return;
+  (void)ncclGroupEnd();
+  check_nccl(status, comm, function, what);
 }
 
 ncclDataType_t nccl_type(bin_type type) {
@@ -198,7 +228,7 @@ F deterministic_float_sum(comm_t comm, std::string_view function, std::span<cons
   check_cuda(cudaGetLastError(), function);
   std::uint32_t my_tops[2] = {};
   check_cuda(cudaMemcpyAsync(my_tops, tops, sizeof(my_tops), cudaMemcpyDeviceToHost, stream), function);
-  wait(function, stream);
+  wait(function, stream, comm);
 
   // Every rank's pieces: a chunk's grid comes from the largest top over all of its pieces.
   const std::uint64_t mine[4] = {static_cast<std::uint64_t>(cut.head.chunk), my_tops[0],
@@ -217,7 +247,7 @@ F deterministic_float_sum(comm_t comm, std::string_view function, std::span<cons
   std::vector<std::uint64_t> words(digits + 2);
   check_cuda(cudaMemcpyAsync(words.data(), slots, (digits + 1) * sizeof(std::int64_t), cudaMemcpyDeviceToHost, stream),
              function);
-  wait(function, stream);
+  wait(function, stream, comm);
   words[digits] = sharded_sum::spread_flags(static_cast<std::uint32_t>(words[digits]));
   words.pop_back();
 
@@ -238,8 +268,10 @@ F deterministic_float_sum(comm_t comm, std::string_view function, std::span<cons
 
 void require_nccl(std::string_view) {}
 
-void wait(std::string_view function, stream_t stream) {
+void wait(std::string_view function, stream_t stream, comm_t comm) {
   check_cuda(cudaStreamSynchronize(stream), std::string(function) + " (waiting for the collective)");
+  // An aborted communicator's kernels end and the wait returns: what they left is not a result.
+  if (comm != nullptr) check_not_aborted(comm, function);
 }
 
 std::vector<std::uint64_t> all_gather_words(comm_t comm, std::string_view function, std::span<const std::uint64_t> mine,
@@ -255,7 +287,7 @@ std::vector<std::uint64_t> all_gather_words(comm_t comm, std::string_view functi
   check_nccl(ncclAllGather(words, words + n, n, ncclUint64, comm, stream), comm, function, "ncclAllGather");
   check_cuda(cudaMemcpyAsync(all.data(), words + n, all.size() * sizeof(std::uint64_t), cudaMemcpyDeviceToHost, stream),
              function);
-  wait(function, stream);
+  wait(function, stream, comm);
   return all;
 }
 
@@ -265,6 +297,7 @@ constexpr int words_per_rank = call_signature::size + 1;
 /// The communicator's rank and size, once it is known to belong to the current device.
 shard_layout rank_of(comm_t comm, std::string_view function) {
   if (comm == nullptr) throw_invalid_argument(function, "comm", "is null; pass an initialized ncclComm_t");
+  check_not_aborted(comm, function);
   int comm_device = 0;
   int device = 0;
   check_nccl(ncclCommCuDevice(comm, &comm_device), comm, function, "ncclCommCuDevice");
@@ -278,6 +311,9 @@ shard_layout rank_of(comm_t comm, std::string_view function) {
   shard_layout layout;
   check_nccl(ncclCommUserRank(comm, &layout.rank), comm, function, "ncclCommUserRank");
   check_nccl(ncclCommCount(comm, &layout.ranks), comm, function, "ncclCommCount");
+  if (layout.ranks > 65535) {  // the flags' 16-bit fields (sharded_sum::spread_flags) count ranks
+    throw_invalid_argument(function, "comm", "has " + std::to_string(layout.ranks) + " ranks; at most 65535");
+  }
   return layout;
 }
 }  // namespace
@@ -287,6 +323,8 @@ void begin_agreement(comm_t comm, std::string_view function, const call_signatur
   const shard_layout layout = rank_of(comm, function);
   scratch& own = scratch_for(stream);
   const stream_t side = own.side_stream();
+  // A call that threw between its halves left copies into the pinned words pending: let them land.
+  check_cuda(cudaStreamSynchronize(side), function);
   const std::size_t words_back = static_cast<std::size_t>(layout.ranks) * words_per_rank;
   // Pinned words: the copies are truly asynchronous, and the wait wakes as soon as they land.
   std::uint64_t* host = own.pinned_for(words_per_rank + words_back);
@@ -313,11 +351,18 @@ shard_layout end_agreement(comm_t comm, std::string_view function, const call_si
     for (int i = 0; i < call_signature::size; ++i) {
       if (all[static_cast<std::size_t>(r) * words_per_rank + i] != all[i]) {
         const char* name = signature.names[i] != nullptr ? signature.names[i] : "arguments";
+        if (i == call_signature::refused_slot) {
+          const int refusing = all[i] != 0 ? 0 : r;
+          throw error(errc::invalid_argument, name,
+                      std::string(function) + ": rank " + std::to_string(refusing) +
+                          " refused its own arguments (its error says why), so no rank combines its counts");
+        }
         throw_invalid_argument(
             function, name,
             "differs between ranks: rank " + std::to_string(r) +
-                " was given another value (or type) "
-                "than rank 0; every rank of the communicator must make the same call on its own shard");
+                " was given another value, type or size than rank 0, or one its own checks refuse (a null "
+                "pointer, weights not one a sample); every rank of the communicator must make the same call on "
+                "its own shard");
       }
     }
     const std::uint64_t size = all[static_cast<std::size_t>(r) * words_per_rank + call_signature::size];
@@ -337,12 +382,7 @@ std::array<std::int64_t, 2> sum_bins(comm_t comm, std::string_view function, voi
                                      bin_type type, placement where, const shard_layout& layout, stream_t stream,
                                      std::uint64_t* word) {
   const ncclDataType_t nccl = nccl_type(type);
-  const auto in_group = [&](ncclResult_t status, const char* what) {
-    if (status != ncclSuccess) {
-      (void)ncclGroupEnd();
-      check_nccl(status, comm, function, what);
-    }
-  };
+  const auto in_group = [&](ncclResult_t status, const char* what) { check_in_group(status, comm, function, what); };
   check_nccl(ncclGroupStart(), comm, function, "ncclGroupStart");
   if (word != nullptr) in_group(ncclAllReduce(word, word, 1, ncclUint64, ncclSum, comm, stream), "ncclAllReduce");
   if (where == placement::every_rank) {
@@ -376,12 +416,12 @@ accumulator_t<T> deterministic_sum(comm_t comm, std::string_view function, std::
                     "shard; ask for automatic or block_reduce_atomic, not '" +
                     std::string(to_string(options.algorithm)) + "'");
   }
+  tally::detail::check_launch_options(function, options);  // the same options on every rank: all refuse alike
   if (layout.total > max_deterministic_samples) {
     throw_invalid_argument(
         function, "samples",
         "holds " + std::to_string(layout.total) + " samples over all ranks; a deterministic sum takes at most 2^38");
   }
-  if (shard.size() > 0 && shard.data() == nullptr) throw_invalid_argument(function, "samples", "is null but not empty");
   if constexpr (is_half_float_v<T>) {
     // float's sum of the values widened exactly, as one GPU's deterministic sum of them.
     const std::size_t widened_bytes = std::max<std::size_t>(shard.size() * sizeof(float), 1);
@@ -416,27 +456,26 @@ bool combine_fixed_point_sums(comm_t comm, std::string_view function, gpu::works
   check_cuda(cudaGetLastError(), function);
 
   std::array<std::int64_t, 2> slice{0, num_bins};
+  const auto in_group = [&](ncclResult_t status, const char* what) { check_in_group(status, comm, function, what); };
+  check_nccl(ncclGroupStart(), comm, function, "ncclGroupStart");
   if (where == placement::every_rank) {
-    check_nccl(ncclGroupStart(), comm, function, "ncclGroupStart");
-    check_nccl(ncclAllReduce(low, low, 2 * static_cast<std::size_t>(num_bins), ncclUint64, ncclSum, comm, stream), comm,
-               function, "ncclAllReduce");
-    check_nccl(ncclAllReduce(spread, spread, static_cast<std::size_t>(num_bins), ncclUint64, ncclSum, comm, stream),
-               comm, function, "ncclAllReduce");
-    check_nccl(ncclGroupEnd(), comm, function, "ncclGroupEnd");
+    in_group(ncclAllReduce(low, low, 2 * static_cast<std::size_t>(num_bins), ncclUint64, ncclSum, comm, stream),
+             "ncclAllReduce");
+    in_group(ncclAllReduce(spread, spread, static_cast<std::size_t>(num_bins), ncclUint64, ncclSum, comm, stream),
+             "ncclAllReduce");
   } else {
-    check_nccl(ncclGroupStart(), comm, function, "ncclGroupStart");
     for (int r = 0; r < layout.ranks; ++r) {
       const auto part = scattered_slice(num_bins, r, layout.ranks);
       if (part[1] == 0) continue;
       const auto count = static_cast<std::size_t>(part[1]);
       for (std::uint64_t* words : {low, high, spread}) {
-        check_nccl(ncclReduce(words + part[0], words + part[0], count, ncclUint64, ncclSum, r, comm, stream), comm,
-                   function, "ncclReduce");
+        in_group(ncclReduce(words + part[0], words + part[0], count, ncclUint64, ncclSum, r, comm, stream),
+                 "ncclReduce");
       }
     }
-    check_nccl(ncclGroupEnd(), comm, function, "ncclGroupEnd");
     slice = scattered_slice(num_bins, layout.rank, layout.ranks);
   }
+  check_nccl(ncclGroupEnd(), comm, function, "ncclGroupEnd");
   if (slice[1] > 0) {
     weighted_words_to_sums_kernel<<<grid_for(slice[1]), 256, 0, stream>>>(low, high, spread, slice[0], slice[1],
                                                                           sums.data(), out_of_range);
@@ -444,7 +483,7 @@ bool combine_fixed_point_sums(comm_t comm, std::string_view function, gpu::works
   }
   std::uint64_t flag = 0;
   check_cuda(cudaMemcpyAsync(&flag, out_of_range, sizeof(flag), cudaMemcpyDeviceToHost, stream), function);
-  wait(function, stream);
+  wait(function, stream, comm);
   // Every rank reports, so that all of them throw or none does.
   std::uint64_t any = 0;
   for (std::uint64_t part : all_gather_words(comm, function, std::span(&flag, 1), stream)) any |= part;

@@ -27,7 +27,8 @@ namespace {
 
 void make_current(int) { no_nccl("tally::nccl::local_team"); }
 void require_nccl(std::string_view function) { no_nccl(function); }
-void wait(std::string_view function, stream_t) { no_nccl(function); }
+void wait(std::string_view function, stream_t, comm_t) { no_nccl(function); }
+void check_not_aborted(comm_t, std::string_view function) { no_nccl(function); }
 shard_layout agree(comm_t, std::string_view function, const call_signature&, std::uint64_t, stream_t) {
   no_nccl(function);
 }

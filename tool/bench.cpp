@@ -700,11 +700,12 @@ void with_sample_type(const std::string& type, const Run& run) {
 int run_bench_gpus(const bench_config& cfg) {
   gpus_bench_request request;
   const int devices = gpu::device_count();
-  request.gpus = cfg.gpus == "all" ? devices : static_cast<int>(parse_count(cfg.gpus, "tally bench", "--gpus"));
-  if (request.gpus < 1 || request.gpus > devices) {
+  const std::int64_t asked = cfg.gpus == "all" ? devices : parse_count(cfg.gpus, "tally bench", "--gpus");
+  if (asked < 1 || asked > devices) {
     throw_invalid_argument("tally bench", "--gpus",
                            "asks for " + cfg.gpus + " GPUs; this machine has " + std::to_string(devices));
   }
+  request.gpus = static_cast<int>(asked);
   request.types = cfg.types;
   for (const std::string& name : cfg.distributions) {
     const auto d = parse_distribution(name);

@@ -184,18 +184,18 @@ hist_settings check_arguments(const hist_arguments& args) {
   settings.chunk_bytes = static_cast<std::uint64_t>(settings.chunk_mb) << 20;
   if (!args.gpus.empty()) {
     const int devices = gpu::device_count();
+    if (devices == 0) invalid("--gpus", "shards the file over GPUs, but " + no_gpu_reason());
     if (args.gpus == "all") {
       settings.gpus = devices;
     } else {
-      settings.gpus = static_cast<int>(parse_count(args.gpus, "tally hist", "--gpus"));
-      if (settings.gpus < 1) invalid("--gpus", "must be a count of GPUs >= 1, or all (got " + args.gpus + ")");
+      const std::int64_t asked = parse_count(args.gpus, "tally hist", "--gpus");
+      if (asked < 1 || asked > devices) {
+        invalid("--gpus", fmt::format("asks for {} GPUs; give a count from 1 to the {} visible, or all", args.gpus,
+                                      devices));
+      }
+      settings.gpus = static_cast<int>(asked);
     }
-    if (devices == 0) invalid("--gpus", "shards the file over GPUs, but " + no_gpu_reason());
     if (settings.where != backend::gpu) invalid("--gpus", "shards the file over GPUs, but --backend is cpu");
-    if (settings.gpus > devices) {
-      invalid("--gpus", fmt::format("asks for {} GPUs but {} visible", args.gpus, devices == 1 ? "1 is" :
-                                                                                  std::to_string(devices) + " are"));
-    }
     if (!nccl::built_with_nccl()) invalid("--gpus", "needs NCCL, which this tally was built without");
   }
 

@@ -90,10 +90,11 @@ class local_team {
 
   /**
    * @brief Runs body(rank) on a thread per rank, the rank's device current, and waits for all.
-   * Rethrows the first exception a rank threw. A rank that fails leaves the others waiting in
-   * their next collective: if some are still running `grace` after the first failure, the team
-   * aborts its communicators (ncclCommAbort, which ends their waits with an error) and cannot be
-   * used again.
+   * Rethrows the first exception a rank threw. A rank that fails alone leaves the others waiting
+   * in their next collective: if some are still running `grace` after the first failure, the team
+   * aborts its communicators (ncclCommAbort ends their NCCL kernels; the layer then refuses the
+   * aborted communicators, so those ranks throw errc::communication_error rather than return what
+   * the ended kernels left), and cannot be used again.
    */
   template <class Body>
   void run(Body&& body, std::chrono::milliseconds grace = std::chrono::milliseconds(2000)) {
@@ -144,13 +145,30 @@ class local_team {
 
 namespace detail {
 
-/// What the ranks must agree on, as words compared by the all-gather before any counting; `names`
-/// say which argument each word comes from, for the error.
+/// What the ranks must agree on, as words compared by the all-gather before anything is combined;
+/// `names` say which argument each word comes from, for the error. Besides the arguments that
+/// must be equal, words hold what a rank's own checks would refuse (a null pointer, weights not
+/// as many as the samples), so that a rank that would refuse its arguments differs from the
+/// others and every rank refuses, where that rank alone would leave the others waiting.
 struct call_signature {
-  static constexpr int size = 6;
+  enum slot : int {
+    operation_slot,   ///< the operation (and reduce's op, the predicate's comparison)
+    samples_slot,     ///< the sample type, and whether the samples' pointer is usable
+    counts_slot,      ///< the counter or sum type, and the number of counters or sums
+    bins_slot,        ///< num_bins, the number of edges, or bincount's length
+    lower_slot,       ///< the lower edge's bits, the edges' digest, or the predicate's value
+    upper_slot,       ///< the upper edge's bits
+    arithmetic_slot,  ///< even bins' edge arithmetic
+    options_slot,     ///< last edge, deterministic, strategy
+    launch_slot,      ///< max_blocks and block_threads
+    where_slot,       ///< the placement of the combined bins
+    weights_slot,     ///< the weight type, and whether there is a weight per sample
+    refused_slot,     ///< 1 where this rank's own call refused its arguments (its error says why)
+    size
+  };
   std::array<std::uint64_t, size> words{};
   std::array<const char*, size> names{};
-  void set(int i, const char* name, std::uint64_t word) {
+  void set(slot i, const char* name, std::uint64_t word) {
     words[i] = word;
     names[i] = name;
   }
@@ -170,6 +188,51 @@ inline std::uint64_t bits_of(double x) {
   std::uint64_t bits;
   std::memcpy(&bits, &x, sizeof(bits));
   return bits;
+}
+
+/// The name of a histogram's output in errors: counts, or a weighted histogram's sums.
+template <class Counter>
+constexpr const char* counts_name() {
+  return std::is_same_v<Counter, double> ? "sums" : "counts";
+}
+
+/// Whether a span's pointer can be read: not null unless empty (the one-GPU call refuses a null one).
+template <class T>
+constexpr std::uint64_t usable(std::span<T> values) {
+  return values.empty() || values.data() != nullptr ? 1 : 0;
+}
+
+/// The kinds of bins of a histogram call, in its operation word.
+enum class bin_kind : std::uint8_t { even, range, bincount };
+
+/// The words every histogram call sets: the operation, samples, counts (type and number), options.
+template <class Sample, class Counter>
+call_signature histogram_signature(operation op, bin_kind kind, std::span<const Sample> samples,
+                                   std::span<Counter> counts, const histogram_options& options) {
+  call_signature signature;
+  signature.set(call_signature::operation_slot, "operation",
+                static_cast<std::uint64_t>(op) | static_cast<std::uint64_t>(kind) << 8);
+  signature.set(call_signature::samples_slot, "samples", type_code<Sample>() | usable(samples) << 32);
+  signature.set(call_signature::counts_slot, counts_name<Counter>(),
+                type_code<Counter>() | usable(counts) << 32 | static_cast<std::uint64_t>(counts.size()) << 33);
+  signature.set(call_signature::options_slot, "options",
+                static_cast<std::uint64_t>(options.last_edge) | static_cast<std::uint64_t>(options.deterministic) << 8 |
+                    static_cast<std::uint64_t>(options.algorithm) << 16);
+  return signature;
+}
+
+/// The words of even bins: their number, both edges' bits, and the edge arithmetic.
+inline void set_even_bins(call_signature& signature, const even_bins& bins) {
+  signature.set(call_signature::bins_slot, "bins", static_cast<std::uint64_t>(bins.num_bins));
+  signature.set(call_signature::lower_slot, "bins", bits_of(bins.lower));
+  signature.set(call_signature::upper_slot, "bins", bits_of(bins.upper));
+  signature.set(call_signature::arithmetic_slot, "bins", static_cast<std::uint64_t>(bins.arithmetic));
+}
+
+/// The launch words of reduce, count_if and find_first_if.
+inline std::uint64_t launch_word(const reduce_options& options) {
+  return static_cast<std::uint64_t>(static_cast<std::uint32_t>(options.max_blocks)) |
+         static_cast<std::uint64_t>(static_cast<std::uint32_t>(options.block_threads)) << 32;
 }
 
 /// Where this rank's shard lies in the whole input, from the sizes all ranks gave.
@@ -215,8 +278,12 @@ std::array<std::int64_t, 2> sum_bins(comm_t comm, std::string_view function, voi
                                      bin_type type, placement where, const shard_layout& layout, stream_t stream,
                                      std::uint64_t* word = nullptr);
 
-/// Waits for `stream`, naming `function` if the collective or a kernel failed.
-void wait(std::string_view function, stream_t stream);
+/// Waits for `stream`, naming `function` if the collective or a kernel failed, and refuses a
+/// communicator a local_team aborted meanwhile.
+void wait(std::string_view function, stream_t stream, comm_t comm);
+
+/// Throws errc::communication_error if a local_team aborted `comm` (after another rank failed).
+void check_not_aborted(comm_t comm, std::string_view function);
 
 /// The deterministic float sum of a sharded input (fixed_point_sum.hpp, sharded_sum.hpp): the
 /// bits of one call over the whole input, whatever the number of ranks and the sharding.
@@ -246,15 +313,19 @@ struct no_check {
   void operator()(const shard_layout&) const {}
 };
 
-/// The signature of count_if and find_first_if (`op`): the predicate and the sample type.
+/// The signature of count_if and find_first_if (`op`): the predicate, the sample type, the options.
 template <class T>
-call_signature predicate_signature(operation op, compare_to<T> predicate) {
+call_signature predicate_signature(operation op, std::span<const T> samples, compare_to<T> predicate,
+                                   const reduce_options& options) {
   call_signature signature;
   std::uint64_t value = 0;
   std::memcpy(&value, &predicate.value, sizeof(T));
-  signature.set(0, "predicate", static_cast<std::uint64_t>(op) | static_cast<std::uint64_t>(predicate.op) << 8);
-  signature.set(1, "samples", type_code<T>());
-  signature.set(2, "predicate", value);
+  signature.set(call_signature::operation_slot, "predicate",
+                static_cast<std::uint64_t>(op) | static_cast<std::uint64_t>(predicate.op) << 8);
+  signature.set(call_signature::samples_slot, "samples", type_code<T>() | usable(samples) << 32);
+  signature.set(call_signature::lower_slot, "predicate", value);
+  signature.set(call_signature::options_slot, "options", static_cast<std::uint64_t>(options.algorithm));
+  signature.set(call_signature::launch_slot, "options", launch_word(options));
   return signature;
 }
 
@@ -291,15 +362,29 @@ histogram_result collective_histogram(comm_t comm, std::string_view function, ca
                                       std::uint64_t shard_size, std::span<Counter> counts, placement where,
                                       stream_t stream, CountShard count_shard, CheckShards check_shards = {}) {
   require_nccl(function);
-  signature.set(5, "where", static_cast<std::uint64_t>(where));
+  signature.set(call_signature::where_slot, "where", static_cast<std::uint64_t>(where));
   gpu::workspace& ws = gpu::detail::waiting_workspace(stream);
   histogram_result result;
   shard_layout layout;
   if constexpr (std::is_same_v<CheckShards, no_check>) {
-    // The shard is counted while the signatures travel; the counts are added only once they agree.
+    // The shard's count is enqueued first and the signatures travel while it runs; the counts are
+    // added only once they agree. A rank whose own call refuses (its arguments, its memory) still
+    // takes part in the agreement, saying so, so that every rank stops there rather than wait.
+    std::exception_ptr refused;
+    try {
+      result.chose = count_shard(ws);
+    } catch (...) {
+      refused = std::current_exception();
+      signature.set(call_signature::refused_slot, "arguments", 1);
+    }
     begin_agreement(comm, function, signature, shard_size, stream);
-    result.chose = count_shard(ws);
-    layout = end_agreement(comm, function, signature, stream);
+    try {
+      layout = end_agreement(comm, function, signature, stream);
+    } catch (...) {
+      if (refused) std::rethrow_exception(refused);  // the refusing rank reports its own reason
+      throw;
+    }
+    if (refused) std::rethrow_exception(refused);  // every rank refused alike
   } else {
     layout = agree(comm, function, signature, shard_size, stream);
     check_shards(layout);
@@ -315,11 +400,6 @@ histogram_result collective_histogram(comm_t comm, std::string_view function, ca
   return result;
 }
 
-inline std::uint64_t histogram_word(operation op, const histogram_options& options, std::uint64_t extra = 0) {
-  return static_cast<std::uint64_t>(op) | static_cast<std::uint64_t>(options.last_edge) << 8 |
-         static_cast<std::uint64_t>(options.deterministic) << 16 | extra << 24;
-}
-
 }  // namespace detail
 
 /**
@@ -332,13 +412,9 @@ histogram_result histogram_even(comm_t comm, std::span<const Sample> samples, st
                                 const even_bins& bins, const histogram_options& options = {},
                                 placement where = placement::every_rank, stream_t stream = nullptr) {
   constexpr std::string_view function = "tally::nccl::histogram_even";
-  detail::call_signature signature;
-  signature.set(0, "options",
-                detail::histogram_word(operation::histogram, options, static_cast<std::uint64_t>(bins.arithmetic)));
-  signature.set(1, "samples", detail::type_code<Sample>() | detail::type_code<Counter>() << 16);
-  signature.set(2, "bins", static_cast<std::uint64_t>(bins.num_bins));
-  signature.set(3, "bins", detail::bits_of(bins.lower));
-  signature.set(4, "bins", detail::bits_of(bins.upper));
+  detail::call_signature signature =
+      detail::histogram_signature(operation::histogram, detail::bin_kind::even, samples, counts, options);
+  detail::set_even_bins(signature, bins);
   return gpu::detail::naming_failures(function, [&] {
     return detail::collective_histogram(
         comm, function, signature, samples.size(), counts, where, stream,
@@ -359,15 +435,15 @@ histogram_result histogram_even(comm_t comm, std::span<const Sample> samples, st
                                 placement where = placement::every_rank, stream_t stream = nullptr) {
   static_assert(std::is_same_v<Sum, double>, "weighted sums: double");
   constexpr std::string_view function = "tally::nccl::histogram_even";
-  detail::call_signature signature;
-  signature.set(
-      0, "options",
-      detail::histogram_word(operation::weighted_histogram, options, static_cast<std::uint64_t>(bins.arithmetic)));
-  signature.set(1, "samples", detail::type_code<Sample>() | detail::type_code<Weight>() << 16);
-  signature.set(2, "bins", static_cast<std::uint64_t>(bins.num_bins));
-  signature.set(3, "bins", detail::bits_of(bins.lower));
-  signature.set(4, "bins", detail::bits_of(bins.upper));
-  signature.set(5, "where", static_cast<std::uint64_t>(where));
+  using slot = detail::call_signature;
+  detail::call_signature signature =
+      detail::histogram_signature(operation::weighted_histogram, detail::bin_kind::even, samples, sums, options);
+  detail::set_even_bins(signature, bins);
+  signature.set(slot::where_slot, "where", static_cast<std::uint64_t>(where));
+  // A weight per sample, checked by each rank, compared by all.
+  signature.set(slot::weights_slot, "weights",
+                detail::type_code<Weight>() | detail::usable(weights) << 32 |
+                    static_cast<std::uint64_t>(weights.size() == samples.size()) << 33);
   return gpu::detail::naming_failures(function, [&]() -> histogram_result {
     detail::require_nccl(function);
     const detail::shard_layout layout = detail::agree(comm, function, signature, samples.size(), stream);
@@ -413,11 +489,11 @@ histogram_result histogram_range(comm_t comm, std::span<const Sample> samples, s
   // The edges' digest: their count, and their bits folded (FNV-1a over the words).
   std::uint64_t digest = 0xcbf29ce484222325ull;
   for (double edge : edges) digest = (digest ^ detail::bits_of(edge)) * 0x100000001b3ull;
-  detail::call_signature signature;
-  signature.set(0, "options", detail::histogram_word(operation::histogram, options, 1 << 8));
-  signature.set(1, "samples", detail::type_code<Sample>() | detail::type_code<Counter>() << 16);
-  signature.set(2, "edges", edges.size());
-  signature.set(3, "edges", digest);
+  using slot = detail::call_signature;
+  detail::call_signature signature =
+      detail::histogram_signature(operation::histogram, detail::bin_kind::range, samples, counts, options);
+  signature.set(slot::bins_slot, "edges", edges.size());
+  signature.set(slot::lower_slot, "edges", digest);
   return gpu::detail::naming_failures(function, [&] {
     return detail::collective_histogram(
         comm, function, signature, samples.size(), counts, where, stream,
@@ -436,10 +512,9 @@ histogram_result bincount(comm_t comm, std::span<const Sample> samples, std::spa
                           const histogram_options& options = {}, placement where = placement::every_rank,
                           stream_t stream = nullptr) {
   constexpr std::string_view function = "tally::nccl::bincount";
-  detail::call_signature signature;
-  signature.set(0, "options", detail::histogram_word(operation::histogram, options, 2 << 8));
-  signature.set(1, "samples", detail::type_code<Sample>() | detail::type_code<Counter>() << 16);
-  signature.set(2, "counts", counts.size());
+  // bincount's length is the counts' size, in the counts word.
+  const detail::call_signature signature =
+      detail::histogram_signature(operation::histogram, detail::bin_kind::bincount, samples, counts, options);
   return gpu::detail::naming_failures(function, [&] {
     return detail::collective_histogram(
         comm, function, signature, samples.size(), counts, where, stream,
@@ -464,11 +539,15 @@ reduce_result<T> reduce(comm_t comm, std::span<const T> samples, reduce_op op, c
   constexpr std::string_view function = "tally::nccl::reduce";
   static_assert(is_reduce_sample_v<T>, "reduce samples: the types of is_reduce_sample_v (tally/reduce.hpp)");
   using A = accumulator_t<T>;
+  using slot = detail::call_signature;
   detail::call_signature signature;
-  signature.set(0, "op",
-                static_cast<std::uint64_t>(operation::reduce) | static_cast<std::uint64_t>(op) << 8 |
-                    static_cast<std::uint64_t>(options.deterministic) << 16);
-  signature.set(1, "samples", detail::type_code<T>());
+  signature.set(slot::operation_slot, "op",
+                static_cast<std::uint64_t>(operation::reduce) | static_cast<std::uint64_t>(op) << 8);
+  signature.set(slot::samples_slot, "samples", detail::type_code<T>() | detail::usable(samples) << 32);
+  signature.set(slot::options_slot, "options",
+                static_cast<std::uint64_t>(options.deterministic) << 8 | static_cast<std::uint64_t>(options.algorithm)
+                                                                             << 16);
+  signature.set(slot::launch_slot, "options", detail::launch_word(options));
   return gpu::detail::naming_failures(function, [&]() -> reduce_result<T> {
     detail::require_nccl(function);
     const detail::shard_layout layout = detail::agree(comm, function, signature, samples.size(), stream);
@@ -500,7 +579,8 @@ template <class T>
 count_result count_if(comm_t comm, std::span<const T> samples, compare_to<T> predicate,
                       const reduce_options& options = {}, stream_t stream = nullptr) {
   constexpr std::string_view function = "tally::nccl::count_if";
-  const detail::call_signature signature = detail::predicate_signature(operation::count_if, predicate);
+  const detail::call_signature signature =
+      detail::predicate_signature(operation::count_if, samples, predicate, options);
   return gpu::detail::naming_failures(function, [&]() -> count_result {
     detail::require_nccl(function);
     detail::agree(comm, function, signature, samples.size(), stream);
@@ -521,7 +601,8 @@ template <class T>
 find_result find_first_if(comm_t comm, std::span<const T> samples, compare_to<T> predicate,
                           const reduce_options& options = {}, stream_t stream = nullptr) {
   constexpr std::string_view function = "tally::nccl::find_first_if";
-  const detail::call_signature signature = detail::predicate_signature(operation::find_first_if, predicate);
+  const detail::call_signature signature =
+      detail::predicate_signature(operation::find_first_if, samples, predicate, options);
   return gpu::detail::naming_failures(function, [&]() -> find_result {
     detail::require_nccl(function);
     const detail::shard_layout layout = detail::agree(comm, function, signature, samples.size(), stream);

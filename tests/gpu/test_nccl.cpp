@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include <limits>
 #include <mutex>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -351,6 +354,10 @@ TEST(Nccl, WeightedHistogramsDeterministicHaveOneGpuBitsAndPlainAgree) {
                                                           weight_shard.const_span(), sums.span(), bins, options, where);
           const std::vector<double> got = tally::test::download(sums);
           EXPECT_EQ(result.left_out, want.left_out);
+          const auto slice = where == placement::every_rank ? std::array<std::int64_t, 2>{0, bins.num_bins}
+                                                            : tally::nccl::scattered_slice(bins.num_bins, rank, ranks);
+          ASSERT_EQ(result.first_bin, slice[0]);
+          ASSERT_EQ(result.num_bins, slice[1]);
           for (std::int64_t b = result.first_bin; b < result.first_bin + result.num_bins; ++b) {
             const std::string trace = std::string(deterministic ? "deterministic" : "plain") + ", " + describe(sizes) +
                                       ", rank " + std::to_string(rank) + ", bin " + std::to_string(b);
@@ -388,6 +395,50 @@ TEST(Nccl, RanksGivenDifferentBinsAllRefuseNamingTheArgument) {
     }
   });
   EXPECT_EQ(arguments, std::vector<std::string>(static_cast<std::size_t>(ranks), "bins"));
+  // Counts of another size on one rank (its own call would refuse them): every rank refuses.
+  arguments.clear();
+  on_every_rank([&](int rank) {
+    const auto shard = tally::test::to_device(std::vector<float>(1000, 1.0f));
+    tally::gpu::device_buffer<std::uint32_t> counts(rank == 1 ? 9 : 10);
+    try {
+      tally::nccl::histogram_even(the_team().comm(rank), shard.const_span(), counts.span(),
+                                  tally::even_bins{10, 0.0, 10.0});
+    } catch (const tally::error& e) {
+      EXPECT_EQ(e.code(), tally::errc::invalid_argument);
+      const std::lock_guard lock(seen);
+      arguments.push_back(e.argument());
+    }
+  });
+  ASSERT_EQ(arguments.size(), static_cast<std::size_t>(ranks));
+  for (const std::string& argument : arguments) EXPECT_TRUE(argument == "counts") << argument;
+}
+
+TEST(Nccl, ATeamWhoseRankFailsAloneAbortsAndTheWaitingRanksThrow) {
+  if (the_team().size() < 2) GTEST_SKIP() << "needs two GPUs";
+  std::vector<int> devices{0, 1};
+  tally::nccl::local_team team(devices);  // its own: this test aborts it
+  std::atomic<int> refused{0};
+  try {
+    team.run(
+        [&](int rank) {
+          if (rank == 0) throw std::runtime_error("rank 0 failed before its collective");
+          const auto shard = tally::test::to_device(std::vector<float>(1000, 1.0f));
+          try {
+            tally::nccl::count_if(team.comm(rank), shard.const_span(),
+                                  tally::compare_to<float>{tally::comparison::less, 2.0f});
+          } catch (const tally::error& e) {
+            EXPECT_EQ(e.code(), tally::errc::communication_error) << e.what();
+            ++refused;
+            throw;
+          }
+        },
+        std::chrono::milliseconds(500));
+    ADD_FAILURE() << "run returned although rank 0 threw";
+  } catch (const std::runtime_error& e) {
+    EXPECT_EQ(std::string(e.what()), "rank 0 failed before its collective");  // the first failure
+  }
+  EXPECT_EQ(refused.load(), 1) << "rank 1 should have been released by the abort and refused the aborted comm";
+  EXPECT_THROW(team.run([](int) {}), tally::error);  // an aborted team cannot run again
 }
 
 TEST(Nccl, ACommunicatorOfAnotherDeviceOrNoneIsRefused) {
