@@ -26,8 +26,10 @@ struct scaling_row {
   int gpus = 0;     ///< 0: tally::gpu::histogram_even on GPU 0, no NCCL
   std::string api;  ///< "tally::gpu" or "tally::nccl"
   double median_ms = 0.0;
+  double sustained_ms = 0.0;  ///< the runs back to back: their total time over their number
   double samples_per_s = 0.0;
-  double speedup = 0.0;            ///< against the one-GPU call
+  double speedup = 0.0;            ///< against the one-GPU call, of the medians
+  double sustained_speedup = 0.0;  ///< against the one-GPU call, of the sustained times
   double of_read_bandwidth = 0.0;  ///< bytes a second over (GPUs x GPU 0's read bandwidth)
   bool mismatch = false;           ///< counts differ from the one-GPU call's
 };
@@ -40,6 +42,8 @@ const row_field<scaling_row> scaling_fields[] = {
     {"gpus", [](const scaling_row& r) { return row_fields(r.gpus); }},
     {"api", [](const scaling_row& r) { return row_fields(r.api); }},
     {"median_ms", [](const scaling_row& r) { return row_fields(r.median_ms); }},
+    {"sustained_ms", [](const scaling_row& r) { return row_fields(r.sustained_ms); }},
+    {"sustained_speedup", [](const scaling_row& r) { return row_fields(r.sustained_speedup); }},
     {"samples_per_s", [](const scaling_row& r) { return row_fields(r.samples_per_s); }},
     {"speedup", [](const scaling_row& r) { return row_fields(r.speedup); }},
     {"of_read_bandwidth", [](const scaling_row& r) { return row_fields(r.of_read_bandwidth); }},
@@ -51,17 +55,26 @@ double median(std::vector<double> values) {
   return values[values.size() / 2];
 }
 
-/// Wall time of `runs` calls of `call()` after `warmup`, each call waited for: the median, in ms.
+/// Wall times of `runs` calls of `call()` after `warmup`, each call waited for, in ms: the median
+/// of the calls, and their total over their number (the calls back to back, as a stream of them
+/// runs, where one call's start follows the last one's end).
+struct call_times {
+  double median_ms = 0.0;
+  double sustained_ms = 0.0;
+};
+
 template <class Call>
-double median_call_ms(int warmup, int runs, Call call) {
+call_times time_calls(int warmup, int runs, Call call) {
   for (int i = 0; i < warmup; ++i) call();
   std::vector<double> times;
+  const auto first = std::chrono::steady_clock::now();
   for (int i = 0; i < runs; ++i) {
     const auto start = std::chrono::steady_clock::now();
     call();
     times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
   }
-  return median(times);
+  const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first).count();
+  return {median(times), total / runs};
 }
 
 template <class T>
@@ -85,12 +98,15 @@ void measure(const gpus_bench_request& request, distribution d, std::int64_t num
     nccl::detail::make_current(0);
     const gpu::device_buffer<T> d_samples{std::span<const T>(samples)};
     gpu::device_buffer<std::uint64_t> counts(static_cast<std::size_t>(num_bins));
-    one.median_ms = median_call_ms(request.warmup, request.runs,
-                                   [&] { gpu::histogram_even(d_samples.const_span(), counts.span(), bins); });
+    const call_times times = time_calls(request.warmup, request.runs,
+                                        [&] { gpu::histogram_even(d_samples.const_span(), counts.span(), bins); });
+    one.median_ms = times.median_ms;
+    one.sustained_ms = times.sustained_ms;
     counts.download(want);
   }
   one.samples_per_s = static_cast<double>(n) / (one.median_ms * 1e-3);
   one.speedup = 1.0;
+  one.sustained_speedup = 1.0;
   one.of_read_bandwidth = bytes / (one.median_ms * 1e-3) / read_bytes_per_s;
   rows.push_back(one);
 
@@ -110,16 +126,18 @@ void measure(const gpus_bench_request& request, distribution d, std::int64_t num
       const gpu::device_buffer<T> shard(std::span<const T>(samples.data() + first, last - first));
       gpu::device_buffer<std::uint64_t> counts(static_cast<std::size_t>(num_bins));
       // Every call is a collective: the ranks keep step, and rank 0's wall time is the call's.
-      const double ms = median_call_ms(request.warmup, request.runs, [&] {
+      const call_times times = time_calls(request.warmup, request.runs, [&] {
         nccl::histogram_even(team.comm(rank), shard.const_span(), counts.span(), bins);
       });
       if (rank == 0) {
-        row.median_ms = ms;
+        row.median_ms = times.median_ms;
+        row.sustained_ms = times.sustained_ms;
         counts.download(got);
       }
     });
     row.samples_per_s = static_cast<double>(n) / (row.median_ms * 1e-3);
     row.speedup = one.median_ms / row.median_ms;
+    row.sustained_speedup = one.sustained_ms / row.sustained_ms;
     row.of_read_bandwidth = bytes / (row.median_ms * 1e-3) / (read_bytes_per_s * g);
     row.mismatch = got != want;
     rows.push_back(row);
@@ -140,8 +158,8 @@ int run_bench_across_gpus(const gpus_bench_request& request, const result_files&
   print_environment_header(stdout, "bench --gpus", env);
   std::printf("GPU 0's read bandwidth: %.0f GB/s; wall time of each call, result waited for; median of %d runs\n\n",
               read_bytes_per_s * 1e-9, request.runs);
-  std::printf("%-8s %-12s %7s %12s %5s %-12s %10s %14s %8s %10s\n", "type", "distribution", "bins", "samples", "gpus",
-              "api", "ms", "samples/s", "speedup", "of read");
+  std::printf("%-8s %-12s %7s %12s %5s %-12s %10s %14s %8s %10s %13s %10s\n", "type", "distribution", "bins",
+              "samples", "gpus", "api", "ms", "samples/s", "speedup", "of read", "sustained ms", "speedup");
   std::vector<scaling_row> rows;
   for (const std::string& type : request.types) {
     for (const distribution d : request.distributions) {
@@ -157,9 +175,10 @@ int run_bench_across_gpus(const gpus_bench_request& request, const result_files&
           }
           for (std::size_t i = before; i < rows.size(); ++i) {
             const scaling_row& r = rows[i];
-            std::printf("%-8s %-12s %7lld %12lld %5d %-12s %10.3f %14.4g %8.2f %10.3f%s\n", r.type.c_str(),
-                        r.distribution.c_str(), static_cast<long long>(r.bins), static_cast<long long>(r.samples),
-                        r.gpus, r.api.c_str(), r.median_ms, r.samples_per_s, r.speedup, r.of_read_bandwidth,
+            std::printf("%-8s %-12s %7lld %12lld %5d %-12s %10.3f %14.4g %8.2f %10.3f %13.3f %10.2f%s\n",
+                        r.type.c_str(), r.distribution.c_str(), static_cast<long long>(r.bins),
+                        static_cast<long long>(r.samples), r.gpus, r.api.c_str(), r.median_ms, r.samples_per_s,
+                        r.speedup, r.of_read_bandwidth, r.sustained_ms, r.sustained_speedup,
                         r.mismatch ? "  MISMATCH" : "");
           }
           std::fflush(stdout);
