@@ -860,9 +860,12 @@ void report(const hist_arguments& args, const hist_settings& settings, const sam
             const count_totals& totals, bool automatic_range) {
   const std::uint64_t samples = file.num_samples();
   const std::uint64_t counted = samples - totals.left_out;
-  std::string text = fmt::format("tally hist: {}: {} {} samples ({}), {} chunk{} of at most {} MiB\n", file.name(),
-                                 samples, to_string(file.type()), file.layout(), totals.chunks,
-                                 totals.chunks == 1 ? "" : "s", settings.chunk_mb);
+  const std::string parts = settings.gpus > 0 ? fmt::format("{} part{}, one a GPU", totals.chunks,
+                                                             totals.chunks == 1 ? "" : "s")
+                                              : fmt::format("{} chunk{} of at most {} MiB", totals.chunks,
+                                                            totals.chunks == 1 ? "" : "s", settings.chunk_mb);
+  std::string text = fmt::format("tally hist: {}: {} {} samples ({}), {}\n", file.name(), samples,
+                                 to_string(file.type()), file.layout(), parts);
   text += fmt::format("  bins:     {}\n", plan.description);
   if (plan.kind != bin_kind::bincount) {
     text += fmt::format("            bins are [lower, upper){}\n",
