@@ -4,12 +4,11 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <vector>
 
 #include "distributions.hpp"
+#include "host_timing.hpp"
 #include "run_environment.hpp"
 #include "tally/gpu.hpp"
 #include "tally/gpu/timing.hpp"
@@ -50,11 +49,6 @@ const row_field<scaling_row> scaling_fields[] = {
     {"mismatch", [](const scaling_row& r) { return row_fields(r.mismatch); }},
 };
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
-}
-
 /// Wall times of `runs` calls of `call()` after `warmup`, each call waited for, in ms: the median
 /// of the calls, and their total over their number (the calls back to back, as a stream of them
 /// runs, where one call's start follows the last one's end).
@@ -67,14 +61,10 @@ template <class Call>
 call_times time_calls(int warmup, int runs, Call call) {
   for (int i = 0; i < warmup; ++i) call();
   std::vector<double> times;
-  const auto first = std::chrono::steady_clock::now();
-  for (int i = 0; i < runs; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    call();
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-  }
-  const double total = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - first).count();
-  return {median(times), total / runs};
+  const double total = host_ms([&] {
+    for (int i = 0; i < runs; ++i) times.push_back(host_ms(call));
+  });
+  return {summarize_ms(std::move(times)).median_ms, total / runs};
 }
 
 template <class T>

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -184,12 +185,6 @@ constexpr std::uint64_t type_code() {
   return kind << 8 | sizeof(T);
 }
 
-inline std::uint64_t bits_of(double x) {
-  std::uint64_t bits;
-  std::memcpy(&bits, &x, sizeof(bits));
-  return bits;
-}
-
 /// The name of a histogram's output in errors: counts, or a weighted histogram's sums.
 template <class Counter>
 constexpr const char* counts_name() {
@@ -224,8 +219,8 @@ call_signature histogram_signature(operation op, bin_kind kind, std::span<const 
 /// The words of even bins: their number, both edges' bits, and the edge arithmetic.
 inline void set_even_bins(call_signature& signature, const even_bins& bins) {
   signature.set(call_signature::bins_slot, "bins", static_cast<std::uint64_t>(bins.num_bins));
-  signature.set(call_signature::lower_slot, "bins", bits_of(bins.lower));
-  signature.set(call_signature::upper_slot, "bins", bits_of(bins.upper));
+  signature.set(call_signature::lower_slot, "bins", std::bit_cast<std::uint64_t>(bins.lower));
+  signature.set(call_signature::upper_slot, "bins", std::bit_cast<std::uint64_t>(bins.upper));
   signature.set(call_signature::arithmetic_slot, "bins", static_cast<std::uint64_t>(bins.arithmetic));
 }
 
@@ -488,7 +483,7 @@ histogram_result histogram_range(comm_t comm, std::span<const Sample> samples, s
   constexpr std::string_view function = "tally::nccl::histogram_range";
   // The edges' digest: their count, and their bits folded (FNV-1a over the words).
   std::uint64_t digest = 0xcbf29ce484222325ull;
-  for (double edge : edges) digest = (digest ^ detail::bits_of(edge)) * 0x100000001b3ull;
+  for (double edge : edges) digest = (digest ^ std::bit_cast<std::uint64_t>(edge)) * 0x100000001b3ull;
   using slot = detail::call_signature;
   detail::call_signature signature =
       detail::histogram_signature(operation::histogram, detail::bin_kind::range, samples, counts, options);
