@@ -81,21 +81,15 @@ TALLY_HOST_DEVICE inline double from_bits(std::uint64_t bits) {
   return x;
 }
 
-/// A bin's words and flags as the double nearest to high * 2^32 + low, times 2^-32, or the
-/// special value its flags call for: NaN for a NaN or out-of-range weight or for both
-/// infinities, else the infinity seen; an exact zero gives +0.
-TALLY_HOST_DEVICE inline double to_double(std::uint64_t low_sum, std::uint64_t high_sum, std::uint32_t flags) {
-  if ((flags & (saw_nan | saw_out_of_range)) != 0 || (flags & (saw_plus_inf | saw_minus_inf)) == (saw_plus_inf | saw_minus_inf)) {
-    return from_bits(0x7ff8000000000000ull);
-  }
-  if ((flags & saw_plus_inf) != 0) return from_bits(0x7ff0000000000000ull);
-  if ((flags & saw_minus_inf) != 0) return from_bits(0xfff0000000000000ull);
-  // total = high * 2^32 + low as a 128-bit two's complement integer: |total| < 2^96.
-  __extension__ using wide = __int128;
-  __extension__ using unsigned_wide = unsigned __int128;
-  const wide total = static_cast<wide>(static_cast<std::int64_t>(high_sum)) * (wide{1} << 32) + static_cast<wide>(low_sum);
+/// 128-bit integers, for sums wider than a word (GCC's and nvcc's extension).
+__extension__ using wide_int = __int128;
+__extension__ using wide_uint = unsigned __int128;
+
+/// The double nearest to total * 2^-fraction_bits (one rounding, to nearest even), for any
+/// 128-bit integer but the most negative.
+TALLY_HOST_DEVICE inline double scaled_to_double(wide_int total, int fraction_bits) {
   const bool negative = total < 0;
-  const unsigned_wide magnitude = static_cast<unsigned_wide>(negative ? -total : total);
+  const wide_uint magnitude = static_cast<wide_uint>(negative ? -total : total);
   const auto top = static_cast<std::uint64_t>(magnitude >> 64);
   // Shift right until it fits 64 bits, OR-ing what falls off into bit 0 (a sticky bit): the
   // 64-bit value then has its top bit at 63 and double keeps bits 63..11, so bit 0 lies below
@@ -108,9 +102,24 @@ TALLY_HOST_DEVICE inline double to_double(std::uint64_t low_sum, std::uint64_t h
 #else
   const double rounded = static_cast<double>(kept);
 #endif
-  // Exact: scaling by a power of two, the result between 2^-32 and 2^96 (or 0).
+  // Exact: scaling by a power of two (no result here is subnormal or beyond double's range).
   const double value = ldexp(rounded, shift - fraction_bits);
   return negative ? -value : value;
+}
+
+/// A bin's words and flags as the double nearest to high * 2^32 + low, times 2^-32, or the
+/// special value its flags call for: NaN for a NaN or out-of-range weight or for both
+/// infinities, else the infinity seen; an exact zero gives +0.
+TALLY_HOST_DEVICE inline double to_double(std::uint64_t low_sum, std::uint64_t high_sum, std::uint32_t flags) {
+  if ((flags & (saw_nan | saw_out_of_range)) != 0 || (flags & (saw_plus_inf | saw_minus_inf)) == (saw_plus_inf | saw_minus_inf)) {
+    return from_bits(0x7ff8000000000000ull);
+  }
+  if ((flags & saw_plus_inf) != 0) return from_bits(0x7ff0000000000000ull);
+  if ((flags & saw_minus_inf) != 0) return from_bits(0xfff0000000000000ull);
+  // total = high * 2^32 + low as a 128-bit two's complement integer: |total| < 2^96.
+  const wide_int total =
+      static_cast<wide_int>(static_cast<std::int64_t>(high_sum)) * (wide_int{1} << 32) + static_cast<wide_int>(low_sum);
+  return scaled_to_double(total, fraction_bits);
 }
 
 }  // namespace tally::detail::fixed_point_weight
