@@ -180,6 +180,53 @@ TEST(GpuWeightedHistogram, NanAndInfiniteWeightsPropagateAsOnTheCpu) {
   }
 }
 
+/// Weights at the edges of shared_atomic's integer sums: the largest below 2^31 of each sign,
+/// powers of two at both ends of the grids (2^-32 deterministic, 2^-64 for double sums), weights
+/// just off the grid (summed in double), zeros of both signs; `spread` of them into 3 bins, most
+/// into bin 0, so that carries and borrows pile up in one bin's limbs.
+template <class Weight>
+void check_weights_at_the_limbs_edges(std::size_t n) {
+  SCOPED_TRACE(type_name<Weight>() + " weights, n=" + std::to_string(n));
+  const Weight below_2_31 = std::nextafter(static_cast<Weight>(2147483648.0), Weight{0});
+  const std::vector<double> edges{static_cast<double>(below_2_31), std::ldexp(1.0, 30), 1.0,
+                                  std::ldexp(1.0, -32), std::ldexp(1.0, -33), std::ldexp(1.0, -41),
+                                  std::ldexp(1.0, -64), std::ldexp(3.0, -65), 1e-20, 0.1, 0.0};
+  std::mt19937_64 rng(seed + n);
+  std::vector<std::int32_t> samples(n);
+  std::vector<Weight> weights(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    samples[i] = rng() % 10 < 8 ? 0 : static_cast<std::int32_t>(rng() % 4);  // bin 3 is left out
+    const double w = edges[rng() % edges.size()];
+    weights[i] = static_cast<Weight>(rng() % 2 == 0 ? w : -w);
+  }
+  const even_bins bins{3, 0.0, 3.0};
+  const tally_test::weighted_reference ref = tally_test::weigh_in_long_double(samples, weights, bins, upper_edge::exclusive);
+  std::vector<double> cpu_deterministic(3);
+  cpu::histogram_even(std::span<const std::int32_t>(samples), std::span<const Weight>(weights),
+                      std::span<double>(cpu_deterministic), bins, {strategy::sequential, upper_edge::exclusive, true});
+  for (const strategy s : weighted_strategies) {
+    for (const bool deterministic : {false, true}) {
+      SCOPED_TRACE(std::string(tally::to_string(s)) + (deterministic ? ", deterministic" : ""));
+      std::vector<double> sums;
+      const histogram_result got = run_gpu(samples, weights, 0, bins, {s, upper_edge::exclusive, deterministic}, sums);
+      EXPECT_EQ(got.left_out, ref.left_out);
+      if (deterministic) {
+        EXPECT_TRUE(same_bits(sums, cpu_deterministic)) << "deterministic GPU sums differ from the CPU's";
+        EXPECT_EQ(tally_test::sums_within(sums, ref, tally_test::deterministic_bound), "");
+      } else {
+        EXPECT_EQ(tally_test::sums_within(sums, ref, tally_test::floating_bound), "");
+      }
+    }
+  }
+}
+
+TEST(GpuWeightedHistogram, WeightsAtTheEdgesOfTheIntegerSums) {
+  for (const std::size_t n : {std::size_t{1000}, quick_mode() ? std::size_t{100003} : (std::size_t{1} << 20) + 7}) {
+    check_weights_at_the_limbs_edges<double>(n);
+    check_weights_at_the_limbs_edges<float>(n);
+  }
+}
+
 TEST(GpuWeightedHistogram, DeterministicRefusesWeightsBeyond2Pow31) {
   const std::vector<double> samples{0.5, 1.5, 7.0};
   const std::vector<double> weights{1.0, 2147483648.0, 1e300};  // the last sample is left out: ignored

@@ -5,12 +5,16 @@
 // (device-scope atomics) or in a block's shared-memory copy (shared-memory atomics), then flushed.
 // With warp_aggregated, the lanes of a warp that hold one bin first add their weights with
 // shuffles, so that a crowded bin takes one atomic a warp rather than 32 that wait on each other.
+// With shared_atomic, a block's copy holds its sums as integers in 32-bit limbs (limb_sum.hpp), so
+// that every add is a native integer atomic, which lanes of one bin do not wait on each other for.
 #pragma once
 
 #include <cstdint>
 
+#include "tally/detail/block/block_histogram.cuh"
 #include "tally/detail/block/vectorized_walk.cuh"
 #include "tally/detail/fixed_point_weight.hpp"
+#include "tally/detail/limb_sum.hpp"
 
 namespace tally::detail {
 
@@ -105,6 +109,34 @@ __device__ __forceinline__ Value sum_over_warp(Value value) {
 }
 
 /**
+ * Grid-stride walk by whole warps: each step a lane loads `Items` samples and their weights (a
+ * warp's 32 x Items consecutive ones, all loads issued before any is used, so a lane waits for
+ * memory once a step, not twice a sample), then calls `visit(sample, weight, valid)` for each, in
+ * order; `valid` is false past the end, where every lane still calls (visitors may vote).
+ */
+template <int Items, class Sample, class Weight, class Visit>
+__device__ __forceinline__ void walk_weighted_steps(const Sample* samples, const Weight* weights,
+                                                    std::int64_t num_samples, Visit visit) {
+  const unsigned lane = threadIdx.x % 32;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x * Items;
+  for (std::int64_t base = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + (threadIdx.x - lane)) * Items;
+       base < num_samples; base += stride) {
+    Sample sample[Items]{};
+    Weight weight[Items]{};
+#pragma unroll
+    for (int k = 0; k < Items; ++k) {
+      const std::int64_t i = base + k * 32 + lane;
+      if (i < num_samples) {
+        sample[k] = samples[i];
+        weight[k] = weights[i];
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < Items; ++k) visit(sample[k], weight[k], base + k * 32 + lane < num_samples);
+  }
+}
+
+/**
  * Grid-stride walk by whole warps for warp_aggregated: each step a warp loads `Items` x 32
  * samples and their weights (all loads issued before any is used, so a lane waits for memory once
  * a step, not twice a sample). `weigh(bin, weight)` turns a counted sample's weight into a Value
@@ -121,46 +153,31 @@ __device__ __forceinline__ std::uint64_t for_each_weighted_in_warps(const Sample
                                                                     Weigh weigh, Add add) {
   std::uint64_t left_out = 0;
   const unsigned lane = threadIdx.x % 32;
-  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x * Items;
-  for (std::int64_t base = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + (threadIdx.x - lane)) * Items;
-       base < num_samples; base += stride) {
-    Sample sample[Items]{};
-    Weight weight[Items]{};
-#pragma unroll
-    for (int k = 0; k < Items; ++k) {
-      const std::int64_t i = base + k * 32 + lane;
-      if (i < num_samples) {
-        sample[k] = samples[i];
-        weight[k] = weights[i];
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < Items; ++k) {
-      std::int64_t bin = -1;  // no sample, or one left out
-      Value value{};
-      if (base + k * 32 + lane < num_samples) {
-        bin = map(sample[k]);
-        if (bin < 0) {
-          ++left_out;
-        } else {
-          value = weigh(bin, static_cast<double>(weight[k]));
-        }
-      }
-      const Key key = static_cast<Key>(bin);
-      const bool same_as_below = __shfl_up_sync(0xffffffffu, key, 1) == key && lane > 0 && key >= 0;
-      const unsigned same = __ballot_sync(0xffffffffu, same_as_below);
-      if (same == 0) {
-        if (key >= 0) add(bin, value);
-      } else if (same == 0xfffffffeu) {  // every lane holds the bin of lane 0
-        const Value total = sum_over_warp(value);
-        if (lane == 0) add(bin, total);
+  walk_weighted_steps<Items>(samples, weights, num_samples, [&](Sample sample, Weight weight, bool valid) {
+    std::int64_t bin = -1;  // no sample, or one left out
+    Value value{};
+    if (valid) {
+      bin = map(sample);
+      if (bin < 0) {
+        ++left_out;
       } else {
-        const unsigned peers = __match_any_sync(0xffffffffu, key);
-        const Value total = sum_over_peers(peers, value);
-        if (key >= 0 && (peers & ((1u << lane) - 1)) == 0) add(bin, total);  // the group's lowest lane
+        value = weigh(bin, static_cast<double>(weight));
       }
     }
-  }
+    const Key key = static_cast<Key>(bin);
+    const bool same_as_below = __shfl_up_sync(0xffffffffu, key, 1) == key && lane > 0 && key >= 0;
+    const unsigned same = __ballot_sync(0xffffffffu, same_as_below);
+    if (same == 0) {
+      if (key >= 0) add(bin, value);
+    } else if (same == 0xfffffffeu) {  // every lane holds the bin of lane 0
+      const Value total = sum_over_warp(value);
+      if (lane == 0) add(bin, total);
+    } else {
+      const unsigned peers = __match_any_sync(0xffffffffu, key);
+      const Value total = sum_over_peers(peers, value);
+      if (key >= 0 && (peers & ((1u << lane) - 1)) == 0) add(bin, total);  // the group's lowest lane
+    }
+  });
   return left_out;
 }
 
@@ -200,5 +217,117 @@ __device__ __forceinline__ void flush_fixed_copy(const fixed_point_bins& copy, s
     if (copy.flags[bin] != 0) atomicOr(bins.flags + bin, copy.flags[bin]);
   }
 }
+
+/// Adds a limb_sum value to word `word` of each of `Limbs` arrays of `words` 32-bit words at
+/// `limbs`, with shared- (or global-) memory integer atomics.
+template <int Limbs>
+__device__ __forceinline__ void add_to_limb_words(std::uint32_t* limbs, std::uint32_t words, std::uint32_t word,
+                                                  const limb_sum::chunks<Limbs>& value) {
+  limb_sum::add_chunks<Limbs>(
+      value, [&](int i, std::uint32_t a) { return atomicAdd(limbs + i * words + word, a); },
+      [&](int i, std::uint32_t a) { atomicAdd(limbs + i * words + word, a); });
+}
+
+/**
+ * A block's shared-memory copy of double sums (shared_atomic): each bin's weights that lie on the
+ * grid of 2^-64 (limb_sum::exact_chunks: every float from 2^-41 up) summed exactly in four 32-bit
+ * limbs, the rest (NaN, infinities, finer or larger weights) in a double added by compare-and-swap.
+ * Each array holds swizzled_words(num_bins) words and bin b sits at word bank_swizzled(b): bins
+ * 32 apart would share a bank.
+ */
+struct exact_limb_copy {
+  double* rest;
+  std::uint32_t* limbs;  // exact_limbs arrays of `words`
+  std::uint32_t words;
+
+  /// Shared-memory bytes for num_bins bins.
+  __host__ __device__ static std::size_t bytes(std::int64_t num_bins) {
+    return static_cast<std::size_t>(swizzled_words(num_bins)) * (sizeof(double) + limb_sum::exact_limbs * 4);
+  }
+  __device__ static exact_limb_copy at(void* shared, std::int64_t num_bins) {
+    const auto words = static_cast<std::uint32_t>(swizzled_words(num_bins));
+    double* rest = static_cast<double*>(shared);
+    return {rest, reinterpret_cast<std::uint32_t*>(rest + words), words};
+  }
+  /// Zeroes the copy (the block's threads together; a __syncthreads must follow).
+  __device__ void zero() const {
+    for (std::uint32_t w = threadIdx.x; w < words; w += blockDim.x) {
+      rest[w] = 0.0;
+#pragma unroll
+      for (int i = 0; i < limb_sum::exact_limbs; ++i) limbs[i * words + w] = 0;
+    }
+  }
+  /// Adds a float or double weight (a float's chunks come from its own bits).
+  template <class Weight>
+  __device__ __forceinline__ void add(std::uint32_t bin, Weight weight) const {
+    const std::uint32_t word = bank_swizzled(bin);
+    limb_sum::chunks<limb_sum::exact_limbs> value;
+    if (limb_sum::exact_chunks(weight, value)) {
+      add_to_limb_words(limbs, words, word, value);
+    } else {
+      atomicAdd(rest + word, static_cast<double>(weight));
+    }
+  }
+  /// Adds each bin's sum, rounded once, to `sums` (one atomic per non-zero bin; NaN is non-zero).
+  /// The block's threads together, after a __syncthreads.
+  __device__ void flush(std::int64_t num_bins, double* sums) const {
+    for (std::uint32_t w = threadIdx.x; w < words; w += blockDim.x) {
+      const std::uint32_t bin = bank_swizzled(w);
+      if (bin >= num_bins) continue;
+      std::uint32_t limb[limb_sum::exact_limbs];
+#pragma unroll
+      for (int i = 0; i < limb_sum::exact_limbs; ++i) limb[i] = limbs[i * words + w];
+      const double value = limb_sum::exact_to_double(limb) + rest[w];
+      if (value != 0.0) atomicAdd(sums + bin, value);
+    }
+  }
+};
+
+/**
+ * A block's shared-memory copy of deterministic (fixed-point) sums (shared_atomic): each bin's
+ * fixed-point values summed exactly in three 32-bit limbs, and its flags; laid out and swizzled as
+ * exact_limb_copy. Flushed into the global fixed-point words, so every grouping gives one sum.
+ */
+struct fixed_limb_copy {
+  std::uint32_t* limbs;  // fixed_limbs arrays of `words`, then the flags
+  std::uint32_t words;
+
+  __host__ __device__ static std::size_t bytes(std::int64_t num_bins) {
+    return static_cast<std::size_t>(swizzled_words(num_bins)) * (limb_sum::fixed_limbs + 1) * 4;
+  }
+  __device__ static fixed_limb_copy at(void* shared, std::int64_t num_bins) {
+    return {static_cast<std::uint32_t*>(shared), static_cast<std::uint32_t>(swizzled_words(num_bins))};
+  }
+  __device__ std::uint32_t* flags() const { return limbs + limb_sum::fixed_limbs * words; }
+  __device__ void zero() const {
+    for (std::uint32_t w = threadIdx.x; w < words * (limb_sum::fixed_limbs + 1); w += blockDim.x) limbs[w] = 0;
+  }
+  template <class Weight>
+  __device__ __forceinline__ void add(std::uint32_t bin, Weight weight) const {
+    const std::uint32_t word = bank_swizzled(bin);
+    const fixed_point_weight::fixed_weight f = fixed_point_weight::to_fixed(static_cast<double>(weight));
+    if (f.flags != 0) {
+      atomicOr(flags() + word, f.flags);
+      return;
+    }
+    add_to_limb_words(limbs, words, word, limb_sum::fixed_chunks(f));
+  }
+  /// Adds each bin's words to `bins` (one atomic per non-zero word), after a __syncthreads.
+  __device__ void flush(std::int64_t num_bins, const fixed_point_bins& bins) const {
+    for (std::uint32_t w = threadIdx.x; w < words; w += blockDim.x) {
+      const std::uint32_t bin = bank_swizzled(w);
+      if (bin >= num_bins) continue;
+      std::uint32_t limb[limb_sum::fixed_limbs];
+#pragma unroll
+      for (int i = 0; i < limb_sum::fixed_limbs; ++i) limb[i] = limbs[i * words + w];
+      std::uint64_t low = 0;
+      std::uint64_t high = 0;
+      limb_sum::fixed_words_of_limbs(limb, low, high);
+      if (low != 0) atomic_add_word(bins.low + bin, low);
+      if (high != 0) atomic_add_word(bins.high + bin, high);
+      if (flags()[w] != 0) atomicOr(bins.flags + bin, flags()[w]);
+    }
+  }
+};
 
 }  // namespace tally::detail

@@ -17,18 +17,23 @@
 
 namespace tally::detail {
 
-/// Shared memory a block's copy of the bins takes: a double per bin, or the fixed-point words.
-inline std::size_t weighted_copy_bytes(std::int64_t num_bins, bool deterministic) {
+/// Shared memory a block's copy of the bins takes with strategy `s`: shared_atomic's limbs (24
+/// bytes a bin, 16 deterministic), warp_aggregated's double or fixed-point words (8, 20).
+inline std::size_t weighted_copy_bytes(strategy s, std::int64_t num_bins, bool deterministic) {
+  if (s == strategy::shared_atomic) {
+    return deterministic ? fixed_limb_copy::bytes(num_bins) : exact_limb_copy::bytes(num_bins);
+  }
   return deterministic ? fixed_point_bins::bytes(num_bins) : static_cast<std::size_t>(num_bins) * sizeof(double);
 }
 
 /// Why strategy `s` cannot sum `num_bins` bins on this device, or nullptr if it can.
 inline const char* weighted_strategy_unfit(strategy s, std::int64_t num_bins, bool deterministic,
                                            const device_properties& props) {
-  if (s == strategy::shared_atomic && weighted_copy_bytes(num_bins, deterministic) > props.shared_memory_per_block_optin) {
-    return deterministic ? "needs num_bins * 20 bytes of shared memory per block (deterministic), more than this GPU "
+  if (s == strategy::shared_atomic &&
+      weighted_copy_bytes(s, num_bins, deterministic) > props.shared_memory_per_block_optin) {
+    return deterministic ? "needs num_bins * 16 bytes of shared memory per block (deterministic), more than this GPU "
                            "gives a block"
-                         : "needs num_bins * 8 bytes of shared memory per block, more than this GPU gives a block";
+                         : "needs num_bins * 24 bytes of shared memory per block, more than this GPU gives a block";
   }
   return nullptr;
 }
@@ -39,18 +44,18 @@ inline bool weighted_copy_in_shared(strategy s, std::int64_t num_bins, bool dete
                                     const device_properties& props) {
   return s == strategy::shared_atomic ||
          (s == strategy::warp_aggregated &&
-          weighted_copy_bytes(num_bins, deterministic) <= props.shared_memory_per_block_optin);
+          weighted_copy_bytes(s, num_bins, deterministic) <= props.shared_memory_per_block_optin);
 }
 
-/// automatic: warp_aggregated, which adds a warp's weights of one bin with shuffles before any
-/// atomic, in a shared-memory copy per block while the sums fit.
+/// automatic: shared_atomic while its copy fits a block's shared memory (integer atomics, which
+/// lanes of one bin do not wait on each other for), else warp_aggregated into the global sums.
 inline choice choose_gpu_weighted(strategy requested, std::int64_t num_bins, bool deterministic,
                                   const device_properties& props) {
   if (requested != strategy::automatic) return {requested, "asked for"};
-  if (weighted_copy_in_shared(strategy::warp_aggregated, num_bins, deterministic, props)) {
-    return {strategy::warp_aggregated,
-            "the sums fit in shared memory: lanes of a warp with one bin add their weights with shuffles, then one "
-            "shared-memory atomic per bin per warp, one global atomic per bin per block"};
+  if (weighted_strategy_unfit(strategy::shared_atomic, num_bins, deterministic, props) == nullptr) {
+    return {strategy::shared_atomic,
+            "the sums fit in shared memory: each block sums its weights exactly as integers in 32-bit parts, added "
+            "with integer atomics (lanes of one bin need not take turns), then one global atomic per bin per block"};
   }
   return {strategy::warp_aggregated,
           "too many bins for shared memory: lanes of a warp with one bin add their weights with shuffles, then one "
@@ -82,7 +87,8 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
     return cudaErrorInvalidValue;
   }
   const bool in_shared = weighted_copy_in_shared(s, num_bins, deterministic, props);
-  const std::size_t copy_bytes = in_shared ? weighted_copy_bytes(num_bins, deterministic) : 0;
+  const std::size_t copy_bytes = in_shared ? weighted_copy_bytes(s, num_bins, deterministic) : 0;
+  const int block_threads = s == strategy::shared_atomic ? tuning::weighted_limb_block_threads : threads;
   int blocks = 1;
   // Sizes the grid of the strategy's kernel and launches it into `out`: the kernels for
   // shared_atomic, atomic, and warp_aggregated with a shared copy or without.
@@ -92,17 +98,19 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
                   : s == strategy::atomic      ? atomic_kernel
                   : in_shared                  ? in_warps_shared_kernel
                                                : in_warps_global_kernel;
-    if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, 1 << 30, blocks, threads); e != cudaSuccess) {
+    if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, 1 << 30, blocks, block_threads);
+        e != cudaSuccess) {
       return e;
     }
-    kernel<<<blocks, threads, copy_bytes, stream>>>(samples, weights, num_samples, out, map, left_out);
+    kernel<<<blocks, block_threads, copy_bytes, stream>>>(samples, weights, num_samples, out, map, left_out);
     return cudaGetLastError();
   };
 
   if (!deterministic) {
     if (cudaError_t e = cudaMemsetAsync(sums, 0, sizeof(double) * num_bins, stream); e != cudaSuccess) return e;
     if (num_samples == 0) return cudaSuccess;
-    return launch(weighted_shared_atomic_kernel<Sample, Weight, Mapper>, weighted_atomic_kernel<Sample, Weight, Mapper>,
+    return launch(weighted_limb_kernel<exact_limb_copy, Sample, Weight, Mapper, double*>,
+                  weighted_atomic_kernel<Sample, Weight, Mapper>,
                   weighted_warp_aggregated_kernel<true, Sample, Weight, Mapper>,
                   weighted_warp_aggregated_kernel<false, Sample, Weight, Mapper>, sums);
   }
@@ -110,7 +118,7 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   const fixed_point_bins bins = fixed_point_bins::at(static_cast<std::uint64_t*>(temp), num_bins);
   if (cudaError_t e = cudaMemsetAsync(temp, 0, fixed_point_bins::bytes(num_bins), stream); e != cudaSuccess) return e;
   if (num_samples > 0) {
-    if (cudaError_t e = launch(fixed_shared_atomic_kernel<Sample, Weight, Mapper>,
+    if (cudaError_t e = launch(weighted_limb_kernel<fixed_limb_copy, Sample, Weight, Mapper, fixed_point_bins>,
                                fixed_atomic_kernel<Sample, Weight, Mapper>,
                                fixed_warp_aggregated_kernel<true, Sample, Weight, Mapper>,
                                fixed_warp_aggregated_kernel<false, Sample, Weight, Mapper>, bins);

@@ -1,5 +1,6 @@
 // The weighted histogram kernels: one per strategy (atomic, shared_atomic, warp_aggregated) and per
-// arithmetic (double sums, or the exact fixed-point words of `deterministic`), plus the kernel
+// arithmetic (double sums, or the exact fixed-point words of `deterministic`; shared_atomic's
+// copies in integer limbs for both), plus the kernel
 // that turns fixed-point bins into doubles. Every accumulating kernel adds the samples it leaves
 // out to `left_out` (one atomic per warp).
 #pragma once
@@ -25,21 +26,36 @@ __global__ void weighted_atomic_kernel(const Sample* samples, const Weight* weig
   warp_add_to(mine, left_out);
 }
 
-/// A shared-memory copy of the double sums per block, then one global atomic per non-zero bin.
-template <class Sample, class Weight, class Mapper>
-__global__ void weighted_shared_atomic_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
-                                              double* sums, Mapper map, std::uint64_t* left_out) {
-  extern __shared__ double shared_sums[];
+/**
+ * shared_atomic: a shared-memory copy of the sums per block in 32-bit integer limbs, added to with
+ * integer atomics only, then one global atomic per non-zero bin (or word). `Copy` is
+ * exact_limb_copy for double sums (weights on the grid of 2^-64 summed exactly, the others in
+ * double; each bin rounded once) into `Sums` = double*, or fixed_limb_copy for deterministic's
+ * fixed-point words into `Sums` = fixed_point_bins.
+ */
+template <class Copy, class Sample, class Weight, class Mapper, class Sums>
+__global__ void __launch_bounds__(tuning::weighted_limb_block_threads)
+weighted_limb_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples, Sums sums, Mapper map,
+                     std::uint64_t* left_out) {
+  extern __shared__ std::uint64_t shared_words[];
   const std::int64_t num_bins = map.num_bins();
-  for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) shared_sums[bin] = 0.0;
+  const Copy copy = Copy::at(shared_words, num_bins);
+  copy.zero();
   __syncthreads();  // the copy is zero before anyone adds to it
-  double* const copy = shared_sums;
-  const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [copy](std::int64_t bin, double w) {
-    atomicAdd(copy + bin, w);
-  });
+  std::uint64_t mine = 0;
+  const auto add = [&](Sample sample, Weight weight, bool valid) {
+    if (!valid) return;
+    const std::int64_t bin = map(sample);
+    if (bin < 0) {
+      ++mine;
+    } else {
+      copy.add(static_cast<std::uint32_t>(bin), weight);
+    }
+  };
+  walk_weighted_steps<tuning::weighted_limb_items_per_lane>(samples, weights, num_samples, add);
   warp_add_to(mine, left_out);
   __syncthreads();  // every weight is in before the copy is read
-  flush_double_copy(shared_sums, num_bins, sums);
+  copy.flush(num_bins, sums);
 }
 
 /// deterministic, atomic: the fixed-point words of each counted sample's weight added to
@@ -51,28 +67,6 @@ __global__ void fixed_atomic_kernel(const Sample* samples, const Weight* weights
     add_fixed_weight(bins, bin, w);
   });
   warp_add_to(mine, left_out);
-}
-
-/// deterministic, shared_atomic: a shared-memory copy of the fixed-point bins per block, then one
-/// global atomic per non-zero word. Integer sums, so the grouping by block changes no bit.
-template <class Sample, class Weight, class Mapper>
-__global__ void fixed_shared_atomic_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples,
-                                           fixed_point_bins bins, Mapper map, std::uint64_t* left_out) {
-  extern __shared__ std::uint64_t shared_words[];
-  const std::int64_t num_bins = map.num_bins();
-  const fixed_point_bins copy = fixed_point_bins::at(shared_words, num_bins);
-  for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) {
-    copy.low[bin] = 0;
-    copy.high[bin] = 0;
-    copy.flags[bin] = 0;
-  }
-  __syncthreads();
-  const std::uint64_t mine = for_each_weighted(samples, weights, num_samples, map, [copy](std::int64_t bin, double w) {
-    add_fixed_weight(copy, bin, w);
-  });
-  warp_add_to(mine, left_out);
-  __syncthreads();
-  flush_fixed_copy(copy, num_bins, bins);
 }
 
 /// The type warp_aggregated groups lanes by: a shared copy's bins fit 32 bits, global ones may not.

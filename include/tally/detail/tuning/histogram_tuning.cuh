@@ -71,6 +71,11 @@ inline constexpr int byte_replicas = 64;
 inline constexpr std::size_t byte_replicas_shared_budget = std::size_t{128} << 10;
 /// Threads per block of the weighted histogram kernels (a first choice, not yet measured).
 inline constexpr int weighted_block_threads = 256;
+/// Threads per block of shared_atomic's weighted kernel, whose copy in integer limbs takes 16
+/// (deterministic) or 24 bytes a bin: 512 keep 1024 threads a multiprocessor at 4096 bins.
+inline constexpr int weighted_limb_block_threads = 512;
+/// Samples (and weights) each lane of that kernel loads a step, all before any is used.
+inline constexpr int weighted_limb_items_per_lane = 4;
 /// Samples (and weights) each lane of warp_aggregated's weighted kernels loads a step, all loads
 /// issued before the first is used.
 inline constexpr int weighted_items_per_lane = 4;
