@@ -4,7 +4,10 @@ Large inputs (2^28 samples by default) as a fraction of the read bandwidth, whic
 the same bytes (as float32) measures in the same run (GPU time a call, CUDA events around ten calls
 enqueued back to back, median); small inputs as wall
 microseconds a call, from the call to its result ready on the stream (median). Every result is
-checked against numpy's on a host copy before it is timed. Writes a CSV with --csv."""
+checked against numpy's on a host copy before it is timed. With --weighted, weighted bincounts
+instead (int32 samples, float32 weights; bytes read count both): tally.bincount, plain and
+deterministic, beside torch.bincount and cupy.bincount with weights, every result within a bound
+of numpy's float64 sums. Writes a CSV with --csv."""
 
 from __future__ import annotations
 
@@ -76,6 +79,85 @@ def _cases(torch, cupy, n: int, seed: int):
     return cases
 
 
+def _weighted_cases(torch, cupy, n: int, seed: int, bins_list, dists):
+    """(name, samples, weights, host copies, numpy's sums, calls) for weighted bincounts: int32 samples
+    in [0, bins) spread (uniform), crowded (geometric: bin k with probability 2^-(k+1)) or all in one
+    bin (single), float32 weights uniform in [0, 1)."""
+    rng = np.random.default_rng(seed)
+    weights = torch.from_numpy(rng.random(n, dtype=np.float32)).cuda()
+    host_weights = weights.cpu().numpy()
+    cases = []
+    for dist in dists:
+        for bins in bins_list:
+            if dist == "uniform":
+                host = rng.integers(0, bins, n, dtype=np.int32)
+            elif dist == "geometric":
+                host = np.minimum(rng.geometric(0.5, n) - 1, bins - 1).astype(np.int32)
+            elif dist == "single":
+                host = np.full(n, bins // 3, dtype=np.int32)
+            else:
+                raise ValueError(f"unknown distribution {dist!r}")
+            x = torch.from_numpy(host).cuda()
+            want = np.bincount(host, weights=host_weights.astype(np.float64), minlength=bins)
+            c, cw = (cupy.from_dlpack(x), cupy.from_dlpack(weights)) if cupy is not None else (None, None)
+            calls = {"tally.bincount (torch)": lambda x=x, b=bins: tally.bincount(x, weights, minlength=b),
+                     "tally.bincount deterministic (torch)":
+                         lambda x=x, b=bins: tally.bincount(x, weights, minlength=b, deterministic=True),
+                     "torch.bincount": lambda x=x, b=bins: torch.bincount(x, weights, minlength=b)}
+            if c is not None:
+                calls["cupy.bincount"] = lambda c=c, b=bins: cupy.bincount(c, cw, minlength=b)
+            cases.append((f"int32 {dist}, {bins} bins, float32 weights", x, weights, host, host_weights, want, calls))
+    return cases
+
+
+def _sums_close(got: np.ndarray, want: np.ndarray, host: np.ndarray, host_weights: np.ndarray) -> bool:
+    """Within the float32 accumulation a peer may use: count * 2^-23 * sum|w| per bin (tally's own
+    sums are far closer; its tests hold them to their stated bounds)."""
+    if got.shape != want.shape:
+        return False
+    counts = np.bincount(host, minlength=len(want)).astype(np.float64)
+    mass = np.bincount(host, weights=np.abs(host_weights.astype(np.float64)), minlength=len(want))
+    return bool(np.all(np.abs(got.astype(np.float64) - want) <= counts * 2.0**-23 * mass + 1e-30))
+
+
+def _main_weighted(args, torch, cupy) -> int:
+    rows, misses = [], 0
+    n = 1 << args.log2_size
+    bins_list = [int(b) for b in args.bins.split(",")]
+    for name, x, weights, host, host_weights, want, calls in _weighted_cases(
+            torch, cupy, n, args.seed, bins_list, args.dists.split(",")):
+        bytes_as_float = x.view(torch.float32)
+        read_ms = (_median_gpu_ms(torch, lambda: bytes_as_float.sum(), args.runs) +
+                   _median_gpu_ms(torch, lambda: weights.sum(), args.runs))
+        for label, call in calls.items():
+            try:
+                result = call()
+            except Exception as e:  # noqa: BLE001 - a peer that refuses the case is a row, not a crash
+                rows.append(dict(case=name, samples=n, call=label, check=f"refused: {type(e).__name__}"))
+                continue
+            got = result.get() if hasattr(result, "get") else result.cpu().numpy()
+            close = _sums_close(got, want, host, host_weights)
+            if not close and label.startswith("tally"):
+                misses += 1
+            ms = _median_gpu_ms(torch, call, args.runs)
+            row = dict(case=name, samples=n, call=label, check="within bound" if close else "off numpy's sums",
+                       median_ms=round(ms, 4), read_fraction=round(read_ms / ms, 3))
+            rows.append(row)
+            print("  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
+    _write_csv(args.csv, rows)
+    print(f"{len(rows)} rows, {misses} tally results off numpy's sums")
+    return 1 if misses else 0
+
+
+def _write_csv(path, rows):
+    if path:
+        fields = ["case", "samples", "call", "check", "median_ms", "read_fraction", "median_us"]
+        with open(path, "w", newline="") as f:
+            writer = csv.DictWriter(f, fields)
+            writer.writeheader()
+            writer.writerows(rows)
+
+
 def _counts(result) -> np.ndarray:
     return (result.get() if hasattr(result, "get") else result.cpu().numpy()).astype(np.int64)
 
@@ -87,6 +169,9 @@ def main(argv=None) -> int:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--seed", type=int, default=20261125)
     parser.add_argument("--csv", help="write the rows here")
+    parser.add_argument("--weighted", action="store_true", help="weighted bincounts (large inputs only)")
+    parser.add_argument("--bins", default="256,4096,65536", help="with --weighted: the bin counts")
+    parser.add_argument("--dists", default="uniform,geometric,single", help="with --weighted: the distributions")
     args = parser.parse_args(argv)
     import torch
 
@@ -96,6 +181,8 @@ def main(argv=None) -> int:
         cupy = None
     print(f"tally.bench | {torch.cuda.get_device_name()} | torch {torch.__version__}"
           f"{'' if cupy is None else ', cupy ' + cupy.__version__} | {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())}")
+    if args.weighted:
+        return _main_weighted(args, torch, cupy)
     rows = []
     mismatches = 0
     sizes = [(args.log2_size, "large")] + [(int(s), "small") for s in args.small.split(",") if s]
@@ -122,12 +209,7 @@ def main(argv=None) -> int:
                     row.update(median_us=round(_median_wall_us(torch, call, args.runs * 10), 1))
                 rows.append(row)
                 print("  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
-    if args.csv:
-        fields = ["case", "samples", "call", "check", "median_ms", "read_fraction", "median_us"]
-        with open(args.csv, "w", newline="") as f:
-            writer = csv.DictWriter(f, fields)
-            writer.writeheader()
-            writer.writerows(rows)
+    _write_csv(args.csv, rows)
     print(f"{len(rows)} rows, {mismatches} tally results differing from numpy")
     return 1 if mismatches else 0
 
