@@ -201,6 +201,31 @@ TEST(LimbSum, ExactChunksStandForTheWeightTimes2Pow64AndOnlyGridWeightsAreTaken)
   }
 }
 
+TEST(LimbSum, AFloatsFixedPointChunksFromItsBitsAreThoseOfTheDoublePath) {
+  std::vector<float> floats;
+  for (const double w : probe_weights()) floats.push_back(static_cast<float>(w));
+  // Ties at the grid's half unit and their neighbours, of both signs, and the range's edge.
+  for (int k = 1; k <= 26; ++k) {
+    for (const float base : {1.0f, 3.0f, 5.0f, 0.75f}) {
+      const float w = std::ldexp(base, -32 - k);
+      floats.insert(floats.end(), {w, -w, std::nextafter(w, 0.0f), std::nextafter(w, 1.0f)});
+    }
+  }
+  floats.insert(floats.end(), {2147483648.0f, -2147483648.0f, std::nextafter(2147483648.0f, 0.0f),
+                               -std::nextafter(2147483648.0f, 0.0f), std::numeric_limits<float>::denorm_min()});
+  for (const float f : floats) {
+    ls::chunks<ls::fixed_limbs> from_float;
+    const std::uint32_t flags = ls::fixed_chunks_of_float(f, from_float);
+    const fpw::fixed_weight fixed = fpw::to_fixed(static_cast<double>(f));
+    ASSERT_EQ(flags, fixed.flags) << f;
+    if (flags != 0) continue;
+    const ls::chunks<ls::fixed_limbs> from_double = ls::fixed_chunks(fixed);
+    EXPECT_EQ(value_of<ls::fixed_limbs>(from_float) == value_of<ls::fixed_limbs>(from_double), true)
+        << f << ": " << text(value_of<ls::fixed_limbs>(from_float)) << " against "
+        << text(value_of<ls::fixed_limbs>(from_double));
+  }
+}
+
 TEST(LimbSum, ExactPartRoundsOnceToTheNearestDouble) {
   // 2^53 + 1 as 2^53 and 1: double addition loses the 1, the limbs keep it and round once.
   host_limbs<ls::exact_limbs> limbs;

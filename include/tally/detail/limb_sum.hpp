@@ -82,6 +82,39 @@ TALLY_HOST_DEVICE inline chunks<fixed_limbs> fixed_chunks(const fixed_point_weig
   return out;
 }
 
+/// fixed_chunks(to_fixed(w)) for a float weight, from its own bits in integer arithmetic (no
+/// double conversions): the same chunks and the same flags (returned; 0 when it is a number).
+TALLY_HOST_DEVICE inline std::uint32_t fixed_chunks_of_float(float w, chunks<fixed_limbs>& out) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &w, sizeof(bits));
+  out.negative = (bits >> 31) != 0;
+  out.part[0] = out.part[1] = 0;
+  const int biased = static_cast<int>((bits >> 23) & 0xff);
+  const std::uint32_t fraction = bits & 0x7fffffu;
+  if (biased == 0xff) {
+    if (fraction != 0) return fixed_point_weight::saw_nan;
+    return out.negative ? fixed_point_weight::saw_minus_inf : fixed_point_weight::saw_plus_inf;
+  }
+  if (biased >= 127 + 31) return fixed_point_weight::saw_out_of_range;  // |w| >= 2^31
+  if (biased == 0) return 0;  // zero, or a subnormal: |w| * 2^32 < 2^-94 rounds to 0
+  const std::uint64_t mantissa = fraction | 0x800000u;
+  const int shift = biased - 150 + fixed_point_weight::fraction_bits;  // w * 2^32 = mantissa * 2^shift
+  std::uint64_t m = 0;
+  if (shift >= 0) {
+    m = mantissa << shift;  // below 2^63
+  } else if (shift >= -24) {
+    // Round to nearest, ties to even, as the double path's conversion does.
+    const int k = -shift;
+    const std::uint64_t kept = mantissa >> k;
+    const std::uint64_t dropped = mantissa & ((std::uint64_t{1} << k) - 1);
+    const std::uint64_t half = std::uint64_t{1} << (k - 1);
+    m = kept + ((dropped > half || (dropped == half && (kept & 1) != 0)) ? 1 : 0);
+  }  // else below a quarter of 2^-32's unit: 0
+  out.part[0] = static_cast<std::uint32_t>(m);
+  out.part[1] = static_cast<std::uint32_t>(m >> 32);
+  return 0;
+}
+
 /// A deterministic bin's limbs as the fixed-point words of fixed_point_weight (value = high *
 /// 2^32 + low, each word added modulo 2^64): the low limb, and the rest shifted down by 32 bits.
 TALLY_HOST_DEVICE inline void fixed_words_of_limbs(const std::uint32_t (&limb)[fixed_limbs], std::uint64_t& low,

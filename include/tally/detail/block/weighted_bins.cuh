@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "tally/detail/block/block_histogram.cuh"
 #include "tally/detail/block/vectorized_walk.cuh"
@@ -218,14 +219,27 @@ __device__ __forceinline__ void flush_fixed_copy(const fixed_point_bins& copy, s
   }
 }
 
-/// Adds a limb_sum value to word `word` of each of `Limbs` arrays of `words` 32-bit words at
-/// `limbs`, with shared- (or global-) memory integer atomics.
+/// Atomic adds to a shared-memory word at a shared-window address (__cvta_generic_to_shared's),
+/// which the copies compute once: through a generic pointer the compiler rebuilds the window's
+/// base before each atomic. The first returns the word's old value.
+__device__ __forceinline__ std::uint32_t shared_fetch_add(std::uint32_t address, std::uint32_t value) {
+  std::uint32_t old;
+  asm volatile("atom.shared.add.u32 %0, [%1], %2;" : "=r"(old) : "r"(address), "r"(value) : "memory");
+  return old;
+}
+__device__ __forceinline__ void shared_add(std::uint32_t address, std::uint32_t value) {
+  asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(address), "r"(value) : "memory");
+}
+
+/// Adds a limb_sum value to word `word` of each of `Limbs` arrays of 32-bit words that start at
+/// shared-window address `limbs_address`, `stride` bytes apart.
 template <int Limbs>
-__device__ __forceinline__ void add_to_limb_words(std::uint32_t* limbs, std::uint32_t words, std::uint32_t word,
-                                                  const limb_sum::chunks<Limbs>& value) {
+__device__ __forceinline__ void add_to_shared_limbs(std::uint32_t limbs_address, std::uint32_t stride,
+                                                    std::uint32_t word, const limb_sum::chunks<Limbs>& value) {
+  const std::uint32_t first = limbs_address + 4 * word;
   limb_sum::add_chunks<Limbs>(
-      value, [&](int i, std::uint32_t a) { return atomicAdd(limbs + i * words + word, a); },
-      [&](int i, std::uint32_t a) { atomicAdd(limbs + i * words + word, a); });
+      value, [&](int i, std::uint32_t a) { return shared_fetch_add(first + i * stride, a); },
+      [&](int i, std::uint32_t a) { shared_add(first + i * stride, a); });
 }
 
 /**
@@ -239,6 +253,7 @@ struct exact_limb_copy {
   double* rest;
   std::uint32_t* limbs;  // exact_limbs arrays of `words`
   std::uint32_t words;
+  std::uint32_t limbs_address;  // of `limbs` in the shared window
 
   /// Shared-memory bytes for num_bins bins.
   __host__ __device__ static std::size_t bytes(std::int64_t num_bins) {
@@ -247,7 +262,8 @@ struct exact_limb_copy {
   __device__ static exact_limb_copy at(void* shared, std::int64_t num_bins) {
     const auto words = static_cast<std::uint32_t>(swizzled_words(num_bins));
     double* rest = static_cast<double*>(shared);
-    return {rest, reinterpret_cast<std::uint32_t*>(rest + words), words};
+    auto* limbs = reinterpret_cast<std::uint32_t*>(rest + words);
+    return {rest, limbs, words, static_cast<std::uint32_t>(__cvta_generic_to_shared(limbs))};
   }
   /// Zeroes the copy (the block's threads together; a __syncthreads must follow).
   __device__ void zero() const {
@@ -263,7 +279,7 @@ struct exact_limb_copy {
     const std::uint32_t word = bank_swizzled(bin);
     limb_sum::chunks<limb_sum::exact_limbs> value;
     if (limb_sum::exact_chunks(weight, value)) {
-      add_to_limb_words(limbs, words, word, value);
+      add_to_shared_limbs(limbs_address, 4 * words, word, value);
     } else {
       atomicAdd(rest + word, static_cast<double>(weight));
     }
@@ -291,26 +307,37 @@ struct exact_limb_copy {
 struct fixed_limb_copy {
   std::uint32_t* limbs;  // fixed_limbs arrays of `words`, then the flags
   std::uint32_t words;
+  std::uint32_t limbs_address;  // of `limbs` in the shared window
 
   __host__ __device__ static std::size_t bytes(std::int64_t num_bins) {
     return static_cast<std::size_t>(swizzled_words(num_bins)) * (limb_sum::fixed_limbs + 1) * 4;
   }
   __device__ static fixed_limb_copy at(void* shared, std::int64_t num_bins) {
-    return {static_cast<std::uint32_t*>(shared), static_cast<std::uint32_t>(swizzled_words(num_bins))};
+    return {static_cast<std::uint32_t*>(shared), static_cast<std::uint32_t>(swizzled_words(num_bins)),
+            static_cast<std::uint32_t>(__cvta_generic_to_shared(shared))};
   }
   __device__ std::uint32_t* flags() const { return limbs + limb_sum::fixed_limbs * words; }
   __device__ void zero() const {
     for (std::uint32_t w = threadIdx.x; w < words * (limb_sum::fixed_limbs + 1); w += blockDim.x) limbs[w] = 0;
   }
+  /// Adds a float or double weight (a float's fixed-point value from its own bits, in integers).
   template <class Weight>
   __device__ __forceinline__ void add(std::uint32_t bin, Weight weight) const {
     const std::uint32_t word = bank_swizzled(bin);
-    const fixed_point_weight::fixed_weight f = fixed_point_weight::to_fixed(static_cast<double>(weight));
-    if (f.flags != 0) {
-      atomicOr(flags() + word, f.flags);
+    limb_sum::chunks<limb_sum::fixed_limbs> value;
+    std::uint32_t raised = 0;
+    if constexpr (std::is_same_v<Weight, float>) {
+      raised = limb_sum::fixed_chunks_of_float(weight, value);
+    } else {
+      const fixed_point_weight::fixed_weight f = fixed_point_weight::to_fixed(static_cast<double>(weight));
+      raised = f.flags;
+      if (raised == 0) value = limb_sum::fixed_chunks(f);
+    }
+    if (raised != 0) {
+      atomicOr(flags() + word, raised);
       return;
     }
-    add_to_limb_words(limbs, words, word, limb_sum::fixed_chunks(f));
+    add_to_shared_limbs(limbs_address, 4 * words, word, value);
   }
   /// Adds each bin's words to `bins` (one atomic per non-zero word), after a __syncthreads.
   __device__ void flush(std::int64_t num_bins, const fixed_point_bins& bins) const {
