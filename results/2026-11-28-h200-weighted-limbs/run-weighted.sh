@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Device run: shared_atomic's weighted sums in integer limbs: tests, tally bench, Python peers, sanitizers.
+set -u
+T=/tmp/t; mkdir -p $T && tar -C $T -xJf .device/tally-gpu.tar.xz
+P=/tmp/p; mkdir -p $P && tar -C $P -xJf .device/py312.tar.xz
+export LD_LIBRARY_PATH=$T/lib:$(python3 -c "import nvidia.nccl,os; print(os.path.join(list(nvidia.nccl.__path__)[0],'lib'))" 2>/dev/null)
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee $OUT/machine.txt; date -u >> $OUT/machine.txt
+start=$(date +%s)
+TALLY_TEST_GPU=1 timeout 300 $T/tests/gpu/test_gpu_weighted > $OUT/test_gpu_weighted.log 2>&1; echo "test_gpu_weighted exit $? in $(( $(date +%s) - start )) s"
+TALLY_SHARED_MEMORY_PER_BLOCK=101376 TALLY_TEST_GPU=1 timeout 300 $T/tests/gpu/test_gpu_weighted > $OUT/test_gpu_weighted_99k.log 2>&1; echo "test_gpu_weighted_99k exit $?"
+CUDA_VISIBLE_DEVICES=0 NCCL_NVLS_ENABLE=0 TALLY_TEST_GPU=1 timeout 200 $T/tests/gpu/test_nccl > $OUT/test_nccl.log 2>&1; echo "test_nccl exit $?"
+grep -hE "^\[  (PASSED|FAILED)|^\[  FAILED  \]" $OUT/test_gpu_weighted.log $OUT/test_gpu_weighted_99k.log $OUT/test_nccl.log | head -20
+start=$(date +%s)
+$T/tally bench --ops weighted_histogram --types int32 --dists uniform,geometric,single,sorted,loguniform,strided32,few_hot \
+  --bins 256,4096,65536 --sizes 2^28 --strategies shared_atomic,warp_aggregated --runs 5 \
+  --json $OUT/bench-weighted.json --csv $OUT/bench-weighted.csv > $OUT/bench-weighted.txt 2>&1
+echo "bench exit $? in $(( $(date +%s) - start )) s"
+start=$(date +%s)
+PYTHONPATH=$P timeout 300 python3 -m tally.bench --weighted --runs 3 --csv $OUT/python-weighted.csv > $OUT/python-weighted.txt 2>&1
+echo "python bench exit $? in $(( $(date +%s) - start )) s"
+start=$(date +%s)
+san() { TALLY_TEST_QUICK=1 timeout 240 compute-sanitizer --tool $1 --error-exitcode 99 $T/tests/gpu/test_gpu_weighted --gtest_filter="$2" > $OUT/$3.log 2>&1; echo "$3: exit $? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' $OUT/$3.log | tail -1)" >> $OUT/summary-sanitizers.txt; }
+san memcheck '*' memcheck-weighted &
+san racecheck '*' racecheck-weighted &
+san synccheck '*' synccheck-weighted &
+wait
+echo "sanitizers took $(( $(date +%s) - start )) s"; cat $OUT/summary-sanitizers.txt
+grep -E "read_fraction|weighted" $OUT/bench-weighted.txt | head -5
+tail -42 $OUT/python-weighted.txt
