@@ -2,6 +2,7 @@
 // (tests/cpu/test_cpu_sharded_sum.cpp) and the GPU tests of tally::nccl (tests/gpu/test_nccl.cpp).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -51,6 +52,21 @@ std::vector<T> cancelling_giants(std::size_t n, std::mt19937_64& rng) {
     }
   }
   return values;
+}
+
+/// The shard sizes that cut points in [0, total], in any order, make of `total` samples: one more
+/// than the cuts, empty ones where cuts meet or lie at an end.
+template <class Size>
+std::vector<Size> sizes_between_cuts(std::vector<Size> cuts, Size total) {
+  std::sort(cuts.begin(), cuts.end());
+  std::vector<Size> sizes;
+  Size last = 0;
+  for (const Size cut : cuts) {
+    sizes.push_back(cut - last);
+    last = cut;
+  }
+  sizes.push_back(total - last);
+  return sizes;
 }
 
 }  // namespace tally::test

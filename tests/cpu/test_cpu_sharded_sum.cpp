@@ -140,15 +140,7 @@ std::vector<std::int64_t> random_sizes(std::int64_t total, int ranks, std::int64
       cut = base / chunk * chunk - 1;
     cuts.push_back(std::clamp<std::int64_t>(cut, 0, total));
   }
-  std::sort(cuts.begin(), cuts.end());
-  std::vector<std::int64_t> sizes;
-  std::int64_t last = 0;
-  for (std::int64_t cut : cuts) {
-    sizes.push_back(cut - last);
-    last = cut;
-  }
-  sizes.push_back(total - last);
-  return sizes;
+  return tally::test::sizes_between_cuts(cuts, total);
 }
 
 template <class T>

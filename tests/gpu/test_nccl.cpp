@@ -54,15 +54,7 @@ std::vector<std::vector<std::size_t>> every_sharding(std::size_t n, int ranks, s
   std::vector<std::vector<std::size_t>> all;
   const auto from_cuts = [&](std::vector<std::size_t> cuts) {
     for (std::size_t& cut : cuts) cut = std::min(cut, n);
-    std::sort(cuts.begin(), cuts.end());
-    std::vector<std::size_t> sizes;
-    std::size_t last = 0;
-    for (std::size_t cut : cuts) {
-      sizes.push_back(cut - last);
-      last = cut;
-    }
-    sizes.push_back(n - last);
-    all.push_back(sizes);
+    all.push_back(tally::test::sizes_between_cuts(cuts, n));
   };
   std::vector<std::size_t> equal, none, odd, beside;
   for (int r = 1; r < ranks; ++r) {
