@@ -50,9 +50,24 @@ __device__ __forceinline__ Mapper tables_in_block(const Mapper& map, std::uint32
   return map;
 }
 
+/// Zeroes `count` counters at `to` (shared or global memory) with the block's threads: 16 bytes a
+/// store where `to` is 16-byte aligned (a quarter of the instructions of a 32-bit store each, for
+/// a copy of 4096 bins that a small call's single block zeroes), then the rest one at a time.
+template <class Counter>
+__device__ __forceinline__ void zero_counters(Counter* to, std::int64_t count) {
+  constexpr std::int64_t per_vector = 16 / sizeof(Counter);
+  std::int64_t first = 0;
+  if (reinterpret_cast<std::uintptr_t>(to) % 16 == 0) {
+    first = count / per_vector * per_vector;
+    auto* vectors = reinterpret_cast<uint4*>(to);
+    for (std::int64_t i = threadIdx.x; i < count / per_vector; i += blockDim.x) vectors[i] = make_uint4(0, 0, 0, 0);
+  }
+  for (std::int64_t i = first + threadIdx.x; i < count; i += blockDim.x) to[i] = 0;
+}
+
 template <class Counter>
 __device__ __forceinline__ void zero_block_copy(Counter* copy, std::int64_t num_bins) {
-  for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) copy[bin] = 0;
+  zero_counters(copy, num_bins);
 }
 
 /// Words a swizzled copy of `words` words takes: whole rows of 32 words (one per bank).
@@ -415,6 +430,12 @@ struct output_start_words {
   bool zero_left_out;              ///< the zeroing block zeroes `left_out` too (else the caller has)
 };
 
+/// Whether the launch is one block, which owns the output: it stores its copy as the counts
+/// (add_block_copy), so start_output, wait_for_zeroed_output and finish_output skip their protocol,
+/// whose global round trips (a compare-and-swap, the zeroing and its fence, the mark, the last
+/// block's count) a small call waits through.
+__device__ __forceinline__ bool launch_is_one_block() { return gridDim.x == 1; }
+
 /// Each block calls this first: the first block of the launch to get here zeroes `counts` (and the
 /// left-out count, where asked: blocks add to it only after wait_for_zeroed_output) at once (it
 /// waits on nothing), then marks them zeroed. Every thread of the block must call it. The
@@ -422,6 +443,11 @@ struct output_start_words {
 /// static shared memory and its dynamic copy may take all a block can have.
 template <class Counter>
 __device__ __forceinline__ void start_output(Counter* counts, std::int64_t num_bins, const output_start_words& words) {
+  if (launch_is_one_block()) {  // its hand-off stores every count
+    if (words.zero_left_out && threadIdx.x == 0) *words.left_out = 0;
+    __syncthreads();  // the zero before any thread's add to it
+    return;
+  }
   bool won = false;
   if (threadIdx.x == 0) {
     std::uint64_t expected = 0;
@@ -429,7 +455,7 @@ __device__ __forceinline__ void start_output(Counter* counts, std::int64_t num_b
               .compare_exchange_strong(expected, 1, cuda::memory_order_relaxed);
   }
   if (__syncthreads_or(won ? 1 : 0) == 0) return;
-  for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) counts[bin] = 0;
+  zero_counters(counts, num_bins);
   if (words.zero_left_out && threadIdx.x == 0) *words.left_out = 0;
   __threadfence();
   __syncthreads();  // every zero is written before the mark
@@ -442,6 +468,7 @@ __device__ __forceinline__ void start_output(Counter* counts, std::int64_t num_b
 /// that zeroes has long finished (it started before this one and waits on nothing), so the wait
 /// is one load. Every thread of the block must call it.
 __device__ __forceinline__ void wait_for_zeroed_output(const output_start_words& words) {
+  if (launch_is_one_block()) return;
   if (threadIdx.x == 0) {
     cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> zeroed(*words.zeroed);
     while (zeroed.load(cuda::memory_order_acquire) != 2) __nanosleep(64);
@@ -453,21 +480,30 @@ __device__ __forceinline__ void wait_for_zeroed_output(const output_start_words&
 /// the words back for the next call (every other block is past its wait by then). Every thread of
 /// the block must call it.
 __device__ __forceinline__ void finish_output(const output_start_words& words) {
+  if (launch_is_one_block()) return;
   __syncthreads();
   if (threadIdx.x != 0 || !last_block_to_finish(words.blocks_finished)) return;
   cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>(*words.zeroed).store(0, cuda::memory_order_relaxed);
 }
 
 /// Adds the block's copy (summing its `copies` replicas, swizzled by `mask` as count_vectorized
-/// left them) into the global counts: one device-scope atomic per non-zero bin. Returns the sum of
-/// what this thread added (for left_out_by_difference).
+/// left them) into the global counts: one device-scope atomic per non-zero bin, or, where `store`
+/// (a launch of one block, which owns the counts), a store per bin, zeros included. Returns the
+/// sum of what this thread added (for left_out_by_difference).
 /// With 32 or 64 replicas, a bin's replicas are consecutive words, 32 to a row of banks: a warp
 /// reads them at once and sums them with shuffles (a thread summing them alone would read words of
 /// one bank while its neighbours wait on the same banks).
 template <class Counter>
 __device__ __forceinline__ std::uint64_t add_block_copy(const std::uint32_t* copy, std::int64_t num_bins,
-                                                        Counter* counts, int copies, std::uint32_t mask) {
-  const auto add = [counts](std::int64_t bin, std::uint32_t value) { add_to_global_count(counts + bin, Counter{value}); };
+                                                        Counter* counts, int copies, std::uint32_t mask,
+                                                        bool store = false) {
+  const auto add = [counts, store](std::int64_t bin, std::uint32_t value) {
+    if (store) {
+      counts[bin] = Counter{value};
+    } else if (value != 0) {
+      add_to_global_count(counts + bin, Counter{value});
+    }
+  };
   std::uint64_t handed = 0;
   if (copies == 32 || copies == 64) {  // not swizzled (swizzle_mask)
     const int lane = static_cast<int>(threadIdx.x % 32);
@@ -476,7 +512,7 @@ __device__ __forceinline__ std::uint64_t add_block_copy(const std::uint32_t* cop
       std::uint32_t mine = 0;
       for (int r = lane; r < copies; r += 32) mine += copy[bin * copies + r];
       const std::uint32_t value = warp_sum(mine);
-      if (lane == 0 && value != 0) {
+      if (lane == 0) {
         add(bin, value);
         handed += value;
       }
@@ -487,7 +523,7 @@ __device__ __forceinline__ std::uint64_t add_block_copy(const std::uint32_t* cop
   for (std::int64_t bin = threadIdx.x; bin < num_bins; bin += blockDim.x) {
     std::uint32_t value = 0;
     for (int r = 0; r < copies; ++r) value += copy[bank_swizzled(static_cast<std::uint32_t>(bin * copies + r), mask)];
-    if (value != 0) add(bin, value);
+    add(bin, value);
     handed += value;
   }
   return handed;

@@ -43,7 +43,8 @@ global_privatized_histogram_kernel(const Sample* samples, std::int64_t num_sampl
 /// aggregation::warp, equal bins within a lane or across a whole warp add as one (warp_aggregated);
 /// with `Replicated` the block keeps `copies` interleaved replicas (replicated), else one copy,
 /// known when compiled (no replica arithmetic a sample). The launch zeroes `counts` itself
-/// (start_output), so they need no memset before it. Mappers that compute swizzle their copy only
+/// (start_output), so they need no memset before it; a launch of one block stores its copy as
+/// the counts instead (launch_is_one_block). Mappers that compute swizzle their copy only
 /// where the block's first samples crowd its banks: for them the swizzle's instructions show.
 template <class Tuning, aggregation Aggregate, bool Replicated, class Sample, class Counter, class Mapper>
 __global__ void __launch_bounds__(Tuning::block_threads, Tuning::min_blocks)
@@ -59,8 +60,11 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
   walk_tally tally;
   if constexpr (maps_with_arithmetic<Sample, Mapper>) {
     const int replica = static_cast<int>(threadIdx.x) % copies;
-    if (mask != 0u && !block_crowds_banks(samples, num_samples, block_map, loads,
-                                          [copies, replica](int bin) { return bin * copies + replica; })) {
+    // A launch of one block (a small call) keeps the swizzle rather than wait for a first load to
+    // choose: the swizzle costs its few samples little, the load a round trip to memory.
+    if (mask != 0u && !launch_is_one_block() &&
+        !block_crowds_banks(samples, num_samples, block_map, loads,
+                            [copies, replica](int bin) { return bin * copies + replica; })) {
       mask = 0u;
     }
     // One loop per layout: a swizzle chosen at run time would cost its instructions in both.
@@ -74,7 +78,7 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
   }
   __syncthreads();  // every count is in before the copy is read
   wait_for_zeroed_output(output);
-  const std::uint64_t handed = add_block_copy(shared_copy, map.num_bins(), counts, copies, mask);
+  const std::uint64_t handed = add_block_copy(shared_copy, map.num_bins(), counts, copies, mask, launch_is_one_block());
   warp_add_to(left_out_by_difference(tally, handed), output.left_out);
   finish_output(output);
 }

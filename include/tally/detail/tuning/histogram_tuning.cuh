@@ -89,4 +89,19 @@ inline constexpr std::size_t block_copies_budget_bytes = std::size_t{512} << 20;
 /// A block counts at most this many samples, so its 32-bit private counters cannot overflow.
 inline constexpr std::int64_t max_samples_per_block = std::int64_t{1} << 31;
 
+/// The grid of the shared-memory kernels (shared_kernel_grid). On an H200 (2026-11-28, a probe of
+/// the kernel at 1 to 264 blocks over 2^14 to 2^24 samples and 256 to 16384 bins) a lone block read
+/// about 23 GB/s; a launch of more blocks paid about 2 us more for its zeroing protocol and about
+/// 0.4 us a thousand bins for the blocks' hand-offs. One block, then, while the samples take at
+/// most one_block_bytes + one_block_bytes_per_bin a bin (docs/performance.md, "A small call's
+/// latency").
+inline constexpr std::int64_t one_block_bytes = std::int64_t{48} << 10;
+inline constexpr std::int64_t one_block_bytes_per_bin = 8;
+/// Beyond that a block for every min_block_bytes of samples, up to one a multiprocessor...
+inline constexpr std::int64_t min_block_bytes = std::int64_t{4} << 10;
+/// ...and as many as a multiprocessor holds only where each gets at least this many bytes, and
+/// this many a bin of its copy (fewer, a second block a multiprocessor cost more than it read).
+inline constexpr std::int64_t full_occupancy_block_bytes = std::int64_t{128} << 10;
+inline constexpr std::int64_t full_occupancy_bytes_per_bin = 16;
+
 }  // namespace tally::detail::tuning
