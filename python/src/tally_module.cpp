@@ -16,7 +16,6 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
-#include <nanobind/stl/tuple.h>
 #include <nanobind/stl/vector.h>
 
 #include "tally/cpu.hpp"
@@ -34,11 +33,28 @@ namespace {
 
 using array = nb::ndarray<nb::ro, nb::c_contig>;  // what the library reads
 using output = nb::ndarray<nb::c_contig>;         // what it writes
-using choice_tuple = std::tuple<std::string, std::string>;  // (strategy used, why)
-constexpr std::size_t max_reductions = 8;                    // reduce_values' ops at most
+using choice_tuple = nb::tuple;           // (strategy used, why), Python strings
+constexpr std::size_t max_reductions = 8;  // reduce_values' ops at most
 
+/// The library's choice as a Python tuple of two strings, made once per choice: its reason is a
+/// static string, so its address and length name it (two new strings a call cost a small call a
+/// fraction of a microsecond). The text is compared too, so a reason that were not static would
+/// still come back right. Needs the GIL.
 choice_tuple to_tuple(const tally::choice& chose) {
-  return {std::string(to_string(chose.used)), std::string(chose.reason)};
+  struct made {
+    std::string reason;
+    nb::tuple tuple;
+  };
+  using key = std::tuple<tally::strategy, const char*, std::size_t>;
+  // Never destroyed: the interpreter may be gone when static objects are.
+  static auto* const known = new std::map<key, made>();
+  auto& entry = (*known)[key{chose.used, chose.reason.data(), chose.reason.size()}];
+  if (!entry.tuple.is_valid() || entry.reason != chose.reason) {
+    const std::string_view used = to_string(chose.used);
+    entry.reason = std::string(chose.reason);
+    entry.tuple = nb::make_tuple(nb::str(used.data(), used.size()), nb::str(chose.reason.data(), chose.reason.size()));
+  }
+  return entry.tuple;
 }
 
 bool on_gpu(const array& a) { return a.device_type() == nb::device::cuda::value; }
@@ -172,14 +188,18 @@ class device_scope {
  public:
   explicit device_scope(const array& a) {
     cudaGetDevice(&previous_);
-    if (a.device_id() != previous_) cudaSetDevice(a.device_id());
+    changed_ = a.device_id() != previous_;
+    if (changed_) cudaSetDevice(a.device_id());
   }
-  ~device_scope() { cudaSetDevice(previous_); }
+  ~device_scope() {
+    if (changed_) cudaSetDevice(previous_);
+  }
   device_scope(const device_scope&) = delete;
   device_scope& operator=(const device_scope&) = delete;
 
  private:
   int previous_ = 0;
+  bool changed_ = false;
 };
 
 /// Copies the 64-bit scalar the last call left in `ws` into `out` (device memory) on `stream`.
@@ -201,19 +221,26 @@ tally::gpu::stream_t as_stream(std::uintptr_t stream) { return reinterpret_cast<
 /// and the result is copied into `out`.
 template <class T, class Run>
 choice_tuple streamed_into(const output& out, Run&& run) {
-  tally::gpu::device_buffer<T> device(out.size());
-  const nb::gil_scoped_release unlocked;
-  const tally::choice chose = run(device.span());
-  device.download(span_of<T>(out));
+  tally::choice chose;
+  {
+    tally::gpu::device_buffer<T> device(out.size());
+    const nb::gil_scoped_release unlocked;
+    chose = run(device.span());
+    device.download(span_of<T>(out));
+  }
   return to_tuple(chose);
 }
 
 /// The same for a scalar result (a reduction, a count, an index): `run()` returns (value, choice).
 template <class Run>
 choice_tuple streamed_scalar(const output& out, Run&& run) {
-  const nb::gil_scoped_release unlocked;
-  const auto [value, chose] = run();
-  std::memcpy(out.data(), &value, sizeof value);
+  tally::choice chose;
+  {
+    const nb::gil_scoped_release unlocked;
+    const auto result = run();
+    std::memcpy(out.data(), &result.first, sizeof result.first);
+    chose = result.second;
+  }
   return to_tuple(chose);
 }
 

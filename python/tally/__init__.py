@@ -4,6 +4,7 @@ current stream) and on the CPU for numpy arrays. See docs/python.md."""
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 import threading
@@ -43,18 +44,20 @@ _local = threading.local()
 
 def last_choice() -> Choice | None:
     """The Choice of this thread's last call (None before the first)."""
-    return getattr(_local, "choice", None)
+    chose = getattr(_local, "choice", None)
+    return None if chose is None else Choice(*chose)
 
 
 def _chose(kind: Kind, result, return_choice: bool):
-    """Records the library's choice of the call just made; `result` as the caller's kind of array,
-    with the choice if asked."""
-    chose = Choice(*_local.pending)
-    _local.choice = chose
+    """Records the library's choice of the call just made, as the extension gave it (a Choice is
+    made only when asked for: a microsecond a call); `result` as the caller's kind of array, with
+    the choice if asked."""
+    _local.choice = _local.pending
     if kind.jax:
         result = tuple(kind.export(r) for r in result) if isinstance(result, tuple) else kind.export(result)
     if not return_choice:
         return result
+    chose = Choice(*_local.choice)
     return (*result, chose) if isinstance(result, tuple) else (result, chose)
 
 
@@ -197,6 +200,7 @@ def _float32_rule_fits(lower: float, upper: float, num_bins: int) -> bool:
 
 _PLANS: dict = {}  # (dtype, bins, range) -> (numpy's edges, even bins or None): numpy's work, once
 _DEVICE_EDGES: dict = {}  # (device, plan key) -> those edges on the device
+_EDGE_ROW_NAMES = itertools.count()  # a name for each device copy's batches of rows
 _CACHE_LIMIT = 256
 
 
@@ -255,10 +259,10 @@ def _plan(name: str, num_bins: int, range, proxy_values=None):
     return edges, None
 
 
-def _bins_of(flat, kind: Kind, bins, range, stream: int):
-    """numpy's bin edges for `bins` and `range`, the even bins that reproduce them (or None), and a
-    key naming them for the caches (None for edges given as an array)."""
-    name = _dtype_name(flat)
+def _bins_of(flat, kind: Kind, name: str, bins, range, stream: int):
+    """numpy's bin edges for `bins` and `range` over samples of the dtype named `name`, the even
+    bins that reproduce them (or None), and a key naming them for the caches (None for edges given
+    as an array)."""
     if type(bins) is int:  # the common case, without numpy's checks of a sequence
         return _even_plan(flat, kind, name, bins, range, stream)
     if isinstance(bins, str):
@@ -358,9 +362,12 @@ def _edges_like(kind: Kind, edges: np.ndarray, key, stream: int):
         if name == "bfloat16":
             on_device = kind.astype(on_device, "bfloat16")
             kind.synchronize()  # converted on the framework's stream, which may not be `stream`
-        cached = _remember(_DEVICE_EDGES, cache_key, (on_device, name, kind.address(on_device)))
-    _, name, address = cached
-    return _fresh_row(kind, edges.size, name, stream, ("edges", key), address)
+        # Rows of these edges are batched under a short name of their own (the plan's key, nested
+        # tuples, costs its hash a call).
+        cached = _remember(_DEVICE_EDGES, cache_key,
+                           (on_device, name, kind.address(on_device), ("edges", next(_EDGE_ROW_NAMES))))
+    _, name, address, rows_name = cached
+    return _fresh_row(kind, edges.size, name, stream, rows_name, address)
 
 
 _LAST_EDGES = ("inclusive", "exclusive")
@@ -370,7 +377,7 @@ def histogram_bin_edges(a, bins=10, range=None, weights=None, *, stream=None):
     """numpy.histogram_bin_edges: the edges histogram() counts with, as an array like `a`."""
     flat, kind = take(a, "a")
     s = kind.stream(stream)
-    edges, _, key = _bins_of(flat, kind, bins, range, s)
+    edges, _, key = _bins_of(flat, kind, _dtype_name(flat), bins, range, s)
     return kind.export(_edges_like(kind, edges, key, s))
 
 
@@ -390,11 +397,12 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, last_edge=
         raise ValueError(f"last_edge: 'inclusive' or 'exclusive', not {last_edge!r}")
     inclusive = last_edge == "inclusive"
     s = kind.stream(stream)
-    edges, even, key = _bins_of(flat, kind, bins, range, s)
+    name = _dtype_name(flat)
+    edges, even, key = _bins_of(flat, kind, name, bins, range, s)
     num_bins = edges.size - 1
     # The edges' copy first: the count, enqueued last, is then all the GPU has left when the host is done.
     result_edges = _edges_like(kind, edges, key, s)
-    samples = kind.view(flat, _dtype_name(flat))
+    samples = kind.view(flat, name)
     if weights is None:
         count_dtype, count_name = _count_dtype(dtype)
         counts = _fresh_row(kind, num_bins, count_name, s, "counts") if kind.on_gpu else kind.empty(num_bins, count_dtype)

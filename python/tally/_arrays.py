@@ -8,10 +8,18 @@ import numpy as np
 # dtypes the library counts, by numpy name (bfloat16, which numpy has not got, by PyTorch's and JAX's)
 SAMPLE_DTYPES = ("int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "float16", "bfloat16", "float32",
                  "float64")
+_TAKEN = frozenset(SAMPLE_DTYPES)
+
+
+_MODULES: dict = {}  # an array's type -> the top module that defines it ("numpy", "torch", ...)
 
 
 def _module_of(a) -> str:
-    return type(a).__module__.split(".")[0]
+    kind = type(a)
+    module = _MODULES.get(kind)
+    if module is None:
+        module = _MODULES.setdefault(kind, kind.__module__.split(".")[0])
+    return module
 
 
 # DLPack's (type code, bits) of each sample and count dtype, for arrays handed to the extension by
@@ -24,13 +32,18 @@ _DLPACK_TYPES = {"int8": (0, 8), "uint8": (1, 8), "int16": (0, 16), "uint16": (1
 class Kind:
     """Where an array lives and how to make more like it."""
 
-    def __init__(self, name: str, device=None):
+    def __init__(self, name: str, device=None, jax: bool = False):
         self.name = name  # "numpy", "cupy" or "torch": the arrays tally reads and makes
-        # The framework's device object, read once a call (each read of an array's device makes a
-        # new Python object), and its number (CuPy's id, PyTorch's index).
+        # The framework's device object and its number (CuPy's id, PyTorch's index).
         self.framework_device = device
         self.index = None if device is None else device.id if name == "cupy" else device.index
-        self.jax = False  # the caller's arrays are JAX's: results go back as JAX arrays
+        self.jax = jax  # the caller's arrays are JAX's: results go back as JAX arrays
+        # A hashable name of the device the arrays live on (the caches' keys).
+        self.device = "cpu" if name == "numpy" else (name, self.index)
+
+    def for_jax(self) -> "Kind":
+        """This kind, for a caller whose arrays are JAX's."""
+        return Kind(self.name, self.framework_device, jax=True)
 
     def export(self, result):
         """`result` (an array tally made, or a scalar) as the caller's kind of array: itself, or for
@@ -66,12 +79,7 @@ class Kind:
                 return int(cupy.cuda.get_current_stream().ptr)
             with cupy.cuda.Device(self.index):
                 return int(cupy.cuda.get_current_stream().ptr)
-        return _torch_current_stream(self.index)
-
-    @property
-    def device(self):
-        """A hashable name of the device the arrays live on."""
-        return "cpu" if self.name == "numpy" else (self.name, self.index)
+        return int(_torch_current_stream()(self.index))
 
     def address(self, a) -> int:
         """The device address of array `a` of this kind."""
@@ -143,16 +151,21 @@ class Kind:
         return self.to_numpy(a).reshape(-1)[0]
 
 
-def _torch_current_stream(index: int) -> int:
-    """PyTorch's current stream on device `index`, as an integer handle: through the raw query
-    PyTorch's own compiler uses (0.2 microseconds; the public torch.cuda.current_stream builds a
-    Stream object, 3.6), or the public one where a build has not got it."""
-    import torch
+_TORCH_STREAM_QUERY = []  # the function below, once found
 
-    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-    if raw is not None:
-        return int(raw(index))
-    return int(torch.cuda.current_stream(index).cuda_stream)
+
+def _torch_current_stream():
+    """A function of a device index giving PyTorch's current stream there as an integer handle:
+    the raw query PyTorch's own compiler uses (0.2 microseconds; the public
+    torch.cuda.current_stream builds a Stream object, 3.6), or the public one where a build has
+    not got it."""
+    if not _TORCH_STREAM_QUERY:
+        import torch
+
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        _TORCH_STREAM_QUERY.append(raw if raw is not None
+                                   else lambda index: torch.cuda.current_stream(index).cuda_stream)
+    return _TORCH_STREAM_QUERY[0]
 
 
 def _dtype_or_name(dtype):
@@ -229,6 +242,10 @@ def _from_jax(a, argument: str):
     raise TypeError(f"{argument}: JAX arrays on a GPU go through PyTorch or CuPy, and neither is installed")
 
 
+_TORCH_KINDS: dict = {}  # a CUDA device's index -> the Kind of PyTorch arrays there
+_NUMPY_KIND = Kind("numpy")
+
+
 def take(a, argument: str):
     """`a` as a flat, contiguous array tally can read, with its Kind. Host data that is not a numpy
     array (lists, tuples) becomes one, as numpy would make it; device arrays stay on their device
@@ -243,22 +260,22 @@ def take(a, argument: str):
 
             flat = cupy.ascontiguousarray(flat)
     elif module == "torch":
-        device = a.device
-        if device.type != "cuda":
+        if not a.is_cuda:
             if dtype_name(a.dtype) == "bfloat16":
                 raise TypeError(f"{argument}: {_NO_HOST_BFLOAT16}")
             a = a.numpy()  # a CPU tensor: the same memory, through numpy
             return take(a, argument)
-        kind = Kind("torch", device)
+        kind = _TORCH_KINDS.get(a.get_device())  # get_device: an int, where a.device makes an object a read
+        if kind is None:
+            kind = _TORCH_KINDS.setdefault(a.get_device(), Kind("torch", a.device))
         flat = a if a.dim() == 1 else a.reshape(-1)
         if not flat.is_contiguous():
             flat = flat.contiguous()
     elif module in ("jax", "jaxlib"):
         flat, kind = take(_from_jax(a, argument), argument)
-        kind.jax = True
-        return flat, kind
+        return flat, kind.for_jax()
     elif module == "numpy" or isinstance(a, (list, tuple, int, float)):
-        kind = Kind("numpy")
+        kind = _NUMPY_KIND
         flat = np.ascontiguousarray(np.asarray(a).ravel())
         # What numpy counts as it does: bools as uint8 0 and 1 (numpy.histogram converts them),
         # and the other byte order (a big-endian array, as np.load may give) swapped to this host's.
@@ -272,7 +289,7 @@ def take(a, argument: str):
         raise TypeError(f"{argument}: expected an array, got {type(a).__name__}")
     dtype = numpy_dtype(flat)
     name = dtype_name(dtype)
-    if name not in SAMPLE_DTYPES:
+    if name not in _TAKEN:
         raise TypeError(f"{argument}: dtype {dtype} is not supported (tally takes {', '.join(SAMPLE_DTYPES)})")
     if name == "bfloat16" and not kind.on_gpu:  # a numpy array of ml_dtypes' bfloat16
         raise TypeError(f"{argument}: {_NO_HOST_BFLOAT16}")
