@@ -1,4 +1,7 @@
-"""python -m tally.bench: tally's Python calls beside PyTorch's and CuPy's on the same GPU arrays.
+"""python -m tally.bench: tally's Python calls beside their peers' on the same GPU arrays.
+
+Peers: PyTorch, CuPy and, where it is installed, cuda.compute (CUB's histogram_even, compiled at
+run time).
 
 Large inputs (2^28 samples by default) as a fraction of the read bandwidth, which torch.sum over
 the same bytes (as float32) measures in the same run (GPU time a call, CUDA events around ten calls
@@ -52,6 +55,51 @@ def _median_wall_us(torch, fn, runs: int) -> float:
     return statistics.median(times)
 
 
+class _TorchStream:
+    """PyTorch's current stream, as the __cuda_stream__ protocol hands it to cuda.compute."""
+
+    def __init__(self, torch):
+        self._torch = torch
+
+    def __cuda_stream__(self):
+        return 0, int(self._torch.cuda.current_stream().cuda_stream)
+
+
+def _cuda_compute_call(torch, a, bins: int, range_):
+    """cuda.compute's histogram_even (CUB's, compiled at run time) over `a` in `bins` even bins over
+    `range_` (levels of the samples' dtype), as a user calling it repeatedly would run it: the
+    algorithm object made and its temporary storage allocated once. None where cuda.compute is not
+    installed; a function that raises where it cannot run here."""
+    try:
+        from cuda.compute import make_histogram_even
+    except ImportError:
+        return None
+    try:
+        dtype = np.float32 if a.dtype == torch.float32 else np.int32
+        levels = np.array([bins + 1], np.int32)
+        lower, upper = np.array([range_[0]], dtype), np.array([range_[1]], dtype)
+        counts = torch.empty(bins, dtype=torch.int32, device=a.device)
+        n = a.numel()
+        histogram = make_histogram_even(d_samples=a, d_histogram=counts, h_num_output_levels=levels,
+                                        h_lower_level=lower, h_upper_level=upper, num_samples=n)
+        stream = _TorchStream(torch)
+        temp_bytes = histogram(temp_storage=None, d_samples=a, d_histogram=counts, h_num_output_levels=levels,
+                               h_lower_level=lower, h_upper_level=upper, num_samples=n, stream=stream)
+        temp = torch.empty(max(temp_bytes, 1), dtype=torch.uint8, device=a.device)
+    except Exception as e:  # noqa: BLE001 - reported as the peer's row
+        failure = e
+
+        def refuse():
+            raise failure
+        return refuse
+
+    def call():
+        histogram(temp_storage=temp, d_samples=a, d_histogram=counts, h_num_output_levels=levels, h_lower_level=lower,
+                  h_upper_level=upper, num_samples=n, stream=stream)
+        return counts
+    return call
+
+
 def _cases(torch, cupy, n: int, seed: int):
     """(name, bins, the samples as torch and cupy arrays sharing memory, the host copy, calls)."""
     rng = np.random.default_rng(seed)
@@ -75,6 +123,8 @@ def _cases(torch, cupy, n: int, seed: int):
             calls["torch.histc"] = lambda a=a, b=bins, r=range_: torch.histc(a, b, r[0], r[1])
         if c is not None:
             calls["cupy.histogram"] = lambda c=c, b=bins, r=range_: cupy.histogram(c, b, range=r)[0]
+        if range_ is not None:
+            calls["cuda.compute.histogram_even"] = _cuda_compute_call(torch, a, bins, range_)
         cases.append((name, a, host, want, {k: v for k, v in calls.items() if v is not None}))
     return cases
 
@@ -197,6 +247,7 @@ def main(argv=None) -> int:
                     got = _counts(call())
                 except Exception as e:  # noqa: BLE001 - a peer that refuses the case is a row, not a crash
                     rows.append(dict(case=name, samples=n, call=label, check=f"refused: {type(e).__name__}"))
+                    print(f"case={name}  samples={n}  call={label}  refused: {type(e).__name__}: {e}"[:400], flush=True)
                     continue
                 exact = got.shape == want.shape and np.array_equal(got, want)
                 if not exact and label.startswith("tally"):
