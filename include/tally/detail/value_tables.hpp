@@ -257,14 +257,16 @@ class window_table {
 #if defined(__CUDA_ARCH__)
     if (__isShared(table_)) {
       // A shared-memory load, not a generic one: the compiler cannot tell where the copy lives.
+      // The "memory" clobber keeps it after the barrier that follows the table's fill (an asm
+      // without one may move across it); sm_90's machine code is the same with it.
       const auto address = static_cast<std::uint32_t>(__cvta_generic_to_shared(table_ + p));
       if constexpr (sizeof(entry_type) == 2) {
         std::uint16_t value;
-        asm("ld.shared.u16 %0, [%1];" : "=h"(value) : "r"(address));
+        asm("ld.shared.u16 %0, [%1];" : "=h"(value) : "r"(address) : "memory");
         return value;
       } else {
         std::int32_t value;
-        asm("ld.shared.s32 %0, [%1];" : "=r"(value) : "r"(address));
+        asm("ld.shared.s32 %0, [%1];" : "=r"(value) : "r"(address) : "memory");
         return value;
       }
     }
