@@ -65,11 +65,6 @@ __device__ __forceinline__ void zero_counters(Counter* to, std::int64_t count) {
   for (std::int64_t i = first + threadIdx.x; i < count; i += blockDim.x) to[i] = 0;
 }
 
-template <class Counter>
-__device__ __forceinline__ void zero_block_copy(Counter* copy, std::int64_t num_bins) {
-  zero_counters(copy, num_bins);
-}
-
 /// Words a swizzled copy of `words` words takes: whole rows of 32 words (one per bank).
 __host__ __device__ constexpr std::int64_t swizzled_words(std::int64_t words) { return (words + 31) / 32 * 32; }
 
@@ -430,10 +425,11 @@ struct output_start_words {
   bool zero_left_out;              ///< the zeroing block zeroes `left_out` too (else the caller has)
 };
 
-/// Whether the launch is one block, which owns the output: it stores its copy as the counts
-/// (add_block_copy), so start_output, wait_for_zeroed_output and finish_output skip their protocol,
-/// whose global round trips (a compare-and-swap, the zeroing and its fence, the mark, the last
-/// block's count) a small call waits through.
+/// Whether the launch is one block, which can own the output: store its copy as the counts
+/// (add_block_copy's `store`) and skip the protocol of start_output, wait_for_zeroed_output and
+/// finish_output (their `owns_output`), whose global round trips (a compare-and-swap, the zeroing
+/// and its fence, the mark, the last block's count) a small call waits through. A kernel passes
+/// the same choice to all four, so that no block skips the zeroing without storing every count.
 __device__ __forceinline__ bool launch_is_one_block() { return gridDim.x == 1; }
 
 /// Each block calls this first: the first block of the launch to get here zeroes `counts` (and the
@@ -442,8 +438,9 @@ __device__ __forceinline__ bool launch_is_one_block() { return gridDim.x == 1; }
 /// choice is broadcast by __syncthreads_or rather than a __shared__ flag, so the kernel keeps no
 /// static shared memory and its dynamic copy may take all a block can have.
 template <class Counter>
-__device__ __forceinline__ void start_output(Counter* counts, std::int64_t num_bins, const output_start_words& words) {
-  if (launch_is_one_block()) {  // its hand-off stores every count
+__device__ __forceinline__ void start_output(Counter* counts, std::int64_t num_bins, const output_start_words& words,
+                                             bool owns_output) {
+  if (owns_output) {  // its hand-off stores every count
     if (words.zero_left_out && threadIdx.x == 0) *words.left_out = 0;
     __syncthreads();  // the zero before any thread's add to it
     return;
@@ -467,8 +464,8 @@ __device__ __forceinline__ void start_output(Counter* counts, std::int64_t num_b
 /// Each block calls this before its first write to the output, after counting: by then the block
 /// that zeroes has long finished (it started before this one and waits on nothing), so the wait
 /// is one load. Every thread of the block must call it.
-__device__ __forceinline__ void wait_for_zeroed_output(const output_start_words& words) {
-  if (launch_is_one_block()) return;
+__device__ __forceinline__ void wait_for_zeroed_output(const output_start_words& words, bool owns_output) {
+  if (owns_output) return;
   if (threadIdx.x == 0) {
     cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> zeroed(*words.zeroed);
     while (zeroed.load(cuda::memory_order_acquire) != 2) __nanosleep(64);
@@ -479,8 +476,8 @@ __device__ __forceinline__ void wait_for_zeroed_output(const output_start_words&
 /// After its last write to the output, each block calls this; the last block of the launch puts
 /// the words back for the next call (every other block is past its wait by then). Every thread of
 /// the block must call it.
-__device__ __forceinline__ void finish_output(const output_start_words& words) {
-  if (launch_is_one_block()) return;
+__device__ __forceinline__ void finish_output(const output_start_words& words, bool owns_output) {
+  if (owns_output) return;
   __syncthreads();
   if (threadIdx.x != 0 || !last_block_to_finish(words.blocks_finished)) return;
   cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>(*words.zeroed).store(0, cuda::memory_order_relaxed);

@@ -52,9 +52,10 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
                                output_start_words output, int copies, int table_words) {
   extern __shared__ __align__(16) std::uint32_t shared_copy[];
   if constexpr (!Replicated) copies = 1;
-  zero_block_copy(shared_copy, swizzled_words(map.num_bins() * copies));
+  zero_counters(shared_copy, swizzled_words(map.num_bins() * copies));
   const Mapper block_map = tables_in_block(map, shared_copy, table_words);
-  start_output(counts, map.num_bins(), output);  // its barrier also orders the copy's zeroing before counting
+  const bool owns_output = launch_is_one_block();
+  start_output(counts, map.num_bins(), output, owns_output);  // its barrier also orders the copy's zeroing before counting
   constexpr int loads = Tuning::loads_per_thread;
   std::uint32_t mask = swizzle_mask(copies);
   walk_tally tally;
@@ -62,7 +63,7 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
     const int replica = static_cast<int>(threadIdx.x) % copies;
     // A launch of one block (a small call) keeps the swizzle rather than wait for a first load to
     // choose: the swizzle costs its few samples little, the load a round trip to memory.
-    if (mask != 0u && !launch_is_one_block() &&
+    if (mask != 0u && !owns_output &&
         !block_crowds_banks(samples, num_samples, block_map, loads,
                             [copies, replica](int bin) { return bin * copies + replica; })) {
       mask = 0u;
@@ -77,10 +78,10 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
                                                                           shared_copy, copies);
   }
   __syncthreads();  // every count is in before the copy is read
-  wait_for_zeroed_output(output);
-  const std::uint64_t handed = add_block_copy(shared_copy, map.num_bins(), counts, copies, mask, launch_is_one_block());
+  wait_for_zeroed_output(output, owns_output);
+  const std::uint64_t handed = add_block_copy(shared_copy, map.num_bins(), counts, copies, mask, owns_output);
   warp_add_to(left_out_by_difference(tally, handed), output.left_out);
-  finish_output(output);
+  finish_output(output, owns_output);
 }
 
 /// The byte kernel: bytes over all 256 values (byte_shift_mapper), none left out, into one plain
@@ -101,7 +102,7 @@ all_bytes_histogram_kernel(const std::uint8_t* samples, std::int64_t num_samples
   // choice holds for the whole block, and one plain copy uses the start of the zeroed replicas.
   const bool sample = adapt_to_data && copies == tuning::byte_replicas;
   const int first_byte = sample ? lane_first_byte(samples, num_samples, loads) : 0;
-  zero_block_copy(shared_copy, copy_words);
+  zero_counters(shared_copy, copy_words);
   if (sample && block_bytes_pile_up(first_byte)) copies = 1;
   __syncthreads();  // the copy is zeroed before counting
   count_all_bytes<loads>(samples, num_samples, map, shared_copy, copies);
@@ -168,7 +169,7 @@ two_phase_histogram_kernel(const Sample* samples, std::int64_t num_samples, std:
                                   Mapper map, std::uint64_t* left_out, int table_words) {
   extern __shared__ __align__(16) std::uint32_t shared_copy[];
   const std::int64_t num_bins = map.num_bins();
-  zero_block_copy(shared_copy, swizzled_words(num_bins));
+  zero_counters(shared_copy, swizzled_words(num_bins));
   const Mapper block_map = tables_in_block(map, shared_copy, table_words);
   __syncthreads();
   const walk_tally tally =
@@ -201,7 +202,7 @@ packed16_histogram_kernel(const Sample* samples, std::int64_t num_samples, Count
                           std::uint64_t* left_out, int table_words) {
   extern __shared__ __align__(16) std::uint32_t packed_copy[];  // scan mode reads it as uint4
   const std::int64_t num_bins = map.num_bins();
-  zero_block_copy(packed_copy, swizzled_words(packed_words(num_bins)) + packed_mode_words);
+  zero_counters(packed_copy, swizzled_words(packed_words(num_bins)) + packed_mode_words);
   const Mapper block_map = tables_in_block(map, packed_copy, table_words);
   __syncthreads();
   constexpr int threads = Tuning::block_threads;

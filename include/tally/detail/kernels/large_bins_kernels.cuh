@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(tuning::bucket_threads, 1)
 bucket_histogram_kernel(cell_table table, std::int64_t num_bins, Counter* counts, bucket_slice slice) {
   extern __shared__ std::uint32_t copy[];
   const std::int64_t copy_bins = num_bins < slice.bins ? num_bins : slice.bins;
-  zero_block_copy(copy, copy_bins);
+  zero_counters(copy, copy_bins);
   __syncthreads();
   // Below 2^31: 2^28 samples a chunk, and cell_work for each of at most 2^11 x 37450 cells.
   const std::uint64_t whole = work_before_cell(table, table.cells);

@@ -91,10 +91,11 @@ inline constexpr std::int64_t max_samples_per_block = std::int64_t{1} << 31;
 
 /// The grid of the shared-memory kernels (shared_kernel_grid). On an H200 (2026-11-28, a probe of
 /// the kernel at 1 to 264 blocks over 2^14 to 2^24 samples and 256 to 16384 bins) a lone block read
-/// about 23 GB/s; a launch of more blocks paid about 2 us more for its zeroing protocol and about
-/// 0.4 us a thousand bins for the blocks' hand-offs. One block, then, while the samples take at
-/// most one_block_bytes + one_block_bytes_per_bin a bin (docs/performance.md, "A small call's
-/// latency").
+/// 23 GB/s (float32 through the estimate) to 38 GB/s (int32, unit bins); a launch of more blocks
+/// paid about 2 us more for its zeroing protocol and about 0.4 us a thousand bins for the blocks'
+/// hand-offs. One block, then, while the samples take at most one_block_bytes +
+/// one_block_bytes_per_bin a bin of its copy (bins times replicas) (docs/performance.md, "One
+/// block for a small call, and a grid by size").
 inline constexpr std::int64_t one_block_bytes = std::int64_t{48} << 10;
 inline constexpr std::int64_t one_block_bytes_per_bin = 8;
 /// Beyond that a block for every min_block_bytes of samples, up to one a multiprocessor...
