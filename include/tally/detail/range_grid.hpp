@@ -497,14 +497,14 @@ class grid_range_bin_mapper {
     cell_entry entry;
     if constexpr (sizeof(word_type) == 4) {
       std::uint32_t a, b, c, d;
-      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(address));
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(address) : "memory");
       std::memcpy(&entry.threshold[0], &a, 4);
       std::memcpy(&entry.threshold[1], &b, 4);
       std::memcpy(&entry.threshold[2], &c, 4);
       entry.word = d;
     } else {
       std::uint64_t a, b;
-      asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "r"(address));
+      asm volatile("ld.shared.v2.u64 {%0, %1}, [%2];" : "=l"(a), "=l"(b) : "r"(address) : "memory");
       std::memcpy(&entry.threshold, &a, 8);
       entry.word = b;
     }
