@@ -21,8 +21,10 @@ namespace tally::test {
 namespace {
 
 constexpr std::uint64_t seed = 20261122;
-const std::vector<std::size_t> edge_sizes =
-    quick_mode() ? std::vector<std::size_t>{0, 1, 33, 1000} : std::vector<std::size_t>{0, 1, 31, 33, 1000, (1u << 20) + 3};
+// Up to 1000 samples a launch is one block (its copy stored as the counts); 40000 takes several
+// (the zeroing protocol) but fewer than a multiprocessor each (shared_kernel_grid).
+const std::vector<std::size_t> edge_sizes = quick_mode() ? std::vector<std::size_t>{0, 1, 33, 1000, 40000}
+                                                         : std::vector<std::size_t>{0, 1, 31, 33, 1000, 40000, (1u << 20) + 3};
 const std::vector<std::int64_t> bin_counts{1, 7, 256, 4096, 65536};
 const std::vector<pattern> patterns{pattern::uniform, pattern::single, pattern::sorted,
                                     pattern::bank32, pattern::geometric, pattern::with_outliers};
