@@ -46,7 +46,8 @@ choice_tuple to_tuple(const tally::choice& chose) {
     nb::tuple tuple;
   };
   using key = std::tuple<tally::strategy, const char*, std::size_t>;
-  // Never destroyed: the interpreter may be gone when static objects are.
+  // Never destroyed: the interpreter may be gone when static objects are. (So one interpreter a
+  // process: the tuples would not survive Py_Finalize and a second Py_Initialize.)
   static auto* const known = new std::map<key, made>();
   auto& entry = (*known)[key{chose.used, chose.reason.data(), chose.reason.size()}];
   if (!entry.tuple.is_valid() || entry.reason != chose.reason) {

@@ -12,13 +12,16 @@ _TAKEN = frozenset(SAMPLE_DTYPES)
 
 
 _MODULES: dict = {}  # an array's type -> the top module that defines it ("numpy", "torch", ...)
+_MODULES_KEPT = 64  # types made on the fly are not all kept
 
 
 def _module_of(a) -> str:
     kind = type(a)
     module = _MODULES.get(kind)
     if module is None:
-        module = _MODULES.setdefault(kind, kind.__module__.split(".")[0])
+        module = kind.__module__.split(".")[0]
+        if len(_MODULES) < _MODULES_KEPT:
+            _MODULES[kind] = module
     return module
 
 
