@@ -565,18 +565,17 @@ TEST(GpuHistogramStrategies, BytesCountExactlyInReplicasUpToTheirLimit) {
   }
 }
 
-/// Bytes over all 256 values counted into counts that start `offset` counters into a buffer with
-/// room on both sides: the counts match the CPU reference and no neighbour is touched.
-template <class Counter>
-void expect_bytes_count_at_offset(const std::vector<std::uint8_t>& host, std::size_t offset, strategy s) {
-  constexpr std::size_t bins = 256;
+/// Samples counted in `even` into counts that start `offset` counters into a buffer with room on
+/// both sides: the counts match the CPU reference and no neighbour is touched.
+template <class Sample, class Counter>
+void expect_counts_at_offset(const std::vector<Sample>& host, const even_bins& even, std::size_t offset, strategy s) {
+  const auto bins = static_cast<std::size_t>(even.num_bins);
   std::vector<Counter> expected(bins);
-  cpu::histogram_even(std::span<const std::uint8_t>(host), std::span<Counter>(expected), even_bins{256, 0.0, 256.0},
-                      {strategy::sequential});
+  cpu::histogram_even(std::span<const Sample>(host), std::span<Counter>(expected), even, {strategy::sequential});
   const auto samples = to_device(host);
   gpu::device_buffer<Counter> buffer(bins + 8);
   buffer.fill_bytes(poison_byte);
-  gpu::histogram_even(samples.const_span(), buffer.span().subspan(offset, bins), even_bins{256, 0.0, 256.0}, {s});
+  gpu::histogram_even(samples.const_span(), buffer.span().subspan(offset, bins), even, {s});
   const std::vector<Counter> all = download(buffer);
   const auto poison = static_cast<Counter>(0xababababababababull);
   for (std::size_t i = 0; i < all.size(); ++i) {
@@ -601,12 +600,40 @@ TEST(GpuHistogramStrategies, BytesCountExactlyWhereverTheCountsStart) {
       for (std::size_t offset = 0; offset < 4; ++offset) {
         SCOPED_TRACE(::testing::Message() << to_string(s) << (host == &spread ? " spread" : " one value")
                                           << " uint32 offset=" << offset);
-        expect_bytes_count_at_offset<std::uint32_t>(*host, offset, s);
+        expect_counts_at_offset<std::uint8_t, std::uint32_t>(*host, even_bins{256, 0.0, 256.0}, offset, s);
       }
       for (std::size_t offset = 0; offset < 2; ++offset) {
         SCOPED_TRACE(::testing::Message() << to_string(s) << (host == &spread ? " spread" : " one value")
                                           << " uint64 offset=" << offset);
-        expect_bytes_count_at_offset<std::uint64_t>(*host, offset, s);
+        expect_counts_at_offset<std::uint8_t, std::uint64_t>(*host, even_bins{256, 0.0, 256.0}, offset, s);
+      }
+    }
+  }
+}
+
+TEST(GpuHistogramStrategies, SharedCopiesCountExactlyWhereverTheCountsStart) {
+  // A launch of one block (1000 samples) stores its copy as the counts; one of several (40000)
+  // has its first block zero them, 16 bytes a store where they start on a 16-byte boundary and one
+  // counter at a time elsewhere. Every offset within a 16-byte line, bins whose mapper computes
+  // (half-integer edges: the estimate, the bank swizzle) and unit bins.
+  std::mt19937_64 rng(seed + 37);
+  const std::vector<even_bins> layouts{even_bins{4096, -0.5, 4095.5}, even_bins{4096, 0.0, 4096.0}};
+  for (const std::size_t n : {std::size_t{1000}, std::size_t{40000}}) {
+    std::vector<std::int32_t> host(n);
+    for (auto& x : host) x = static_cast<std::int32_t>(rng() % 4200) - 50;
+    for (const even_bins& even : layouts) {
+      for (const strategy s :
+           {strategy::automatic, strategy::shared_atomic, strategy::warp_aggregated, strategy::replicated}) {
+        for (std::size_t offset = 0; offset < 4; ++offset) {
+          SCOPED_TRACE(::testing::Message() << to_string(s) << " n=" << n << " lower=" << even.lower
+                                            << " uint32 offset=" << offset);
+          expect_counts_at_offset<std::int32_t, std::uint32_t>(host, even, offset, s);
+        }
+        for (std::size_t offset = 0; offset < 2; ++offset) {
+          SCOPED_TRACE(::testing::Message() << to_string(s) << " n=" << n << " lower=" << even.lower
+                                            << " uint64 offset=" << offset);
+          expect_counts_at_offset<std::int32_t, std::uint64_t>(host, even, offset, s);
+        }
       }
     }
   }
