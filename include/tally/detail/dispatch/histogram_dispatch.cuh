@@ -17,6 +17,7 @@
 #include "tally/detail/dispatch/device_properties.cuh"
 #include "tally/detail/dispatch/large_bins_dispatch.cuh"
 #include "tally/detail/kernels/histogram_kernels.cuh"
+#include "tally/detail/shared_kernel_grid.hpp"
 #include "tally/detail/tuning/histogram_tuning.cuh"
 #include "tally/detail/workspace_slots.hpp"
 #include "tally/strategy.hpp"
@@ -181,11 +182,7 @@ cudaError_t histogram_grid(Kernel kernel, std::int64_t num_samples, std::size_t 
   return cudaSuccess;
 }
 
-/// The grid of the shared-memory kernels, from what a launch costs at each size: one block while
-/// a lone block reads the samples sooner than more blocks would start (the zeroing protocol) and
-/// hand off their copies; else a block for every few KiB of samples, up to one a multiprocessor,
-/// and as many as a multiprocessor holds only where each still gets plenty of samples (two blocks
-/// a multiprocessor read 2^20 to 2^22 samples 5-30% slower than one). The tuning has the figures.
+/// The grid of the shared-memory kernels (shared_kernel_blocks) for this kernel's occupancy.
 template <class Kernel>
 cudaError_t shared_kernel_grid(Kernel kernel, std::int64_t num_samples, std::size_t sample_bytes, std::int64_t copy_bins,
                                std::size_t shared_bytes, const device_properties& props, int threads, int& blocks) {
@@ -193,17 +190,7 @@ cudaError_t shared_kernel_grid(Kernel kernel, std::int64_t num_samples, std::siz
   if (cudaError_t e = resident_blocks_per_multiprocessor(kernel, threads, shared_bytes, per_sm); e != cudaSuccess) {
     return e;
   }
-  const std::int64_t bytes = num_samples * static_cast<std::int64_t>(sample_bytes);
-  const std::int64_t multiprocessors = props.multiprocessors;
-  std::int64_t count = 1;
-  if (bytes > tuning::one_block_bytes + tuning::one_block_bytes_per_bin * copy_bins) {
-    const std::int64_t full = std::max(per_sm, 1) * multiprocessors;
-    const bool fill = bytes / full >= std::max(tuning::full_occupancy_block_bytes,
-                                               tuning::full_occupancy_bytes_per_bin * copy_bins);
-    count = std::min((bytes + tuning::min_block_bytes - 1) / tuning::min_block_bytes, fill ? full : multiprocessors);
-  }
-  count = std::max(count, (num_samples + tuning::max_samples_per_block - 1) / tuning::max_samples_per_block);
-  blocks = static_cast<int>(std::max<std::int64_t>(count, 1));
+  blocks = static_cast<int>(shared_kernel_blocks(num_samples, sample_bytes, copy_bins, per_sm, props.multiprocessors));
   return cudaSuccess;
 }
 

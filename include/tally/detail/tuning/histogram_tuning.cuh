@@ -89,7 +89,7 @@ inline constexpr std::size_t block_copies_budget_bytes = std::size_t{512} << 20;
 /// A block counts at most this many samples, so its 32-bit private counters cannot overflow.
 inline constexpr std::int64_t max_samples_per_block = std::int64_t{1} << 31;
 
-/// The grid of the shared-memory kernels (shared_kernel_grid). On an H200 (2026-11-28, a probe of
+/// The grid of the shared-memory kernels (shared_kernel_blocks). On an H200 (2026-11-28, a probe of
 /// the kernel at 1 to 264 blocks over 2^14 to 2^24 samples and 256 to 16384 bins) a lone block read
 /// 23 GB/s (float32 through the estimate) to 38 GB/s (int32, unit bins); a launch of more blocks
 /// paid about 2 us more for its zeroing protocol and about 0.4 us a thousand bins for the blocks'
