@@ -242,6 +242,22 @@ __device__ __forceinline__ void add_to_shared_limbs(std::uint32_t limbs_address,
       [&](int i, std::uint32_t a) { shared_add(first + i * stride, a); });
 }
 
+/// Calls visit(bin, word, limb) for each bin of a limb copy (exact_limb_copy, fixed_limb_copy):
+/// `Limbs` arrays of `words` swizzled words, bin b at word bank_swizzled(b); `limb` holds the bin's
+/// words of each array. The block's threads together, after a __syncthreads.
+template <int Limbs, class Visit>
+__device__ __forceinline__ void for_each_limb_bin(const std::uint32_t* limbs, std::uint32_t words,
+                                                  std::int64_t num_bins, Visit visit) {
+  for (std::uint32_t w = threadIdx.x; w < words; w += blockDim.x) {
+    const std::uint32_t bin = bank_swizzled(w);
+    if (bin >= num_bins) continue;
+    std::uint32_t limb[Limbs];
+#pragma unroll
+    for (int i = 0; i < Limbs; ++i) limb[i] = limbs[i * words + w];
+    visit(bin, w, limb);
+  }
+}
+
 /**
  * A block's shared-memory copy of double sums (shared_atomic): each bin's weights that lie on the
  * grid of 2^-64 (limb_sum::exact_chunks: every float from 2^-41 up) summed exactly in four 32-bit
@@ -287,15 +303,11 @@ struct exact_limb_copy {
   /// Adds each bin's sum, rounded once, to `sums` (one atomic per non-zero bin; NaN is non-zero).
   /// The block's threads together, after a __syncthreads.
   __device__ void flush(std::int64_t num_bins, double* sums) const {
-    for (std::uint32_t w = threadIdx.x; w < words; w += blockDim.x) {
-      const std::uint32_t bin = bank_swizzled(w);
-      if (bin >= num_bins) continue;
-      std::uint32_t limb[limb_sum::exact_limbs];
-#pragma unroll
-      for (int i = 0; i < limb_sum::exact_limbs; ++i) limb[i] = limbs[i * words + w];
-      const double value = limb_sum::exact_to_double(limb) + rest[w];
-      if (value != 0.0) atomicAdd(sums + bin, value);
-    }
+    for_each_limb_bin<limb_sum::exact_limbs>(
+        limbs, words, num_bins, [this, sums](std::uint32_t bin, std::uint32_t w, const auto& limb) {
+          const double value = limb_sum::exact_to_double(limb) + rest[w];
+          if (value != 0.0) atomicAdd(sums + bin, value);
+        });
   }
 };
 
@@ -341,19 +353,15 @@ struct fixed_limb_copy {
   }
   /// Adds each bin's words to `bins` (one atomic per non-zero word), after a __syncthreads.
   __device__ void flush(std::int64_t num_bins, const fixed_point_bins& bins) const {
-    for (std::uint32_t w = threadIdx.x; w < words; w += blockDim.x) {
-      const std::uint32_t bin = bank_swizzled(w);
-      if (bin >= num_bins) continue;
-      std::uint32_t limb[limb_sum::fixed_limbs];
-#pragma unroll
-      for (int i = 0; i < limb_sum::fixed_limbs; ++i) limb[i] = limbs[i * words + w];
-      std::uint64_t low = 0;
-      std::uint64_t high = 0;
-      limb_sum::fixed_words_of_limbs(limb, low, high);
-      if (low != 0) atomic_add_word(bins.low + bin, low);
-      if (high != 0) atomic_add_word(bins.high + bin, high);
-      if (flags()[w] != 0) atomicOr(bins.flags + bin, flags()[w]);
-    }
+    for_each_limb_bin<limb_sum::fixed_limbs>(
+        limbs, words, num_bins, [this, &bins](std::uint32_t bin, std::uint32_t w, const auto& limb) {
+          std::uint64_t low = 0;
+          std::uint64_t high = 0;
+          limb_sum::fixed_words_of_limbs(limb, low, high);
+          if (low != 0) atomic_add_word(bins.low + bin, low);
+          if (high != 0) atomic_add_word(bins.high + bin, high);
+          if (flags()[w] != 0) atomicOr(bins.flags + bin, flags()[w]);
+        });
   }
 };
 
