@@ -39,6 +39,7 @@ std::uint64_t* workspace::scalar() { no_cuda(); }
 std::uint64_t workspace::read_scalar(stream_t) { no_cuda(); }
 namespace detail {
 workspace& waiting_workspace(stream_t) { no_cuda(); }
+void copy_words_async(const void*, void*, std::size_t, stream_t) { no_cuda(); }
 void check_no_pending_cuda_error(std::string_view) { no_cuda(); }
 }  // namespace detail
 

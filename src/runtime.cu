@@ -15,6 +15,7 @@
 #include "tally/detail/cuda_check.hpp"
 #include "tally/detail/dispatch/device_properties.cuh"
 #include "tally/detail/event_pair.hpp"
+#include "tally/detail/kernels/common_kernels.cuh"
 #include "tally/detail/workspace_slots.hpp"
 #include "tally/gpu.hpp"
 #include "tally/gpu/timing.hpp"
@@ -171,17 +172,27 @@ void detail::check_no_pending_cuda_error(std::string_view operation) {
 }
 
 std::uint64_t workspace::read_scalar(stream_t stream) {
-  // Copied into pinned memory, then waited for: a copy into pageable memory waits for the stream
-  // inside the copy, and wakes microseconds later than the stream's own wait
-  // (docs/performance.md, "A small call's latency").
+  // A kernel copies the word into pinned host memory the device maps, then the host waits: a copy
+  // engine's copy waits for the call's kernels across engines, which made a waiting call 3-8 us
+  // slower on an H200 (docs/performance.md, "A small call's latency").
   if (host_result_ == nullptr) {
-    detail::check_cuda_clearing_last_error(cudaMallocHost(&host_result_, sizeof(std::uint64_t)),
-                                           "cudaMallocHost of the result word");
+    detail::check_cuda_clearing_last_error(
+        cudaHostAlloc(&host_result_, sizeof(std::uint64_t), cudaHostAllocMapped | cudaHostAllocPortable),
+        "cudaHostAlloc of the result word");
   }
-  detail::check_cuda(cudaMemcpyAsync(host_result_, scalar(), sizeof(std::uint64_t), cudaMemcpyDeviceToHost, stream),
-                     "reading a result back");
+  detail::copy_words_async(scalar(), host_result_, sizeof(std::uint64_t), stream);
   detail::check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
-  return *static_cast<const std::uint64_t*>(host_result_);
+  return *static_cast<const volatile std::uint64_t*>(host_result_);
+}
+
+void detail::copy_words_async(const void* from, void* to, std::size_t bytes, stream_t stream) {
+  if (bytes % 4 != 0 || bytes > copy_words_max_bytes) {
+    throw error(errc::invalid_argument, "bytes", "copy_words_async copies whole 32-bit words, at most " +
+                                                     std::to_string(copy_words_max_bytes) + " bytes");
+  }
+  tally::detail::copy_words_kernel<unsigned><<<1, 32, 0, stream>>>(static_cast<const unsigned*>(from), static_cast<unsigned*>(to),
+                                                         static_cast<int>(bytes / 4));
+  check_cuda(cudaGetLastError(), "copying a result");
 }
 
 namespace {

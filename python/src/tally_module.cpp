@@ -203,11 +203,11 @@ class device_scope {
   bool changed_ = false;
 };
 
+std::uint64_t* pinned_results();
+
 /// Copies the 64-bit scalar the last call left in `ws` into `out` (device memory) on `stream`.
 void copy_scalar(tally::gpu::workspace& ws, const output& out, std::uintptr_t stream) {
-  const cudaError_t e = cudaMemcpyAsync(out.data(), ws.scalar(), out.nbytes(), cudaMemcpyDeviceToDevice,
-                                        reinterpret_cast<cudaStream_t>(stream));
-  if (e != cudaSuccess) throw nb::value_error(cudaGetErrorString(e));
+  tally::gpu::detail::copy_words_async(ws.scalar(), out.data(), out.nbytes(), reinterpret_cast<tally::gpu::stream_t>(stream));
 }
 #endif
 
@@ -362,10 +362,13 @@ choice_tuple histogram_even_weighted(nb::handle samples_in, nb::handle weights_i
         if (deterministic) {
           // A weight beyond the fixed-point range sets the flag word: waiting for it is the price
           // of the error numpy users expect (the CPU backend raises too).
-          std::uint64_t flags[2] = {0, 0};
 #if defined(TALLY_WITH_CUDA)
-          cudaMemcpyAsync(flags, ws.scalar(), sizeof flags, cudaMemcpyDeviceToHost, reinterpret_cast<cudaStream_t>(s));
-          cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(s));
+          std::uint64_t* flags = pinned_results();
+          tally::gpu::detail::copy_words_async(ws.scalar(), flags, 2 * sizeof(std::uint64_t), as_stream(s));
+          const cudaError_t e = cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(s));
+          if (e != cudaSuccess) throw nb::value_error(cudaGetErrorString(e));
+#else
+          const std::uint64_t flags[2] = {0, 0};
 #endif
           if (flags[1] != 0) {
             throw nb::value_error("weights: deterministic sums take weights with |w| < 2^31");
@@ -522,16 +525,19 @@ choice_tuple reduce(nb::handle samples_in, const std::string& op, nb::handle out
   });
 }
 
-/// Pinned host words into which reduce_values reads its results: one block a host thread.
+/// Pinned host words, mapped, into which reduce_values and the deterministic weights' check read
+/// their results: one block a host thread.
 std::uint64_t* pinned_results() {
 #if defined(TALLY_WITH_CUDA)
   struct block {
     std::uint64_t* words = nullptr;
     block() {
       void* p = nullptr;
-      if (cudaMallocHost(&p, sizeof(std::uint64_t) * max_reductions) != cudaSuccess) {
+      // Mapped: results come in by a kernel's copy (copy_words_async), not a copy engine's.
+      if (cudaHostAlloc(&p, sizeof(std::uint64_t) * max_reductions, cudaHostAllocMapped | cudaHostAllocPortable) !=
+          cudaSuccess) {
         (void)cudaGetLastError();
-        throw nb::value_error("cudaMallocHost of the reductions' result words failed");
+        throw nb::value_error("cudaHostAlloc of the reductions' result words failed");
       }
       words = static_cast<std::uint64_t*>(p);
     }
@@ -563,24 +569,20 @@ nb::tuple reduce_values(nb::handle samples_in, const std::vector<std::string>& o
       std::uint64_t* words = pinned_results();
       on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
 #if defined(TALLY_WITH_CUDA)
-        const auto copy_words = [&](std::size_t first, std::size_t count) {
-          for (std::size_t k = 0; k < count; ++k) {
-            // A pair of extremes lies packed: the k-th value sizeof(A) * k bytes in.
-            const auto* from = reinterpret_cast<const char*>(ws.scalar()) + k * sizeof(A);
-            const cudaError_t e = cudaMemcpyAsync(words + first + k, from, sizeof(A), cudaMemcpyDeviceToHost,
-                                                  reinterpret_cast<cudaStream_t>(s));
-            if (e != cudaSuccess) throw nb::value_error(cudaGetErrorString(e));
-          }
+        // Value i lands sizeof(A) * i bytes in, as a pair of extremes lies in the workspace.
+        const auto copy_values = [&](std::size_t first, std::size_t count) {
+          tally::gpu::detail::copy_words_async(ws.scalar(), reinterpret_cast<char*>(words) + first * sizeof(A),
+                                               count * sizeof(A), as_stream(s));
         };
         for (std::size_t i = 0; i < ops.size(); ++i) {
           if (ops[i] == "min" && i + 1 < ops.size() && ops[i + 1] == "max") {
             tally::gpu::detail::extremes_async(const_span_of<T>(samples), ws, as_stream(s));
-            copy_words(i, 2);
+            copy_values(i, 2);
             ++i;
             continue;
           }
           (void)tally::gpu::reduce_async(const_span_of<T>(samples), reduce_op_named(ops[i]), ws, {}, as_stream(s));
-          copy_words(i, 1);
+          copy_values(i, 1);
         }
         const nb::gil_scoped_release unlocked;
         const cudaError_t e = cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(s));
@@ -591,7 +593,7 @@ nb::tuple reduce_values(nb::handle samples_in, const std::vector<std::string>& o
       nb::list values;
       for (std::size_t i = 0; i < ops.size(); ++i) {
         A value;
-        std::memcpy(&value, words + i, sizeof(A));
+        std::memcpy(&value, reinterpret_cast<const char*>(words) + i * sizeof(A), sizeof(A));
         if constexpr (std::is_integral_v<A>) {
           values.append(nb::int_(value));
         } else {
