@@ -5,9 +5,9 @@ run time).
 
 Large inputs (2^28 samples by default) as a fraction of the read bandwidth, which torch.sum over
 the same bytes (as float32) measures in the same run (GPU time a call, CUDA events around ten calls
-enqueued back to back, median); small inputs as wall
-microseconds a call, from the call to its result ready on the stream (median). Every result is
-checked against numpy's on a host copy before it is timed. With --weighted, weighted bincounts
+enqueued back to back, median); small inputs as wall microseconds a call, from the call to its
+result ready on the stream (median; the calls of a case take turns, a streak of calls each). Every result is checked
+against numpy's on a host copy before it is timed. With --weighted, weighted bincounts
 instead (int32 samples, float32 weights; bytes read count both): tally.bincount, plain and
 deterministic, beside torch.bincount and cupy.bincount with weights, every result within a bound
 of numpy's float64 sums. Writes a CSV with --csv."""
@@ -43,17 +43,26 @@ def _median_gpu_ms(torch, fn, runs: int, batch: int = 10) -> float:
     return statistics.median(times)
 
 
-def _median_wall_us(torch, fn, runs: int) -> float:
-    for _ in range(5):
-        fn()
+def _median_wall_us(torch, calls: dict, runs: int, streak: int = 25) -> dict:
+    """Wall microseconds a call, from the call to its result ready on the stream, median of `runs`
+    for each of `calls` (label -> function). The calls take turns in streaks of `streak` calls, so
+    that every peer meets the same moments of the machine (its clocks and wake-ups drift by
+    microseconds over seconds) while each runs as a loop calls it: in turns of one call each,
+    every call, the peers' alike, took two to three times as long on an H200 (not profiled)."""
+    stream = torch.cuda.current_stream()
+    for fn in calls.values():
+        for _ in range(5):
+            fn()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(runs):
-        begin = time.perf_counter()
-        fn()
-        torch.cuda.current_stream().synchronize()
-        times.append((time.perf_counter() - begin) * 1e6)
-    return statistics.median(times)
+    times = {label: [] for label in calls}
+    for _ in range(-(-runs // streak)):
+        for label, fn in calls.items():
+            for _ in range(streak):
+                begin = time.perf_counter()
+                fn()
+                stream.synchronize()
+                times[label].append((time.perf_counter() - begin) * 1e6)
+    return {label: statistics.median(t) for label, t in times.items()}
 
 
 class _TorchStream:
@@ -244,6 +253,7 @@ def main(argv=None) -> int:
             # The yardstick: torch.sum over the same bytes read as float32 (its int32 sum is slower).
             bytes_as_float = a.view(torch.float32)
             read_ms = _median_gpu_ms(torch, lambda: bytes_as_float.sum(), args.runs) if scale == "large" else None
+            checked = {}
             for label, call in calls.items():
                 try:
                     got = _counts(call())
@@ -254,12 +264,15 @@ def main(argv=None) -> int:
                 exact = got.shape == want.shape and np.array_equal(got, want)
                 if not exact and label.startswith("tally"):
                     mismatches += 1
-                row = dict(case=name, samples=n, call=label, check="exact" if exact else "differs from numpy")
+                checked[label] = dict(case=name, samples=n, call=label, check="exact" if exact else "differs from numpy")
+            if scale == "small":
+                wall_us = _median_wall_us(torch, {label: calls[label] for label in checked}, args.runs * 10)
+            for label, row in checked.items():
                 if scale == "large":
-                    ms = _median_gpu_ms(torch, call, args.runs)
+                    ms = _median_gpu_ms(torch, calls[label], args.runs)
                     row.update(median_ms=round(ms, 4), read_fraction=round(read_ms / ms, 3))
                 else:
-                    row.update(median_us=round(_median_wall_us(torch, call, args.runs * 10), 1))
+                    row.update(median_us=round(wall_us[label], 1))
                 rows.append(row)
                 print("  ".join(f"{k}={v}" for k, v in row.items()), flush=True)
     _write_csv(args.csv, rows)
