@@ -28,8 +28,8 @@
   template void check_bincount_samples<Sample>(std::span<const Sample>, workspace&, stream_t);
 
 #define TALLY_INSTANTIATE_REDUCE(Sample)                                                                     \
-  template choice reduce_async<Sample>(std::span<const Sample>, reduce_op, workspace&, const reduce_options&, \
-                                       stream_t);                                                             \
+  template choice reduce_into_async<Sample>(std::span<const Sample>, reduce_op, accumulator_t<Sample>*,      \
+                                            workspace&, const reduce_options&, stream_t);                    \
   template void extremes_async<Sample>(std::span<const Sample>, workspace&, stream_t);
 
 /// Weighted histograms: float and double weights, double sums (the async and the waiting form).

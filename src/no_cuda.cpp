@@ -73,7 +73,8 @@ void check_bincount_samples(std::span<const Sample>, workspace&, stream_t) {
   no_cuda();
 }
 template <class T>
-choice reduce_async(std::span<const T>, reduce_op, workspace&, const reduce_options&, stream_t) {
+choice reduce_into_async(std::span<const T>, reduce_op, accumulator_t<T>*, workspace&, const reduce_options&,
+                         stream_t) {
   no_cuda();
 }
 template <class T>

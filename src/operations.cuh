@@ -467,8 +467,8 @@ void extremes_async(std::span<const T> samples, workspace& ws, stream_t stream) 
 }
 
 template <class T>
-choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, const reduce_options& options,
-                    stream_t stream) {
+choice reduce_into_async(std::span<const T> samples, reduce_op op, accumulator_t<T>* result, workspace& ws,
+                         const reduce_options& options, stream_t stream) {
   constexpr std::string_view function = "tally::gpu::reduce";
   check_reduce_arguments(function, operation::reduce, samples, options);
   // Integer sums and min/max are exact in any order: `deterministic` changes nothing for them.
@@ -486,8 +486,6 @@ choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, con
     }
   }
   const choice chose = tally::detail::choose_gpu_reduce<T>(options.algorithm, op, deterministic);
-  using A = accumulator_t<T>;
-  auto* result = reinterpret_cast<A*>(ws.scalar());
   const auto n = static_cast<std::int64_t>(samples.size());
   const tally::detail::reduce_launch launch{options.max_blocks, options.block_threads};
   if constexpr (is_half_float_v<T>) {

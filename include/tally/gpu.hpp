@@ -166,9 +166,16 @@ choice bincount_async(std::span<const Sample> samples, std::span<Counter> counts
                       const histogram_options& options, stream_t stream);
 template <class Sample>
 void check_bincount_samples(std::span<const Sample> samples, workspace& ws, stream_t stream);
+/// reduce_async with the result stored at `result` (device memory of the call's device, aligned
+/// as accumulator_t<T>): the Python package's 0-d array, which then needs no copy.
+template <class T>
+choice reduce_into_async(std::span<const T> samples, reduce_op op, accumulator_t<T>* result, workspace& ws,
+                         const reduce_options& options, stream_t stream);
 template <class T>
 choice reduce_async(std::span<const T> samples, reduce_op op, workspace& ws, const reduce_options& options,
-                    stream_t stream);
+                    stream_t stream) {
+  return reduce_into_async(samples, op, reinterpret_cast<accumulator_t<T>*>(ws.scalar()), ws, options, stream);
+}
 /// The least and the greatest sample together, in one read of them (reduce's min and max, NaN
 /// included): two accumulator_t<T>, min then max, packed at the start of `ws.scalar()` (words 0
 /// and 1 at most). What the Python package reads for numpy's range of the data, where two

@@ -503,6 +503,8 @@ choice_tuple reduce(nb::handle samples_in, const std::string& op, nb::handle out
       throw nb::type_error(
           "a: sum, min and max take int8, int16, uint16, int32, uint32, int64, float16, bfloat16, float32 and float64");
     } else {
+      using A = tally::accumulator_t<T>;
+      if (out.nbytes() != sizeof(A)) throw nb::value_error("out: one value of the samples' accumulator type");
       if (!on_gpu(samples) && streamed) {
         return streamed_scalar(out, [&] {
           const tally::reduce_result<T> r = tally::gpu::from_host::reduce(host_samples_of<T>(samples), which, options);
@@ -515,11 +517,11 @@ choice_tuple reduce(nb::handle samples_in, const std::string& op, nb::handle out
         return to_tuple(r.chose);
       }
       return on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
-        const tally::choice chose = tally::gpu::reduce_async(const_span_of<T>(samples), which, ws, options, as_stream(s));
-#if defined(TALLY_WITH_CUDA)
-        copy_scalar(ws, out, s);
-#endif
-        return to_tuple(chose);
+        // Stored straight into `out` (device memory, as the samples), so no copy follows.
+        return to_tuple(tally::gpu::detail::naming_failures("tally::gpu::reduce", [&] {
+          return tally::gpu::detail::reduce_into_async(const_span_of<T>(samples), which, static_cast<A*>(out.data()), ws,
+                                                       options, as_stream(s));
+        }));
       });
     }
   });

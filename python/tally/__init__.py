@@ -103,7 +103,7 @@ def _accumulator(name: str) -> np.dtype:
 def _reduce_into(flat, kind: Kind, op: str, deterministic: bool, strategy: str, stream: int, streamed=False):
     name = _dtype_name(flat)
     accumulator = _accumulator(name)
-    out = kind.empty(1, accumulator)
+    out = kind.empty((), accumulator) if kind.on_gpu else kind.empty(1, accumulator)  # 0-d: the call's result as is
     _local.pending = _tally.reduce(kind.view(flat, name), op, kind.view(out, dtype_name(accumulator)),
                                    deterministic, strategy, stream, streamed)
     return out
@@ -506,7 +506,7 @@ def _reduction(a, op: str, deterministic: bool, strategy: str, stream, backend, 
     out = _reduce_into(flat, kind, op, deterministic, strategy, kind.stream(stream), streamed)
     if op != "sum":
         out = kind.astype(out, name)  # exact: the least or greatest sample, widened
-    result = out.reshape(()) if kind.on_gpu else out[0]
+    result = out if kind.on_gpu else out[0]
     return _chose(kind, result, return_choice)
 
 
@@ -603,7 +603,7 @@ def _predicate(find: bool, a, op: str, value, strategy: str, stream, backend, re
     out = kind.empty(1, np.int64)
     _local.pending = _tally.predicate(find, kind.view(flat, name), op, float(value), integer_value,
                                       kind.view(out, "int64"), strategy, kind.stream(stream), streamed)
-    result = out.reshape(()) if kind.on_gpu else out[0]
+    result = out if kind.on_gpu else out[0]
     return _chose(kind, result, return_choice)
 
 

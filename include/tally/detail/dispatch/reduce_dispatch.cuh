@@ -144,6 +144,13 @@ cudaError_t dispatch_two_phase_fold(void* temp, std::size_t& temp_bytes, const t
     temp_bytes = sizeof(V) * static_cast<std::size_t>(blocks);
     return cudaSuccess;
   }
+  if (blocks == 1) {
+    // One block's fold is the result: the combining pass would fold it with identities only, which
+    // changes no bits (a block's fold starts from the identity, so it is never a lone -0.0). A
+    // launch fewer for a small call.
+    kernel<<<1, threads, 0, stream>>>(samples, num_samples, fold, result);
+    return cudaGetLastError();
+  }
   auto* block_results = static_cast<V*>(temp);
   kernel<<<blocks, threads, 0, stream>>>(samples, num_samples, fold, block_results);
   if (cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
