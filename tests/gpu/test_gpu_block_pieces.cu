@@ -1,7 +1,8 @@
 // GPU tests of block pieces whose effect a histogram's counts cannot show: the sample with which
 // automatic's byte kernel chooses its layout (block_bytes_pile_up in
-// include/tally/detail/block/block_histogram.cuh), and the slices partitioned counts a bucket in
-// on chips with less shared memory (bucket_slices). Whatever a block decides, its counts are exact
+// include/tally/detail/block/block_histogram.cuh), the slices partitioned counts a bucket in
+// on chips with less shared memory (bucket_slices), and block_reduce_atomic's first store
+// (first_stores_then_atomics) in every order of the blocks, which a reduction cannot choose. Whatever a block decides, its counts are exact
 // (test_gpu_histogram checks that); these tests check the decision itself, block by block, on
 // inputs whose answer is known. CUDA source, built only with the GPU backend; without a GPU it
 // exits 77 (skipped).
@@ -12,7 +13,13 @@
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
+#include <cuda/atomic>
+
 #include "tally/detail/block/block_histogram.cuh"
+#include "tally/detail/kernels/reduce_kernels.cuh"
 #include "tally/detail/dispatch/large_bins_dispatch.cuh"
 #include "tally/gpu.hpp"
 
@@ -143,6 +150,69 @@ TEST(BucketSlices, FewestSlicesWhoseCountersFitABlock) {
   }
   EXPECT_EQ(slice_of_buckets(30000, 2, 1).first, 15000u);
   EXPECT_EQ(slice_of_buckets(30001, 2, 1).bins, 15001u);
+}
+
+/// Block b's thread 0 hands values[b] to first_stores_then_atomics once block b - 1 has: block 0
+/// stores, the others combine with the fold's atomic, in that order.
+template <class Fold>
+__global__ void blocks_in_turn_kernel(const typename Fold::value_type* values, Fold fold,
+                                      typename Fold::value_type* result, tally::detail::fold_start_words words, int* turn) {
+  if (threadIdx.x != 0) return;
+  cuda::atomic_ref<int, cuda::thread_scope_device> next(*turn);
+  while (next.load(cuda::memory_order_acquire) != static_cast<int>(blockIdx.x)) __nanosleep(32);
+  tally::detail::first_stores_then_atomics(result, values[blockIdx.x], fold, words);
+  next.store(static_cast<int>(blockIdx.x) + 1, cuda::memory_order_release);
+}
+
+/// The result of first_stores_then_atomics when the blocks come in the order of `values`.
+template <class T, reduce_op Op>
+T in_turn(const std::vector<T>& values) {
+  T* device_values = nullptr;
+  T* result = nullptr;
+  std::uint64_t* words = nullptr;
+  int* turn = nullptr;
+  EXPECT_EQ(cudaMalloc(&device_values, sizeof(T) * values.size()), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&result, sizeof(T)), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&words, 2 * sizeof(std::uint64_t)), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&turn, sizeof(int)), cudaSuccess);
+  EXPECT_EQ(cudaMemcpy(device_values, values.data(), sizeof(T) * values.size(), cudaMemcpyHostToDevice), cudaSuccess);
+  EXPECT_EQ(cudaMemset(words, 0, 2 * sizeof(std::uint64_t)), cudaSuccess);
+  EXPECT_EQ(cudaMemset(turn, 0, sizeof(int)), cudaSuccess);
+  blocks_in_turn_kernel<<<static_cast<int>(values.size()), 32>>>(
+      device_values, tally::detail::reduce_fold<T, Op>{}, result, tally::detail::fold_start_words{words, words + 1},
+      turn);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  T out{};
+  EXPECT_EQ(cudaMemcpy(&out, result, sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
+  std::uint64_t left[2] = {1, 1};
+  EXPECT_EQ(cudaMemcpy(left, words, sizeof(left), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(left[0], 0u);  // the words are back to 0 for the next launch
+  EXPECT_EQ(left[1], 0u);
+  cudaFree(device_values);
+  cudaFree(result);
+  cudaFree(words);
+  cudaFree(turn);
+  return out;
+}
+
+template <class T>
+void expect_nan_wins_in_any_turn() {
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  // The NaN's block first: its store must rank where the atomics cannot displace it (a +NaN
+  // stored as it is ranks above every value, and atomic_min replaced it: a NaN min lost).
+  const std::vector<std::vector<T>> orders = {{nan, T(-7), T(1.5)}, {T(-7), nan, T(1.5)}, {T(1.5), T(-7), nan}};
+  for (const auto& order : orders) {
+    EXPECT_TRUE(std::isnan(in_turn<T, reduce_op::min>(order)));
+    EXPECT_TRUE(std::isnan(in_turn<T, reduce_op::max>(order)));
+  }
+  const std::vector<T> plain = {T(1.5), T(-7), T(3)};
+  EXPECT_EQ((in_turn<T, reduce_op::min>(plain)), T(-7));
+  EXPECT_EQ((in_turn<T, reduce_op::max>(plain)), T(3));
+}
+
+TEST(FirstStoresThenAtomics, ANaNWinsMinAndMaxWhicheverBlockStoresFirst) {
+  expect_nan_wins_in_any_turn<float>();
+  expect_nan_wins_in_any_turn<double>();
 }
 
 }  // namespace

@@ -49,6 +49,17 @@ struct reduce_fold {
     return fold_vector_in_a_tree(*this, into, v);
   }
 
+  /// `value` as the atomic would leave it in a result that held the identity: a NaN min or max
+  /// becomes the NaN atomic_min / atomic_max stores, which no later value displaces. What the
+  /// first block stores in place of its atomic (first_stores_then_atomics): a NaN stored as it is
+  /// (+NaN) ranks above every value, and a later atomic_min replaced it.
+  __device__ __forceinline__ value_type first_store(value_type value) const {
+    if constexpr (Op != reduce_op::sum && !std::is_integral_v<value_type>) {
+      if (value != value) return Op == reduce_op::min ? tally::min_nan<value_type>() : tally::max_nan<value_type>();
+    }
+    return value;
+  }
+
   /// `*target = combine(*target, value)` with one device-scope atomic: the hardware's add, min
   /// or max on integers; for float/double min/max tally::atomic_min/atomic_max (tally/atomic.cuh),
   /// one integer atomic on the bits ordered by IEEE totalOrder, a NaN argument storing a NaN
@@ -125,6 +136,7 @@ struct count_fold {
     return into + matches;
   }
 
+  __device__ __forceinline__ value_type first_store(value_type value) const { return value; }
   __device__ __forceinline__ void atomic(value_type* target, value_type value) const {
     cuda::atomic_ref<value_type, cuda::thread_scope_device>(*target).fetch_add(value, cuda::memory_order_relaxed);
   }

@@ -66,7 +66,7 @@ __device__ __forceinline__ void first_stores_then_atomics(typename Fold::value_t
   cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device> started(*words.started);
   std::uint64_t expected = 0;
   if (started.compare_exchange_strong(expected, 1, cuda::memory_order_relaxed)) {
-    *result = value;
+    *result = fold.first_store(value);
     started.store(2, cuda::memory_order_release);
   } else {
     while (started.load(cuda::memory_order_acquire) != 2) __nanosleep(32);
