@@ -173,8 +173,8 @@ void detail::check_no_pending_cuda_error(std::string_view operation) {
 
 std::uint64_t workspace::read_scalar(stream_t stream) {
   // A kernel copies the word into pinned host memory the device maps, then the host waits: a copy
-  // engine's copy waits for the call's kernels across engines, which made a waiting call 3-8 us
-  // slower on an H200 (docs/performance.md, "A small call's latency").
+  // engine's copy waits for the call's kernels across engines, which made a waiting call up to
+  // 9 us slower on an H200 (docs/performance.md, "The result read back by a kernel").
   if (host_result_ == nullptr) {
     detail::check_cuda_clearing_last_error(
         cudaHostAlloc(&host_result_, sizeof(std::uint64_t), cudaHostAllocMapped | cudaHostAllocPortable),
@@ -190,8 +190,8 @@ void detail::copy_words_async(const void* from, void* to, std::size_t bytes, str
     throw error(errc::invalid_argument, "bytes", "copy_words_async copies whole 32-bit words, at most " +
                                                      std::to_string(copy_words_max_bytes) + " bytes");
   }
-  tally::detail::copy_words_kernel<unsigned><<<1, 32, 0, stream>>>(static_cast<const unsigned*>(from), static_cast<unsigned*>(to),
-                                                         static_cast<int>(bytes / 4));
+  tally::detail::copy_words_kernel<unsigned>
+      <<<1, 32, 0, stream>>>(static_cast<const unsigned*>(from), static_cast<unsigned*>(to), static_cast<int>(bytes / 4));
   check_cuda(cudaGetLastError(), "copying a result");
 }
 

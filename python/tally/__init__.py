@@ -603,7 +603,7 @@ def _predicate(find: bool, a, op: str, value, strategy: str, stream, backend, re
     out = kind.empty(1, np.int64)
     _local.pending = _tally.predicate(find, kind.view(flat, name), op, float(value), integer_value,
                                       kind.view(out, "int64"), strategy, kind.stream(stream), streamed)
-    result = out if kind.on_gpu else out[0]
+    result = out.reshape(()) if kind.on_gpu else out[0]
     return _chose(kind, result, return_choice)
 
 

@@ -196,6 +196,9 @@ def test_reductions_and_predicates_follow_numpy(framework, dtype):
     assert to_host(framework, tally.count_if(a, "<", 500)) == np.count_nonzero(host < 500)
     mask = host >= 999
     assert to_host(framework, tally.find_first(a, ">=", 999)) == (np.argmax(mask) if mask.any() else host.size)
+    # Each is a 0-d array on the device, as numpy's results are scalars.
+    for result in (tally.sum(a), tally.min(a), tally.max(a), tally.count_if(a, "<", 500), tally.find_first(a, ">=", 9)):
+        assert tuple(result.shape) == ()
 
 
 @pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if f != "jax"])  # JAX has no stream to give
