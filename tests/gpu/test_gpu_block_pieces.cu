@@ -153,13 +153,21 @@ TEST(BucketSlices, FewestSlicesWhoseCountersFitABlock) {
 }
 
 /// Block b's thread 0 hands values[b] to first_stores_then_atomics once block b - 1 has: block 0
-/// stores, the others combine with the fold's atomic, in that order.
+/// stores, the others combine with the fold's atomic, in that order. A block that waits too long
+/// (its predecessor never ran) goes on and sets `*out_of_turn`, so the test fails rather than hangs.
 template <class Fold>
 __global__ void blocks_in_turn_kernel(const typename Fold::value_type* values, Fold fold,
-                                      typename Fold::value_type* result, tally::detail::fold_start_words words, int* turn) {
+                                      typename Fold::value_type* result, tally::detail::fold_start_words words, int* turn,
+                                      int* out_of_turn) {
   if (threadIdx.x != 0) return;
   cuda::atomic_ref<int, cuda::thread_scope_device> next(*turn);
-  while (next.load(cuda::memory_order_acquire) != static_cast<int>(blockIdx.x)) __nanosleep(32);
+  for (int spins = 0; next.load(cuda::memory_order_acquire) != static_cast<int>(blockIdx.x); ++spins) {
+    if (spins == (1 << 22)) {
+      *out_of_turn = 1;
+      break;
+    }
+    __nanosleep(32);
+  }
   tally::detail::first_stores_then_atomics(result, values[blockIdx.x], fold, words);
   next.store(static_cast<int>(blockIdx.x) + 1, cuda::memory_order_release);
 }
@@ -174,14 +182,17 @@ T in_turn(const std::vector<T>& values) {
   EXPECT_EQ(cudaMalloc(&device_values, sizeof(T) * values.size()), cudaSuccess);
   EXPECT_EQ(cudaMalloc(&result, sizeof(T)), cudaSuccess);
   EXPECT_EQ(cudaMalloc(&words, 2 * sizeof(std::uint64_t)), cudaSuccess);
-  EXPECT_EQ(cudaMalloc(&turn, sizeof(int)), cudaSuccess);
+  EXPECT_EQ(cudaMalloc(&turn, 2 * sizeof(int)), cudaSuccess);  // the turn, then the out-of-turn flag
   EXPECT_EQ(cudaMemcpy(device_values, values.data(), sizeof(T) * values.size(), cudaMemcpyHostToDevice), cudaSuccess);
   EXPECT_EQ(cudaMemset(words, 0, 2 * sizeof(std::uint64_t)), cudaSuccess);
-  EXPECT_EQ(cudaMemset(turn, 0, sizeof(int)), cudaSuccess);
+  EXPECT_EQ(cudaMemset(turn, 0, 2 * sizeof(int)), cudaSuccess);
   blocks_in_turn_kernel<<<static_cast<int>(values.size()), 32>>>(
       device_values, tally::detail::reduce_fold<T, Op>{}, result, tally::detail::fold_start_words{words, words + 1},
-      turn);
+      turn, turn + 1);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  int out_of_turn = 1;
+  EXPECT_EQ(cudaMemcpy(&out_of_turn, turn + 1, sizeof(int), cudaMemcpyDeviceToHost), cudaSuccess);
+  EXPECT_EQ(out_of_turn, 0) << "a block waited in vain for the one before it";
   T out{};
   EXPECT_EQ(cudaMemcpy(&out, result, sizeof(T), cudaMemcpyDeviceToHost), cudaSuccess);
   std::uint64_t left[2] = {1, 1};

@@ -198,7 +198,8 @@ TEST(GpuConcurrentCallers, EightHostThreadsAtOnceGetExactResultsInEveryWayOfCall
 
 // Each thread's calls alone, one test a thread. Under racecheck this checks what the kernels do
 // inside their blocks apart from the concurrent launches above, which the sanitizer may fail to
-// track ("failure to track a kernel launch", seen on an H200); the eight tests run side by side.
+// track ("failure to track a kernel launch", seen on an H200); one test a thread, so that each
+// can also run in a process of its own (--gtest_filter).
 class GpuOneCallerAtATime : public ::testing::TestWithParam<int> {};
 
 TEST_P(GpuOneCallerAtATime, GetsTheSameExactResults) {
