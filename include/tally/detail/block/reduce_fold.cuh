@@ -55,9 +55,11 @@ struct reduce_fold {
   /// (+NaN) ranks above every value, and a later atomic_min replaced it.
   __device__ __forceinline__ value_type first_store(value_type value) const {
     if constexpr (Op != reduce_op::sum && !std::is_integral_v<value_type>) {
-      if (value != value) return Op == reduce_op::min ? tally::min_nan<value_type>() : tally::max_nan<value_type>();
+      return cuda::std::bit_cast<value_type>(Op == reduce_op::min ? atomics::min_argument_bits(value)
+                                                                  : atomics::max_argument_bits(value));
+    } else {
+      return value;
     }
-    return value;
   }
 
   /// `*target = combine(*target, value)` with one device-scope atomic: the hardware's add, min
