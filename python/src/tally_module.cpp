@@ -172,6 +172,8 @@ decltype(auto) with_counter_type(const output& counts, F&& f) {
   throw nb::type_error("dtype: counts are int64, uint64 or uint32");
 }
 
+tally::gpu::stream_t as_stream(std::uintptr_t stream) { return reinterpret_cast<tally::gpu::stream_t>(stream); }
+
 #if defined(TALLY_WITH_CUDA)
 /// One workspace per (device, stream), kept for the life of the process: a call allocates nothing
 /// once its workspace has grown to the size it needs.
@@ -207,11 +209,9 @@ std::uint64_t* pinned_results();
 
 /// Copies the 64-bit scalar the last call left in `ws` into `out` (device memory) on `stream`.
 void copy_scalar(tally::gpu::workspace& ws, const output& out, std::uintptr_t stream) {
-  tally::gpu::detail::copy_words_async(ws.scalar(), out.data(), out.nbytes(), reinterpret_cast<tally::gpu::stream_t>(stream));
+  tally::gpu::detail::copy_words_async(ws.scalar(), out.data(), out.nbytes(), as_stream(stream));
 }
 #endif
-
-tally::gpu::stream_t as_stream(std::uintptr_t stream) { return reinterpret_cast<tally::gpu::stream_t>(stream); }
 
 [[noreturn]] void no_gpu_backend() {
   throw nb::value_error("samples: a CUDA array, but this build of tally has no GPU backend");

@@ -6,9 +6,9 @@ run time).
 Large inputs (2^28 samples by default) as a fraction of the read bandwidth, which torch.sum over
 the same bytes (as float32) measures in the same run (GPU time a call, CUDA events around ten calls
 enqueued back to back, median); small inputs as wall microseconds a call, from the call to its
-result ready on the stream (median; the calls of a case take turns, a streak of calls each). Every result is checked
-against numpy's on a host copy before it is timed. With --weighted, weighted bincounts
-instead (int32 samples, float32 weights; bytes read count both): tally.bincount, plain and
+result ready on the stream (median; the calls of a case take turns, a streak of calls each).
+Every result is checked against numpy's on a host copy before it is timed. With --weighted,
+weighted bincounts instead (int32 samples, float32 weights; bytes read count both): tally.bincount, plain and
 deterministic, beside torch.bincount and cupy.bincount with weights, every result within a bound
 of numpy's float64 sums. Writes a CSV with --csv."""
 
