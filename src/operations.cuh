@@ -379,10 +379,12 @@ choice histogram_even_weighted_async(std::span<const Sample> samples, std::span<
   std::uint64_t* scalars = ws.scalar();
   check_cuda(cudaMemsetAsync(scalars, 0, 2 * sizeof(std::uint64_t), stream), "cudaMemsetAsync");
   const auto n = static_cast<std::int64_t>(samples.size());
-  run_with_storage(function, ws, stream, [&](void* temp, std::size_t& bytes) {
-    return tally::detail::dispatch_weighted_histogram(temp, bytes, chose.used, options.deterministic, samples.data(),
-                                                      weights.data(), n, sums.data(), map, scalars + slot::result,
-                                                      scalars + slot::out_of_range, stream);
+  tally::detail::with_fastest_mapper(map, [&](const auto& fast) {
+    run_with_storage(function, ws, stream, [&](void* temp, std::size_t& bytes) {
+      return tally::detail::dispatch_weighted_histogram(temp, bytes, chose.used, options.deterministic, samples.data(),
+                                                        weights.data(), n, sums.data(), map, fast,
+                                                        scalars + slot::result, scalars + slot::out_of_range, stream);
+    });
   });
   return chose;
 }

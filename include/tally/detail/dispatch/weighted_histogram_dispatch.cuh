@@ -63,16 +63,18 @@ inline choice choose_gpu_weighted(strategy requested, std::int64_t num_bins, boo
 }
 
 /**
- * Runs weighted strategy `s` (atomic or shared_atomic) over `samples` and `weights` into
- * `sums`, and adds the samples it leaves out to `*left_out`, which the caller zeroes. With
- * `deterministic` the weights are summed as fixed-point words in `temp`, converted into `sums` at
- * the end, and `*out_of_range` (zeroed by the caller) is set to 1 if a weight was beyond range.
+ * Runs weighted strategy `s` (atomic, shared_atomic or warp_aggregated) over `samples` and
+ * `weights` into `sums`, and adds the samples it leaves out to `*left_out`, which the caller
+ * zeroes. shared_atomic maps with `fast` (the cheapest mapper that bins as `map` does: its kernel
+ * is held by its instructions a sample), the others with `map`. With `deterministic`
+ * the weights are summed as fixed-point words in `temp`, converted into `sums` at the end, and
+ * `*out_of_range` (zeroed by the caller) is set to 1 if a weight was beyond range.
  */
-template <class Sample, class Weight, class Mapper>
+template <class Sample, class Weight, class Mapper, class FastMapper>
 cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, strategy s, bool deterministic,
                                         const Sample* samples, const Weight* weights, std::int64_t num_samples,
-                                        double* sums, const Mapper& map, std::uint64_t* left_out,
-                                        std::uint64_t* out_of_range, cudaStream_t stream) {
+                                        double* sums, const Mapper& map, const FastMapper& fast,
+                                        std::uint64_t* left_out, std::uint64_t* out_of_range, cudaStream_t stream) {
   const std::int64_t num_bins = map.num_bins();
   if (temp == nullptr) {
     // One byte when nothing is needed: a null `temp` is how callers ask for the size.
@@ -90,26 +92,27 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   const std::size_t copy_bytes = in_shared ? weighted_copy_bytes(s, num_bins, deterministic) : 0;
   const int block_threads = s == strategy::shared_atomic ? tuning::weighted_limb_block_threads : threads;
   int blocks = 1;
-  // Sizes the grid of the strategy's kernel and launches it into `out`: the kernels for
-  // shared_atomic, atomic, and warp_aggregated with a shared copy or without.
-  const auto launch = [&](auto shared_atomic_kernel, auto atomic_kernel, auto in_warps_shared_kernel,
-                          auto in_warps_global_kernel, auto out) {
-    auto kernel = s == strategy::shared_atomic ? shared_atomic_kernel
-                  : s == strategy::atomic      ? atomic_kernel
-                  : in_shared                  ? in_warps_shared_kernel
-                                               : in_warps_global_kernel;
+  // Sizes the grid of a kernel and launches it into `out` with mapper `with`.
+  const auto launch_one = [&](auto kernel, const auto& with, auto out) {
     if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, 1 << 30, blocks, block_threads);
         e != cudaSuccess) {
       return e;
     }
-    kernel<<<blocks, block_threads, copy_bytes, stream>>>(samples, weights, num_samples, out, map, left_out);
+    kernel<<<blocks, block_threads, copy_bytes, stream>>>(samples, weights, num_samples, out, with, left_out);
     return cudaGetLastError();
+  };
+  // The kernels for shared_atomic, atomic, and warp_aggregated with a shared copy or without.
+  const auto launch = [&](auto shared_atomic_kernel, auto atomic_kernel, auto in_warps_shared_kernel,
+                          auto in_warps_global_kernel, auto out) {
+    if (s == strategy::shared_atomic) return launch_one(shared_atomic_kernel, fast, out);
+    return launch_one(s == strategy::atomic ? atomic_kernel : in_shared ? in_warps_shared_kernel : in_warps_global_kernel,
+                      map, out);
   };
 
   if (!deterministic) {
     if (cudaError_t e = cudaMemsetAsync(sums, 0, sizeof(double) * num_bins, stream); e != cudaSuccess) return e;
     if (num_samples == 0) return cudaSuccess;
-    return launch(weighted_limb_kernel<exact_limb_copy, Sample, Weight, Mapper, double*>,
+    return launch(weighted_limb_kernel<exact_limb_copy, Sample, Weight, FastMapper, double*>,
                   weighted_atomic_kernel<Sample, Weight, Mapper>,
                   weighted_warp_aggregated_kernel<true, Sample, Weight, Mapper>,
                   weighted_warp_aggregated_kernel<false, Sample, Weight, Mapper>, sums);
@@ -118,7 +121,7 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   const fixed_point_bins bins = fixed_point_bins::at(static_cast<std::uint64_t*>(temp), num_bins);
   if (cudaError_t e = cudaMemsetAsync(temp, 0, fixed_point_bins::bytes(num_bins), stream); e != cudaSuccess) return e;
   if (num_samples > 0) {
-    if (cudaError_t e = launch(weighted_limb_kernel<fixed_limb_copy, Sample, Weight, Mapper, fixed_point_bins>,
+    if (cudaError_t e = launch(weighted_limb_kernel<fixed_limb_copy, Sample, Weight, FastMapper, fixed_point_bins>,
                                fixed_atomic_kernel<Sample, Weight, Mapper>,
                                fixed_warp_aggregated_kernel<true, Sample, Weight, Mapper>,
                                fixed_warp_aggregated_kernel<false, Sample, Weight, Mapper>, bins);
