@@ -227,6 +227,37 @@ TEST(GpuWeightedHistogram, WeightsAtTheEdgesOfTheIntegerSums) {
   }
 }
 
+/// 2^28 samples, all into one bin, each weight the largest below 2^31 (every bit of its mantissa
+/// set), so that each block of the grid adds about 2^19 of them: the carries of the deterministic
+/// limbs run into the top limb, and a block's sum reaches 2^82 (2^63 a weight). The exact sum is
+/// n * w, a double.
+template <class Weight>
+void check_largest_weights_in_one_bin() {
+  constexpr std::size_t n = std::size_t{1} << 28;
+  const Weight largest = std::nextafter(static_cast<Weight>(2147483648.0), Weight{0});
+  auto samples = to_device(std::vector<std::int32_t>(n, 0));
+  for (const Weight w : {largest, -largest}) {
+    SCOPED_TRACE(type_name<Weight>() + " weights " + std::to_string(static_cast<double>(w)));
+    auto weights = to_device(std::vector<Weight>(n, w));
+    gpu::device_buffer<double> sums(1);
+    sums.fill_bytes(poison_byte);
+    for (const strategy s : {strategy::automatic, strategy::shared_atomic}) {
+      const histogram_result got =
+          gpu::histogram_even(samples.const_span(), weights.const_span(), sums.span(), even_bins{1, 0.0, 1.0},
+                              {s, upper_edge::exclusive, true});
+      EXPECT_EQ(got.chose.used, strategy::shared_atomic);
+      EXPECT_EQ(got.left_out, 0u);
+      EXPECT_EQ(download(sums)[0], static_cast<double>(n) * static_cast<double>(w)) << to_string(s);
+    }
+  }
+}
+
+TEST(GpuWeightedHistogram, DeterministicSumsOfTheLargestWeightsInOneBinStayExact) {
+  if (quick_mode()) GTEST_SKIP() << "quick mode (compute-sanitizer): 2^28 samples";
+  check_largest_weights_in_one_bin<float>();
+  check_largest_weights_in_one_bin<double>();
+}
+
 TEST(GpuWeightedHistogram, DeterministicRefusesWeightsBeyond2Pow31) {
   const std::vector<double> samples{0.5, 1.5, 7.0};
   const std::vector<double> weights{1.0, 2147483648.0, 1e300};  // the last sample is left out: ignored
