@@ -138,6 +138,32 @@ TEST(WeightedHistogram, DeterministicSumsOfGridWeightsAreExact) {
   }
 }
 
+TEST(WeightedHistogram, AFixedPointValueIsTheWeightTimes2Pow32RoundedToNearestEven) {
+  // Against the rounding done by hand: w * 2^32 is exact in double, so its floor and fraction are.
+  namespace fpw = tally::detail::fixed_point_weight;
+  std::mt19937_64 rng(19);
+  std::vector<double> weights{0.0, -0.0, 1.0, -1.0, std::ldexp(1.0, -33), -std::ldexp(1.0, -33),
+                              std::ldexp(3.0, -33), -std::ldexp(3.0, -33), std::nextafter(2147483648.0, 0.0),
+                              -std::nextafter(2147483648.0, 0.0)};
+  for (int k = 0; k < 200000; ++k) {
+    const int exponent = static_cast<int>(rng() % 75) - 44;  // 2^-44 .. 2^30
+    const double w = (rng() % 2 == 0 ? 1.0 : -1.0) * std::ldexp(static_cast<double>(rng() >> 11), exponent - 52);
+    weights.push_back(w);
+    weights.push_back(std::ldexp(std::round(std::ldexp(w, 34)) + 0.5 * static_cast<double>(rng() % 3), -34));  // ties
+  }
+  for (const double w : weights) {
+    if (!(std::fabs(w) < 2147483648.0)) continue;
+    const double x = w * 4294967296.0;
+    const double floor = std::floor(x);
+    const double fraction = x - floor;
+    const bool up = fraction > 0.5 || (fraction == 0.5 && std::fmod(floor, 2.0) != 0.0);
+    const auto expected = static_cast<std::int64_t>(floor) + (up ? 1 : 0);
+    const fpw::fixed_weight f = fpw::to_fixed(w);
+    ASSERT_EQ(f.flags, 0u) << w;
+    ASSERT_EQ(static_cast<std::int64_t>((f.high << 32) | f.low), expected) << w;
+  }
+}
+
 TEST(WeightedHistogram, DeterministicRoundsEachWeightTo2PowMinus32) {
   // 2^-34 rounds to 0 on the grid, 3 * 2^-34 to 2^-32: the documented precision, not more.
   weighted_input<double, double> in{{0.5, 0.5, 0.5}, {std::ldexp(1.0, -34), std::ldexp(3.0, -34), 1.0}};

@@ -22,6 +22,10 @@
 
 #include "tally/config.hpp"
 
+#if defined(__x86_64__) && !defined(__CUDA_ARCH__)
+#include <emmintrin.h>
+#endif
+
 namespace tally::detail::fixed_point_weight {
 
 /// Weights are held as multiples of 2^-fraction_bits...
@@ -52,11 +56,15 @@ TALLY_HOST_DEVICE inline fixed_weight to_fixed(double w) {
   } else {
     // w * 2^32 is exact (a power-of-two scaling of a finite double that stays finite; scaling up
     // loses no bit, even of a subnormal); the conversion rounds to nearest, ties to even, on the
-    // host (llrint in the default rounding mode) and on the device (__double2ll_rn) alike.
+    // host (in the default rounding mode) and on the device (__double2ll_rn) alike. On x86-64 the
+    // host converts with one instruction (cvtsd2si, what llrint does): glibc's llrint is a call,
+    // which took the CPU backend's deterministic sums from 0.7 to 1.8 ns a sample.
     // |w| < 2^31 makes |w * 2^32| < 2^63, so the result fits int64.
     const double scaled = w * 4294967296.0;
 #if defined(__CUDA_ARCH__)
     const std::int64_t v = __double2ll_rn(scaled);
+#elif defined(__x86_64__)
+    const std::int64_t v = _mm_cvtsd_si64(_mm_set_sd(scaled));
 #else
     const std::int64_t v = std::llrint(scaled);
 #endif
