@@ -64,27 +64,30 @@ A fold_with_clause(reduce_op kind, std::int64_t n, A identity, Element element) 
       return total;
     }
   }
-  A result = identity;
+  // min and max compare in the type `element` gives (the samples' own, where the caller gives it:
+  // exact; an int32 minimum of 10^7 samples took 3.6 ms on 2 cores compared in int64, 1.8 in int32).
+  using Value = std::remove_cvref_t<decltype(element(std::int64_t{0}))>;
+  Value result = static_cast<Value>(identity);
   bool saw_nan = false;
   if (kind == reduce_op::min) {
 #pragma omp parallel for reduction(min : result) reduction(|| : saw_nan)
     for (std::int64_t i = 0; i < n; ++i) {
-      const A value = element(i);
+      const Value value = element(i);
       saw_nan = saw_nan || tally::detail::is_nan(value);
       if (value < result) result = value;
     }
   } else {
 #pragma omp parallel for reduction(max : result) reduction(|| : saw_nan)
     for (std::int64_t i = 0; i < n; ++i) {
-      const A value = element(i);
+      const Value value = element(i);
       saw_nan = saw_nan || tally::detail::is_nan(value);
       if (result < value) result = value;
     }
   }
-  if constexpr (std::is_floating_point_v<A>) {
+  if constexpr (std::is_floating_point_v<Value>) {
     if (saw_nan) return std::numeric_limits<A>::quiet_NaN();
   }
-  return result;
+  return static_cast<A>(result);
 }
 
 /// Folds `element(i)` for i in [0, n) with `combine` (which computes `kind`) using strategy `s`.
@@ -102,7 +105,7 @@ A fold(strategy s, reduce_op kind, std::int64_t n, A identity, Element element, 
       break;
     case strategy::atomic:
 #pragma omp parallel for
-      for (std::int64_t i = 0; i < n; ++i) atomic_combine(result, element(i), combine);
+      for (std::int64_t i = 0; i < n; ++i) atomic_combine(result, static_cast<A>(element(i)), combine);
       break;
     case strategy::privatized: {
       std::vector<A> partials(static_cast<std::size_t>(max_threads()), identity);
@@ -209,9 +212,16 @@ reduce_result<T> reduce(std::span<const T> samples, reduce_op op, const reduce_o
       }
     }
     const auto combine = [op](A a, A b) { return tally::detail::reduce_combine<T>(op, a, b); };
+    // Integer samples come as they are (fold widens them where it adds; min and max compare them
+    // in their own type, exactly), others in A.
     const A value = detail::fold<A>(chose.used, op, static_cast<std::int64_t>(samples.size()),
-                                    tally::detail::reduce_identity<T>(op),
-                                    [&](std::int64_t i) { return static_cast<A>(samples[i]); }, combine);
+                                    tally::detail::reduce_identity<T>(op), [&](std::int64_t i) {
+                                      if constexpr (std::is_integral_v<T>) {
+                                        return samples[i];
+                                      } else {
+                                        return static_cast<A>(samples[i]);
+                                      }
+                                    }, combine);
     return {value, chose};
   });
 }
