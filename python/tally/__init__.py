@@ -145,7 +145,9 @@ def _extremes(flat, kind: Kind, stream: int):
     """The least and greatest sample, as numpy scalars of the samples' dtype (float32 for bfloat16;
     NaN if any is NaN)."""
     dtype = _sample_dtype(_dtype_name(flat))
-    if dtype == np.uint8 and not kind.on_gpu:
+    if not kind.on_gpu and _dtype_name(flat) != "bfloat16":
+        # numpy's own min and max (vector instructions, one core) beat the library's CPU reduction:
+        # 0.8 against 1.8 ms each over 10^7 int32 samples on 2 cores, 1.0 against 2.4 over float32.
         return flat.min(), flat.max()
     if dtype == np.uint8:  # no uint8 reduction: the byte values present, from a 256-bin count
         counts = kind.empty(256, np.int64)
@@ -156,7 +158,6 @@ def _extremes(flat, kind: Kind, stream: int):
     if kind.on_gpu:
         low, high = _device_values(flat, kind, ("min", "max"), stream)
         return dtype.type(low), dtype.type(high)
-    # numpy arrays too: the library's CPU reduction runs on every core, numpy's min and max on one.
     low = _reduce_into(flat, kind, "min", False, "automatic", stream)
     high = _reduce_into(flat, kind, "max", False, "automatic", stream)
     return dtype.type(kind.scalar(low)), dtype.type(kind.scalar(high))
