@@ -129,6 +129,44 @@ def test_each_call_returns_edges_of_its_own(framework, dtype, bins):
     np.testing.assert_array_equal(to_host(framework, tally.histogram(a, bins, range=(0, 1000))[1]), want)
 
 
+@pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if f != "jax"])
+def test_kept_plans_of_calls_keep_apart_what_numpy_does(framework):
+    # A PyTorch or CuPy call with a range reuses the plan of an earlier call with the same dtype, device,
+    # bins, range and options. Ranges equal as numbers but of other types promote differently in
+    # numpy (float32 data: Python numbers and float32 scalars give float32 edges, float64 scalars
+    # float64 ones), and the options change the counts: each must keep a plan of its own, the
+    # second round (from the kept plans) as right as the first.
+    host = host_samples("float32", 1 << 12)
+    host[:4] = 0, 1000, np.nextafter(np.float32(1000), np.float32(0)), 1000.1
+    a = to_device(framework, host)
+    ranges = [(0, 1000), (0.0, 1000.0), (0, 1000.1), (np.float64(0), np.float64(1000.1)),
+              (np.float32(0), np.float32(1000.1)), (-0.5, 999.5)]
+    for _ in range(2):
+        for range_ in ranges:
+            counts, edges = tally.histogram(a, 4096, range=range_)
+            want_counts, want_edges = np.histogram(host, 4096, range=range_)
+            np.testing.assert_array_equal(to_host(framework, edges), want_edges)
+            np.testing.assert_array_equal(to_host(framework, counts), want_counts)
+        want = np.histogram(host, 4096, range=(0, 1000))[0]
+        exclusive = to_host(framework, tally.histogram(a, 4096, range=(0, 1000), last_edge="exclusive")[0])
+        np.testing.assert_array_equal(exclusive[:-1], want[:-1])
+        assert exclusive[-1] == want[-1] - np.count_nonzero(host == 1000)
+        narrow = tally.histogram(a, 4096, range=(0, 1000), dtype="uint32")[0]
+        assert to_host(framework, narrow).dtype == np.uint32
+        np.testing.assert_array_equal(to_host(framework, narrow), want)
+        square = tally.histogram(a.reshape(64, 64), 4096, range=(0, 1000))[0]  # 2-d: the general path
+        np.testing.assert_array_equal(to_host(framework, square), want)
+        counts, _, chose = tally.histogram(a, 4096, range=(0, 1000), strategy="atomic", return_choice=True)
+        assert chose.strategy == "atomic" and tally.last_choice() == chose
+        np.testing.assert_array_equal(to_host(framework, counts), want)
+    with pytest.raises(ValueError, match="last_edge"):
+        tally.histogram(a, 4096, range=(0, 1000), last_edge="closed")
+    with pytest.raises(ValueError, match="bins"):
+        tally.histogram(a, 0, range=(0, 1000))
+    with pytest.raises(ValueError, match="range"):
+        tally.histogram(a, 10, range=(np.nan, 1000))
+
+
 @pytest.mark.parametrize("framework", FRAMEWORKS)
 def test_range_bins_and_a_view_that_is_not_contiguous(framework):
     host = host_samples("float32")
