@@ -67,7 +67,7 @@ choice run_value_fold(std::string_view function, std::span<const Sample> samples
     if constexpr (sizeof(Sample) == 1) {
       return tally::detail::byte_shift_mapper(0, values);
     } else {
-      return tally::detail::value_window_mapper(0, values, 0, values);
+      return tally::detail::value_window_mapper<>(0, values, 0, values);
     }
   }();
   const device_properties props = current_properties();
@@ -186,6 +186,7 @@ choice small_histogram_even(std::string_view function, std::span<const Sample> s
     if constexpr (std::is_integral_v<Sample>) {
       // Unit bins: each value its own bin, a window; a whole step: a multiply-high; no table.
       if (const auto window = tally::detail::unit_window_for(map, bins)) return run_with(*window);
+      if (const auto window = tally::detail::closed_unit_window_for(map, bins)) return run_with(*window);
       if (const auto stepped =
               tally::detail::whole_step_for(map, bins, options.last_edge == upper_edge::inclusive)) {
         return run_with(*stepped);
@@ -254,7 +255,7 @@ choice small_bincount(std::string_view function, std::span<const Sample> samples
     // Value v in bin v: the window of the values 0 .. min(num_bins, the type's largest + 1) - 1.
     const auto span = static_cast<std::uint32_t>(
         std::min<std::int64_t>(num_bins, static_cast<std::int64_t>(std::numeric_limits<Sample>::max()) + 1));
-    const tally::detail::value_window_mapper window(0, span, 0, num_bins);
+    const tally::detail::value_window_mapper<> window(0, span, 0, num_bins);
     return run_histogram(function, sample_bits(samples), counts, num_bins, ws, options, stream, 0,
                          [window](char*) { return window; }, make_cub_histogram);
   }

@@ -214,31 +214,42 @@ class integer_step_bin_mapper {
   bool inclusive_ = false;
 };
 
-/// Even bins of width one over integer samples, upper edge exclusive (values as bins): bin =
-/// x - lower, one subtraction and one compare, without integer_step_bin_mapper's step and
-/// inclusive-edge tests: per sample, every instruction shows where counting is one shared-memory
-/// atomic (docs/performance.md, "65536 bins: packed16").
-template <class Sample>
+/// Even bins of width one over integer samples (values as bins): bin = x - lower, one subtraction
+/// and one compare, without integer_step_bin_mapper's step and inclusive-edge tests: per sample,
+/// every instruction shows where counting is one shared-memory atomic (docs/performance.md,
+/// "65536 bins: packed16"). With `ClosedLast` the last bin also takes the upper edge itself
+/// (numpy's closed last bin) through one clamp: one instruction a sample where the integer-step
+/// mapper's tests cost an int32 histogram at 256 bins 10% of an H200's time
+/// (docs/performance.md, "numpy's closed last bin over integers").
+template <class Sample, bool ClosedLast = false>
 class unit_step_bin_mapper {
  public:
   using offset_type = typename integer_step_bin_mapper<Sample>::offset_type;
 
   unit_step_bin_mapper() = default;
-  /// Bins [lower + i, lower + i + 1) for i < num_bins; integer_step_bin_mapper::narrow_fits must hold.
+  /// Bins [lower + i, lower + i + 1) for i < num_bins (the last [upper - 1, upper] with
+  /// `ClosedLast`); integer_step_bin_mapper::narrow_fits must hold.
   unit_step_bin_mapper(std::int64_t lower, std::int64_t num_bins)
-      : lower_(static_cast<offset_type>(lower)), range_(static_cast<offset_type>(num_bins)), num_bins_(num_bins) {}
+      : lower_(static_cast<offset_type>(lower)), range_(static_cast<offset_type>(num_bins + (ClosedLast ? 1 : 0))),
+        last_bin_(static_cast<offset_type>(num_bins - 1)), num_bins_(num_bins) {}
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
   TALLY_HOST_DEVICE std::int64_t operator()(Sample sample) const {
-    // Wrapping subtraction: values below lower land far above the range, so one compare checks both ends.
+    // Wrapping subtraction: values below lower land far above the range, so one compare checks both
+    // ends (narrow_fits keeps them above the upper edge too).
     const offset_type offset = static_cast<offset_type>(sample) - lower_;
-    return offset < range_ ? static_cast<std::int64_t>(offset) : left_out_bin;
+    if constexpr (ClosedLast) {
+      return offset < range_ ? static_cast<std::int64_t>(offset < last_bin_ ? offset : last_bin_) : left_out_bin;
+    } else {
+      return offset < range_ ? static_cast<std::int64_t>(offset) : left_out_bin;
+    }
   }
 
  private:
   offset_type lower_ = 0;
   offset_type range_ = 0;
+  offset_type last_bin_ = 0;
   std::int64_t num_bins_ = 0;
 };
 
@@ -572,10 +583,22 @@ class even_bin_mapper {
   detail::integer_step_bin_mapper<Sample> integer_step_mapper() const {
     return {static_cast<std::int64_t>(lower_), static_cast<std::int64_t>(step_), num_bins_, inclusive_};
   }
-  /** @brief Whether the integer shortcut has bins of width one and an exclusive upper edge. */
-  bool unit_step() const { return shortcut_ == even_shortcut::integer_step && step_ == 1.0 && !inclusive_; }
+  /** @brief Whether the integer shortcut has bins of width one and an exclusive upper edge, or an
+   * inclusive one no sample can equal (above the sample type's greatest value). */
+  bool unit_step() const {
+    return shortcut_ == even_shortcut::integer_step && step_ == 1.0 && (!inclusive_ || !upper_edge_reachable());
+  }
   /** @brief The unit-step mapper; valid when unit_step(). */
   detail::unit_step_bin_mapper<Sample> unit_step_mapper() const {
+    return {static_cast<std::int64_t>(lower_), num_bins_};
+  }
+  /** @brief Whether the integer shortcut has bins of width one and a closed last bin some sample
+   * can reach: numpy's bins over integers, as `numpy.histogram(x, n, range=(lo, lo + n))` takes them. */
+  bool closed_unit_step() const {
+    return shortcut_ == even_shortcut::integer_step && step_ == 1.0 && inclusive_ && upper_edge_reachable();
+  }
+  /** @brief The unit-step mapper with its closed last bin; valid when closed_unit_step(). */
+  detail::unit_step_bin_mapper<Sample, true> closed_unit_step_mapper() const {
     return {static_cast<std::int64_t>(lower_), num_bins_};
   }
   /** @brief The estimating mapper; valid when shortcut() is even_shortcut::estimated and the
@@ -629,6 +652,15 @@ class even_bin_mapper {
 
  private:
   static bool is_whole(double v) { return v == static_cast<double>(static_cast<std::int64_t>(v)); }
+
+  /// Whether a sample can equal the upper edge (integer samples; the others always say yes).
+  bool upper_edge_reachable() const {
+    if constexpr (std::is_integral_v<Sample>) {
+      return upper_ <= static_cast<double>(std::numeric_limits<Sample>::max());
+    } else {
+      return true;
+    }
+  }
 
   /// Edge i < num_bins of edges computed in float32: numpy's linspace in float32, its special case
   /// for a step that underflows to 0 (gh-5437) included.
@@ -714,6 +746,7 @@ template <class Sample, class Run>
 decltype(auto) with_fastest_mapper(const even_bin_mapper<Sample>& map, Run&& run) {
   if constexpr (std::is_integral_v<Sample>) {
     if (map.unit_step()) return run(map.unit_step_mapper());
+    if (map.closed_unit_step()) return run(map.closed_unit_step_mapper());
     if (map.shortcut() == even_shortcut::integer_step) return run(map.integer_step_mapper());
   }
   if constexpr (std::is_same_v<Sample, float>) {

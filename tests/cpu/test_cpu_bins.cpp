@@ -158,6 +158,11 @@ void expect_even_mapper_matches_oracle(const even_case& c, upper_edge mode, cons
   if constexpr (std::is_integral_v<Sample>) {
     if (mapper.shortcut() == tally::even_shortcut::integer_step) check("integer-step mapper", mapper.integer_step_mapper());
     if (mapper.unit_step()) check("unit-step mapper", mapper.unit_step_mapper());
+    if (mapper.closed_unit_step()) check("closed unit-step mapper", mapper.closed_unit_step_mapper());
+    // A closed last bin over integers takes a unit-step mapper whenever the bins are of width one.
+    if (mapper.shortcut() == tally::even_shortcut::integer_step && c.upper - c.lower == static_cast<double>(c.num_bins)) {
+      EXPECT_TRUE(mapper.unit_step() || mapper.closed_unit_step());
+    }
   }
   const auto check_estimated = [&](const auto& estimated) {
     check("estimated mapper", estimated);
@@ -235,6 +240,9 @@ const std::vector<even_case>& even_cases() {
       {65536, 0.0, 65536.0},            // integers as bins (unit step)
       {100, -50.0, 50.0},               // unit step across zero
       {300, 100.0, 400.0},              // unit step off zero: uint8 samples below and above
+      {11, 2147483637.0, 2147483648.0}, // unit step whose upper edge passes int32's greatest value
+      {5, 4294967291.0, 4294967296.0},  // ... and uint32's
+      {5, -2147483648.0, -2147483643.0},  // unit step from int32's least value
       {1024, -128.0, 128.0},            // float shortcut: step 1/4 across zero
       {64, 0.5, 16.5},                  // float shortcut: step 1/4, lower a whole number of steps off zero
       {16, -8388608.0, -8388592.0},     // float shortcut at its limit: 2^23 - lower / step = 2^24

@@ -101,6 +101,48 @@ TYPED_TEST(GpuHistogram, EveryExactStrategyMatchesTheCpuReferenceOnEvenBins) {
   }
 }
 
+TYPED_TEST(GpuHistogram, UnitBinsWithNumpysClosedLastBinMatchTheCpuReference) {
+  // numpy's bins over integers, [lower, lower + n] in n bins of width one with the last closed:
+  // the unit-step mapper that clamps the upper edge into the last bin (or the plain one where no
+  // sample reaches the upper edge), on every strategy, with samples on both edges, past them, and
+  // all on the upper edge (the clamped bin crowded).
+  using T = TypeParam;
+  if constexpr (!std::is_integral_v<T>) {
+    GTEST_SKIP() << "integer samples";
+  } else {
+    const double lower = std::is_signed_v<T> ? -7.0 : 10.0;  // unsigned: from a value the type holds
+    int case_index = 0;
+    for (const std::int64_t num_bins : {std::int64_t{1}, std::int64_t{200}, std::int64_t{4096}, std::int64_t{65536}}) {
+      const double upper = lower + static_cast<double>(num_bins);
+      for (const bool crowded : {false, true}) {
+        for (const std::size_t n : edge_sizes) {
+          ++case_index;
+          SCOPED_TRACE(::testing::Message() << type_name<T>() << " bins=" << num_bins << " crowded=" << crowded
+                                            << " n=" << n);
+          std::mt19937_64 rng(seed + static_cast<std::uint64_t>(case_index));
+          const double reach = std::min(upper + 3.0, static_cast<double>(std::numeric_limits<T>::max()));
+          std::uniform_int_distribution<std::int64_t> value(static_cast<std::int64_t>(lower) - 3,
+                                                            static_cast<std::int64_t>(reach));
+          std::vector<T> host(n);
+          for (T& x : host) x = static_cast<T>(crowded ? static_cast<std::int64_t>(std::min(upper, reach)) : value(rng));
+          const T ends[] = {static_cast<T>(lower), static_cast<T>(std::min(upper, reach)), static_cast<T>(upper - 1.0)};
+          for (std::size_t i = 0; i < std::min<std::size_t>(n, 3); ++i) host[i] = ends[i];
+          const even_bins bins{num_bins, lower, upper};
+          for (const strategy s : exact_gpu_strategies()) {
+            if (s == strategy::cub) continue;  // CUB counts half-open bins only
+            SCOPED_TRACE(std::string(to_string(s)));
+            if (case_index % 2 == 0) {
+              expect_even_matches<T, std::uint32_t>(host, bins, s, upper_edge::inclusive);
+            } else {
+              expect_even_matches<T, std::uint64_t>(host, bins, s, upper_edge::inclusive);
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
 TYPED_TEST(GpuHistogram, RangeBinsMatchTheCpuReference) {
   using T = TypeParam;
   std::mt19937_64 rng(seed);

@@ -118,7 +118,9 @@ TALLY_HOST_DEVICE inline std::int64_t bin_of_slot(int slot, std::int64_t num_bin
 
 /// 16-bit integer samples, as their bits, in bins of width one (even bins of step one, bincount):
 /// bin = (bits - first) mod 2^16 + bin_offset, for the `span` values from `first` on. One
-/// subtraction, a mask and a compare a sample.
+/// subtraction, a mask and a compare a sample. With `ClosedLast` the window's last value (the
+/// upper edge of a closed last bin, numpy's) joins the bin below it: one clamp more.
+template <bool ClosedLast = false>
 class value_window_mapper {
  public:
   value_window_mapper() = default;
@@ -131,7 +133,13 @@ class value_window_mapper {
   /// The bin, or num_bins() where the sample is left out (the shared kernels' left-out word).
   TALLY_HOST_DEVICE int slot(std::uint16_t bits) const {
     const std::uint32_t offset = (static_cast<std::uint32_t>(bits) - first_) & 0xffffu;
-    return offset < span_ ? static_cast<int>(offset) + bin_offset_ : static_cast<int>(num_bins_);
+    if constexpr (ClosedLast) {
+      const int bin = static_cast<int>(offset) + bin_offset_;
+      const int last_bin = static_cast<int>(num_bins_) - 1;
+      return offset < span_ ? (bin < last_bin ? bin : last_bin) : static_cast<int>(num_bins_);
+    } else {
+      return offset < span_ ? static_cast<int>(offset) + bin_offset_ : static_cast<int>(num_bins_);
+    }
   }
 
  private:
@@ -372,12 +380,24 @@ std::pair<std::int64_t, std::int64_t> counted_integers(const even_bins& bins, bo
 /// The window for even bins of width one over a 16-bit integer type (`map.unit_step()`), for
 /// fewer than 2^31 bins (its bin offset is an int); else none.
 template <class Sample>
-std::optional<value_window_mapper> unit_window_for(const even_bin_mapper<Sample>& map, const even_bins& bins) {
+std::optional<value_window_mapper<>> unit_window_for(const even_bin_mapper<Sample>& map, const even_bins& bins) {
   if (!map.unit_step() || bins.num_bins > std::numeric_limits<int>::max()) return std::nullopt;
   const auto [first, last] = counted_integers<Sample>(bins, false);
-  return value_window_mapper(static_cast<std::uint16_t>(first),
-                             static_cast<std::uint32_t>(std::max<std::int64_t>(last - first + 1, 0)),
-                             first - static_cast<std::int64_t>(bins.lower), bins.num_bins);
+  return value_window_mapper<>(static_cast<std::uint16_t>(first),
+                               static_cast<std::uint32_t>(std::max<std::int64_t>(last - first + 1, 0)),
+                               first - static_cast<std::int64_t>(bins.lower), bins.num_bins);
+}
+
+/// The window for even bins of width one with a closed last bin some value reaches
+/// (`map.closed_unit_step()`: numpy's bins over integers), for fewer than 2^31 bins; else none.
+template <class Sample>
+std::optional<value_window_mapper<true>> closed_unit_window_for(const even_bin_mapper<Sample>& map,
+                                                                const even_bins& bins) {
+  if (!map.closed_unit_step() || bins.num_bins > std::numeric_limits<int>::max()) return std::nullopt;
+  const auto [first, last] = counted_integers<Sample>(bins, true);
+  return value_window_mapper<true>(static_cast<std::uint16_t>(first),
+                                   static_cast<std::uint32_t>(std::max<std::int64_t>(last - first + 1, 0)),
+                                   first - static_cast<std::int64_t>(bins.lower), bins.num_bins);
 }
 
 /// The multiply-high for even bins of a whole step over a 16-bit integer type, where it is exact
