@@ -386,6 +386,35 @@ choice_tuple histogram_even_weighted(nb::handle samples_in, nb::handle weights_i
 /// bincount into `counts`. With `refuse_negative` (signed samples on the GPU, whose maximum the
 /// Python layer sized the counts by) it waits for the left-out count, which then counts exactly the
 /// negative samples, and raises if there are any: one pass where a minimum would take another.
+/// bincount of device samples into counts.size() bins, then the number of samples it left out
+/// (negative, or past the last bin), read back: (strategy, reason, left out). Where that is 0, the
+/// counts are numpy's whole answer for a `minlength` of counts.size(): one pass and one wait, where
+/// finding the length first takes a pass and a wait more.
+nb::tuple bincount_within(nb::handle samples_in, nb::handle counts_in, const std::string& strategy,
+                          std::uintptr_t stream) {
+  const array samples = array_from<array>(samples_in, "x");
+  const output counts = array_from<output>(counts_in, "counts");
+  const tally::histogram_options options = histogram_options_for(strategy, false);
+  if (!on_gpu(samples)) throw nb::value_error("x: bincount_within takes device arrays");
+  return with_sample_type(samples, "x", [&](auto* sample_type) -> nb::tuple {
+    using Sample = std::remove_pointer_t<decltype(sample_type)>;
+    if constexpr (!std::is_integral_v<Sample>) {
+      throw nb::type_error("x: bincount takes integer arrays");
+    } else {
+      return with_counter_type(counts, [&](auto* counter_type) {
+        using Counter = std::remove_pointer_t<decltype(counter_type)>;
+        return on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
+          const tally::choice chose = tally::gpu::bincount_async(const_span_of<Sample>(samples),
+                                                                 span_of<Counter>(counts), ws, options, as_stream(s));
+          const std::uint64_t left_out = ws.read_scalar(as_stream(s));
+          const choice_tuple strategy_and_reason = to_tuple(chose);
+          return nb::make_tuple(strategy_and_reason[0], strategy_and_reason[1], left_out);
+        });
+      });
+    }
+  });
+}
+
 choice_tuple bincount(nb::handle samples_in, nb::handle counts_in, const std::string& strategy, bool refuse_negative,
                       std::uintptr_t stream, bool streamed) {
   const array samples = array_from<array>(samples_in, "x");
@@ -698,6 +727,7 @@ NB_MODULE(_tally, m) {
   m.def("histogram_range", &histogram_range);
   m.def("histogram_even_weighted", &histogram_even_weighted);
   m.def("bincount", &bincount);
+  m.def("bincount_within", &bincount_within);
   m.def("even_edges", &even_edges);
   m.def("fill_rows", &fill_rows);
   m.def("reduce", &reduce);

@@ -512,6 +512,15 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
     if minlength < 0:
         raise ValueError("minlength: must be non-negative")
     s = kind.stream(stream)
+    if weights is None and kind.on_gpu and minlength > 0 and flat.shape[0] > 0:
+        # Every sample in [0, minlength) makes numpy's length minlength: count into that many bins and
+        # read back what was left out (one pass, one wait); anything left out, the general way below.
+        _, count_name = _count_dtype(dtype)
+        counts = _fresh_row(kind, minlength, count_name, s, "counts")
+        *chose, left_out = _tally.bincount_within(kind.view(flat, name), kind.view(counts, count_name), strategy, s)
+        if left_out == 0:
+            _local.pending = tuple(chose)
+            return _chose(kind, counts, return_choice)
     dtype_of_x = np.dtype(name)
     # Unweighted on the GPU: the maximum alone sizes the counts, and the count's left-out samples,
     # waited for, are exactly the negative ones (one pass fewer than a minimum); small signed

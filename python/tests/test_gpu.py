@@ -190,6 +190,29 @@ def test_bincount_equals_numpy(framework, dtype):
             tally.bincount(to_device(framework, np.array(negative, np.int64)))
 
 
+@pytest.mark.parametrize("framework", FRAMEWORKS)
+@pytest.mark.parametrize("dtype", ["uint8", "int16", "int32", "uint32", "int64"])
+def test_bincount_with_a_minlength_that_holds_every_sample_or_not(framework, dtype):
+    # A minlength that holds every sample is numpy's length: one count, its left-out samples read
+    # back. Any sample past it, or negative, sends the call the general way (the maximum first),
+    # which must give numpy's longer counts or its error.
+    host = (host_samples("int64", 1 << 16) % 200).astype(dtype)
+    host[:2] = 0, 199
+    x = to_device(framework, host)
+    for minlength in (200, 201, 256, 5000, 199, 150, 1):
+        counts, chose = tally.bincount(x, minlength=minlength, return_choice=True)
+        assert_like(framework, counts, x)
+        assert chose.strategy and tally.last_choice() == chose
+        np.testing.assert_array_equal(to_host(framework, counts), np.bincount(host, minlength=minlength))
+    narrow = tally.bincount(x, minlength=256, dtype="uint32")
+    assert to_host(framework, narrow).dtype == np.uint32
+    np.testing.assert_array_equal(to_host(framework, narrow), np.bincount(host, minlength=256))
+    if np.dtype(dtype).kind == "i":
+        host[len(host) // 2] = -3
+        with pytest.raises(ValueError, match="^x: bincount takes non-negative"):
+            tally.bincount(to_device(framework, host), minlength=5000)
+
+
 @pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if f != "jax"])
 def test_bincount_refuses_negative_samples_on_either_side_of_the_minimum_read(framework):
     # Small signed arrays read their minimum with their maximum; larger ones count the negative
