@@ -574,6 +574,10 @@ class even_bin_mapper {
 
   /** @brief Whether the edges are computed in float32 (and differ from the float64 rule's). */
   TALLY_HOST_DEVICE bool float32_edges() const { return float32_edges_; }
+  /** @brief Whether float samples estimate their bins over edges computed in float32: edges of
+   * the float32 rule, or of the float64 rule when every edge is an exact float32, which both rules
+   * then compute alike (float arithmetic a sample rather than double). */
+  bool estimates_in_float32() const { return float32_edges_ || exact_in_float32_; }
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
@@ -607,7 +611,7 @@ class even_bin_mapper {
     return {even_bins{num_bins_, lower_, upper_}, inclusive_};
   }
   /** @brief The estimating mapper over edges computed in float32 (float samples); valid when
-   * shortcut() is even_shortcut::estimated and float32_edges(). */
+   * shortcut() is even_shortcut::estimated and estimates_in_float32(). */
   detail::estimated_even_bin_mapper<float, true> estimated_float32_mapper() const
     requires std::is_same_v<Sample, float>
   {
@@ -628,7 +632,7 @@ class even_bin_mapper {
     }
     if (shortcut_ == even_shortcut::estimated) {
       if constexpr (std::is_same_v<Sample, float>) {
-        if (float32_edges_) return estimated_float32_.operator()(sample);
+        if (float32_edges_ || exact_in_float32_) return estimated_float32_.operator()(sample);
       }
       return estimated_.operator()(sample);
     }
@@ -708,6 +712,16 @@ class even_bin_mapper {
         shortcut_ = even_shortcut::exact_float_edges;
         float_ = exact_float_mapper();
       }
+      // Edges that are all exact float32 values ([0, 1000) in 4096 bins: a step of 125 / 512) are
+      // the float32 rule's too: the estimate over them computes its edge in float, not double (on
+      // an H200, 0.77 -> 0.94 of the read bandwidth; docs/performance.md, "Edges exact in float32").
+      const even_bins as_float32{num_bins_, lower_, upper_, edge_arithmetic::float32};
+      if (shortcut_ == even_shortcut::none && detail::float32_edges_are_exact(as_float32) &&
+          detail::estimated_even_bin_mapper<float, true>::fits(as_float32)) {
+        shortcut_ = even_shortcut::estimated;
+        exact_in_float32_ = true;
+        estimated_float32_ = estimated_float32_mapper();
+      }
     }
     if (shortcut_ == even_shortcut::none && detail::estimated_even_bin_mapper<Sample>::fits({num_bins_, lower_, upper_})) {
       shortcut_ = even_shortcut::estimated;
@@ -726,6 +740,7 @@ class even_bin_mapper {
   float delta_f_ = 0.0f;
   float step_f_ = 0.0f;
   bool float32_edges_ = false;
+  bool exact_in_float32_ = false;  // float64-rule edges that are all exact float32 values (float samples)
   bool inclusive_ = false;
   even_shortcut shortcut_ = even_shortcut::none;
   detail::integer_step_bin_mapper<Sample> integer_;
@@ -754,7 +769,7 @@ decltype(auto) with_fastest_mapper(const even_bin_mapper<Sample>& map, Run&& run
   }
   if (map.shortcut() == even_shortcut::estimated) {
     if constexpr (std::is_same_v<Sample, float>) {
-      if (map.float32_edges()) return run(map.estimated_float32_mapper());
+      if (map.estimates_in_float32()) return run(map.estimated_float32_mapper());
     }
     return run(map.estimated_mapper());
   }

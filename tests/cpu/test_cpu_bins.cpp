@@ -187,7 +187,7 @@ void expect_even_mapper_matches_oracle(const even_case& c, upper_edge mode, cons
   };
   if (mapper.shortcut() == tally::even_shortcut::estimated) {
     if constexpr (std::is_same_v<Sample, float>) {
-      if (mapper.float32_edges()) {
+      if (mapper.estimates_in_float32()) {
         check_estimated(mapper.estimated_float32_mapper());
       } else {
         check_estimated(mapper.estimated_mapper());
@@ -405,6 +405,19 @@ TEST(EvenBinMapper, ComputesFloat32EdgesAsNumpyDoesForFloat32Data) {
   EXPECT_TRUE(tally::even_bin_mapper<std::int32_t>({3, 0.0, 100000000.0, tally::edge_arithmetic::float32},
                                                    upper_edge::exclusive).float32_edges())
       << "100000000 / 3 is no float32: no integer shortcut";
+  // And the float64 rule's edges, when every one is an exact float32, are estimated over in float
+  // arithmetic (the float32 rule's mapper), which bins alike (the oracle tests check it sample by
+  // sample); other ranges keep the double arithmetic.
+  const auto float_mapper = [](std::int64_t n, double lower, double upper) {
+    return tally::even_bin_mapper<float>({n, lower, upper}, upper_edge::inclusive);
+  };
+  EXPECT_TRUE(float_mapper(4096, 0.0, 1000.0).estimates_in_float32()) << "a step of 125 / 512";
+  EXPECT_TRUE(float_mapper(4096, -1000.0, 1000.0).estimates_in_float32()) << "a step of 125 / 256";
+  EXPECT_FALSE(float_mapper(4096, 0.0, 1000.0).float32_edges());
+  EXPECT_FALSE(float_mapper(10, 0.0, 1.0).estimates_in_float32()) << "a step of 0.1";
+  EXPECT_FALSE(float_mapper(3000, 0.0, 1000.0).estimates_in_float32()) << "a step of 1 / 3";
+  EXPECT_FALSE(float_mapper(4096, 0.0, 100000001.0).estimates_in_float32()) << "an upper edge past 2^24 units";
+  EXPECT_EQ(float_mapper(256, 0.0, 64.0).shortcut(), tally::even_shortcut::exact_float_edges);
 }
 
 // Known answers from numpy 2.4 (np.histogram of one sample; numpy's last bin is inclusive).
