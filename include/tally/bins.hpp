@@ -714,7 +714,7 @@ class even_bin_mapper {
       }
       // Edges that are all exact float32 values ([0, 1000) in 4096 bins: a step of 125 / 512) are
       // the float32 rule's too: the estimate over them computes its edge in float, not double (on
-      // an H200, 0.77 -> 0.94 of the read bandwidth; docs/performance.md, "Edges exact in float32").
+      // an H200, 0.77 -> 0.92 of the read bandwidth; docs/performance.md, "Edges exact in float32").
       const even_bins as_float32{num_bins_, lower_, upper_, edge_arithmetic::float32};
       if (shortcut_ == even_shortcut::none && detail::float32_edges_are_exact(as_float32) &&
           detail::estimated_even_bin_mapper<float, true>::fits(as_float32)) {

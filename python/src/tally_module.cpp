@@ -383,9 +383,6 @@ choice_tuple histogram_even_weighted(nb::handle samples_in, nb::handle weights_i
   });
 }
 
-/// bincount into `counts`. With `refuse_negative` (signed samples on the GPU, whose maximum the
-/// Python layer sized the counts by) it waits for the left-out count, which then counts exactly the
-/// negative samples, and raises if there are any: one pass where a minimum would take another.
 /// bincount of device samples into counts.size() bins, then the number of samples it left out
 /// (negative, or past the last bin), read back: (strategy, reason, left out). Where that is 0, the
 /// counts are numpy's whole answer for a `minlength` of counts.size(): one pass and one wait, where
@@ -415,6 +412,9 @@ nb::tuple bincount_within(nb::handle samples_in, nb::handle counts_in, const std
   });
 }
 
+/// bincount into `counts`. With `refuse_negative` (signed samples on the GPU, whose maximum the
+/// Python layer sized the counts by) it waits for the left-out count, which then counts exactly the
+/// negative samples, and raises if there are any: one pass where a minimum would take another.
 choice_tuple bincount(nb::handle samples_in, nb::handle counts_in, const std::string& strategy, bool refuse_negative,
                       std::uintptr_t stream, bool streamed) {
   const array samples = array_from<array>(samples_in, "x");
