@@ -383,16 +383,16 @@ choice_tuple histogram_even_weighted(nb::handle samples_in, nb::handle weights_i
   });
 }
 
-/// bincount of device samples into counts.size() bins, then the number of samples it left out
-/// (negative, or past the last bin), read back: (strategy, reason, left out). Where that is 0, the
-/// counts are numpy's whole answer for a `minlength` of counts.size(): one pass and one wait, where
-/// finding the length first takes a pass and a wait more.
+/// bincount into counts.size() bins, then the number of samples it left out (past the last bin, or
+/// on the GPU negative), read back: (strategy, reason, left out). Where that is 0, the counts are
+/// numpy's whole answer for a `minlength` of counts.size(): one pass (and on the GPU one wait), where
+/// finding the length first takes a pass and a wait more. The CPU backend raises for a negative
+/// sample, as its bincount does.
 nb::tuple bincount_within(nb::handle samples_in, nb::handle counts_in, const std::string& strategy,
                           std::uintptr_t stream) {
   const array samples = array_from<array>(samples_in, "x");
   const output counts = array_from<output>(counts_in, "counts");
   const tally::histogram_options options = histogram_options_for(strategy, false);
-  if (!on_gpu(samples)) throw nb::value_error("x: bincount_within takes device arrays");
   return with_sample_type(samples, "x", [&](auto* sample_type) -> nb::tuple {
     using Sample = std::remove_pointer_t<decltype(sample_type)>;
     if constexpr (!std::is_integral_v<Sample>) {
@@ -400,6 +400,12 @@ nb::tuple bincount_within(nb::handle samples_in, nb::handle counts_in, const std
     } else {
       return with_counter_type(counts, [&](auto* counter_type) {
         using Counter = std::remove_pointer_t<decltype(counter_type)>;
+        if (!on_gpu(samples)) {
+          const tally::histogram_result r =
+              tally::cpu::bincount(const_span_of<Sample>(samples), span_of<Counter>(counts), options);
+          const choice_tuple strategy_and_reason = to_tuple(r.chose);
+          return nb::make_tuple(strategy_and_reason[0], strategy_and_reason[1], r.left_out);
+        }
         return on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
           const tally::choice chose = tally::gpu::bincount_async(const_span_of<Sample>(samples),
                                                                  span_of<Counter>(counts), ws, options, as_stream(s));

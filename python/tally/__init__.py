@@ -512,12 +512,18 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
     if minlength < 0:
         raise ValueError("minlength: must be non-negative")
     s = kind.stream(stream)
-    if weights is None and kind.on_gpu and minlength > 0 and flat.shape[0] > 0:
+    if weights is None and not streamed and minlength > 0 and flat.shape[0] > 0:
         # Every sample in [0, minlength) makes numpy's length minlength: count into that many bins and
-        # read back what was left out (one pass, one wait); anything left out, the general way below.
-        _, count_name = _count_dtype(dtype)
-        counts = _fresh_row(kind, minlength, count_name, s, "counts")
-        *chose, left_out = _tally.bincount_within(kind.view(flat, name), kind.view(counts, count_name), strategy, s)
+        # read back what was left out (one pass, one wait); anything left out, or a negative sample
+        # (which the CPU backend refuses), the general way below, which names it as numpy does.
+        count_dtype, count_name = _count_dtype(dtype)
+        counts = _fresh_row(kind, minlength, count_name, s, "counts") if kind.on_gpu else kind.empty(minlength,
+                                                                                                      count_dtype)
+        try:
+            *chose, left_out = _tally.bincount_within(kind.view(flat, name), kind.view(counts, count_name), strategy,
+                                                      s)
+        except ValueError:
+            left_out = 1
         if left_out == 0:
             _local.pending = tuple(chose)
             return _chose(kind, counts, return_choice)

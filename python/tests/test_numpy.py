@@ -157,6 +157,31 @@ def test_bincount_equals_numpy(dtype):
     np.testing.assert_array_equal(tally.bincount(np.array([], dtype), minlength=4), np.zeros(4, np.int64))
 
 
+@pytest.mark.parametrize("dtype", ["uint8", "int8", "int16", "uint16", "int32", "uint32", "int64"])
+def test_bincount_with_a_minlength_that_holds_every_sample_or_not(dtype):
+    # A minlength that holds every sample is numpy's length: one count. A sample past it, or a
+    # negative one, sends the call the general way (the extremes first), which must give numpy's
+    # longer counts or its error.
+    top = min(200, int(np.iinfo(dtype).max) + 1)  # values 0 to top - 1, both present
+    x = RNG.integers(0, top, 1 << 16).astype(dtype)
+    x[:2] = 0, top - 1
+    for minlength in (top, top + 1, 256, 5000, top - 1, top * 3 // 4, 1):
+        for strategy in ("automatic", "sequential", "privatized"):
+            counts, chose = tally.bincount(x, minlength=minlength, strategy=strategy, return_choice=True)
+            assert chose.strategy and tally.last_choice() == chose
+            np.testing.assert_array_equal(counts, np.bincount(x, minlength=minlength))
+            assert counts.dtype == np.int64
+    narrow = tally.bincount(x, minlength=256, dtype="uint32")
+    assert narrow.dtype == np.uint32
+    np.testing.assert_array_equal(narrow, np.bincount(x, minlength=256))
+    with pytest.raises(ValueError, match="strategy"):
+        tally.bincount(x, minlength=5000, strategy="no_such_strategy")
+    if np.dtype(dtype).kind == "i":
+        x[len(x) // 2] = -3
+        with pytest.raises(ValueError, match="^x: bincount takes non-negative"):
+            tally.bincount(x, minlength=5000)
+
+
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "float32", "float64"])
 def test_sum_min_max_follow_numpy(dtype):
     a = samples(dtype, shape="uniform")
