@@ -383,46 +383,21 @@ choice_tuple histogram_even_weighted(nb::handle samples_in, nb::handle weights_i
   });
 }
 
-/// bincount into counts.size() bins, then the number of samples it left out (past the last bin, or
-/// on the GPU negative), read back: (strategy, reason, left out). Where that is 0, the counts are
-/// numpy's whole answer for a `minlength` of counts.size(): one pass (and on the GPU one wait), where
-/// finding the length first takes a pass and a wait more. The CPU backend raises for a negative
-/// sample, as its bincount does.
-nb::tuple bincount_within(nb::handle samples_in, nb::handle counts_in, const std::string& strategy,
-                          std::uintptr_t stream) {
-  const array samples = array_from<array>(samples_in, "x");
-  const output counts = array_from<output>(counts_in, "counts");
-  const tally::histogram_options options = histogram_options_for(strategy, false);
-  return with_sample_type(samples, "x", [&](auto* sample_type) -> nb::tuple {
-    using Sample = std::remove_pointer_t<decltype(sample_type)>;
-    if constexpr (!std::is_integral_v<Sample>) {
-      throw nb::type_error("x: bincount takes integer arrays");
-    } else {
-      return with_counter_type(counts, [&](auto* counter_type) {
-        using Counter = std::remove_pointer_t<decltype(counter_type)>;
-        if (!on_gpu(samples)) {
-          const tally::histogram_result r =
-              tally::cpu::bincount(const_span_of<Sample>(samples), span_of<Counter>(counts), options);
-          const choice_tuple strategy_and_reason = to_tuple(r.chose);
-          return nb::make_tuple(strategy_and_reason[0], strategy_and_reason[1], r.left_out);
-        }
-        return on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
-          const tally::choice chose = tally::gpu::bincount_async(const_span_of<Sample>(samples),
-                                                                 span_of<Counter>(counts), ws, options, as_stream(s));
-          const std::uint64_t left_out = ws.read_scalar(as_stream(s));
-          const choice_tuple strategy_and_reason = to_tuple(chose);
-          return nb::make_tuple(strategy_and_reason[0], strategy_and_reason[1], left_out);
-        });
-      });
-    }
-  });
+/// (strategy, reason, left out): a choice and the samples its call left out.
+nb::tuple with_left_out(const tally::choice& chose, std::uint64_t left_out) {
+  const choice_tuple strategy_and_reason = to_tuple(chose);
+  return nb::make_tuple(strategy_and_reason[0], strategy_and_reason[1], left_out);
 }
 
 /// bincount into `counts`. With `refuse_negative` (signed samples on the GPU, whose maximum the
 /// Python layer sized the counts by) it waits for the left-out count, which then counts exactly the
 /// negative samples, and raises if there are any: one pass where a minimum would take another.
+/// With `report_left_out` (not over streamed samples) it returns (strategy, reason, left out), the
+/// GPU's read back: where that is 0, the counts are numpy's whole answer for a `minlength` of
+/// counts.size(), one pass (and on the GPU one wait) where finding the length first takes a pass
+/// and a wait more. The CPU backend raises for a negative sample, as its bincount does.
 choice_tuple bincount(nb::handle samples_in, nb::handle counts_in, const std::string& strategy, bool refuse_negative,
-                      std::uintptr_t stream, bool streamed) {
+                      std::uintptr_t stream, bool streamed, bool report_left_out) {
   const array samples = array_from<array>(samples_in, "x");
   const output counts = array_from<output>(counts_in, "counts");
   const tally::histogram_options options = histogram_options_for(strategy, false);
@@ -447,20 +422,20 @@ choice_tuple bincount(nb::handle samples_in, nb::handle counts_in, const std::st
           });
         }
         if (!on_gpu(samples)) {
-          return to_tuple(
-              tally::cpu::bincount(const_span_of<Sample>(samples), span_of<Counter>(counts), options).chose);
+          const tally::histogram_result r =
+              tally::cpu::bincount(const_span_of<Sample>(samples), span_of<Counter>(counts), options);
+          return report_left_out ? with_left_out(r.chose, r.left_out) : to_tuple(r.chose);
         }
         return on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
           const tally::choice chose = tally::gpu::bincount_async(const_span_of<Sample>(samples),
                                                                  span_of<Counter>(counts), ws, options, as_stream(s));
-          if (refuse_negative) {
-            if (const std::uint64_t negative = ws.read_scalar(as_stream(s)); negative != 0) {
-              throw nb::value_error(
-                  ("x: bincount takes non-negative integers (found " + std::to_string(negative) + " negative)")
-                      .c_str());
-            }
+          if (!refuse_negative && !report_left_out) return to_tuple(chose);
+          const std::uint64_t left_out = ws.read_scalar(as_stream(s));
+          if (refuse_negative && left_out != 0) {
+            throw nb::value_error(
+                ("x: bincount takes non-negative integers (found " + std::to_string(left_out) + " negative)").c_str());
           }
-          return to_tuple(chose);
+          return report_left_out ? with_left_out(chose, left_out) : to_tuple(chose);
         });
       });
     }
@@ -733,7 +708,6 @@ NB_MODULE(_tally, m) {
   m.def("histogram_range", &histogram_range);
   m.def("histogram_even_weighted", &histogram_even_weighted);
   m.def("bincount", &bincount);
-  m.def("bincount_within", &bincount_within);
   m.def("even_edges", &even_edges);
   m.def("fill_rows", &fill_rows);
   m.def("reduce", &reduce);

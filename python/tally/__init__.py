@@ -520,8 +520,8 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
         counts = _fresh_row(kind, minlength, count_name, s, "counts") if kind.on_gpu else kind.empty(minlength,
                                                                                                       count_dtype)
         try:
-            *chose, left_out = _tally.bincount_within(kind.view(flat, name), kind.view(counts, count_name), strategy,
-                                                      s)
+            *chose, left_out = _tally.bincount(kind.view(flat, name), kind.view(counts, count_name), strategy, False,
+                                               s, False, True)
         except ValueError:
             left_out = 1
         if left_out == 0:
@@ -557,7 +557,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
         count_dtype, count_name = _count_dtype(dtype)
         counts = _fresh_row(kind, length, count_name, s, "counts") if kind.on_gpu else kind.empty(length, count_dtype)
         _local.pending = (_tally.bincount(kind.view(flat, name), kind.view(counts, count_name), strategy,
-                                          refuse_negative, s, streamed) if length > 0
+                                          refuse_negative, s, streamed, False) if length > 0
                           else ("automatic", "no bins"))
         return _chose(kind, counts, return_choice)
     w, weight_kind = take(weights, "weights")
