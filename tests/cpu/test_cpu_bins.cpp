@@ -810,20 +810,26 @@ TEST(EvenBinMapper, FloatTableMapsEveryFloatOfItsRangeAsTheMapperDoes) {
       const tally::even_bin_mapper<float> map(bins, mode);
       const auto window = float_table_mapper::window_for(map);
       ASSERT_TRUE(window.has_value());
-      std::vector<float_table_mapper::entry_type> table(window->span + 1);
+      // The table as the device fills it, and a block's swizzled copy of it.
+      std::vector<float_table_mapper::entry_type> table(float_table_mapper::table_bytes(window->span) /
+                                                        sizeof(float_table_mapper::entry_type));
+      std::vector<float_table_mapper::entry_type> swizzled(table.size());
       const float_table_mapper shape(*window, bins.num_bins, nullptr);
-      for (std::uint32_t p = 0; p < window->span; ++p) {
+      for (std::uint32_t p = 0; p <= window->span; ++p) {
         const auto bits = float_table_mapper::bits_of_key(shape.key_at(p));
         float x;
         std::memcpy(&x, &bits, sizeof(x));
-        table[p] = float_table_mapper::entry_of(map(x), bins.num_bins);
+        table[p] = float_table_mapper::entry_of(p < window->span ? map(x) : tally::left_out_bin, bins.num_bins);
+        swizzled[float_table_mapper::place(p)] = table[p];
       }
-      table[window->span] = float_table_mapper::entry_of(tally::left_out_bin, bins.num_bins);
       const float_table_mapper table_map(*window, bins.num_bins, reinterpret_cast<const std::byte*>(table.data()));
+      const tally::detail::bank_swizzled_table<float_table_mapper> swizzled_map(
+          float_table_mapper(*window, bins.num_bins, reinterpret_cast<const std::byte*>(swizzled.data())));
       std::int64_t counted = 0;
       const auto check = [&](float x) {
         ASSERT_EQ(table_map(x), map(x)) << "x = " << x;
         ASSERT_EQ(table_map.slot(x), map(x) >= 0 ? map(x) : bins.num_bins) << "x = " << x;
+        ASSERT_EQ(swizzled_map.slot(x), table_map.slot(x)) << "x = " << x;
         counted += map(x) >= 0 ? 1 : 0;
       };
       for (std::uint32_t key = window->first - 1000; key != window->first + window->span + 1000; ++key) {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -306,15 +307,21 @@ void expect_table_maps_alike(const Reference& reference, double first_edge, doub
   using values = tally::detail::small_values<T>;
   const tally::detail::value_window window = tally::detail::counted_values<T>(first_edge, last_edge, inclusive);
   using table_mapper = tally::detail::value_table_mapper<values::order>;
-  // As fill_value_table_kernel fills it: the window's entries, then one that leaves out.
-  std::vector<std::uint16_t> table(window.span + 8, 0xabab);
-  for (std::uint32_t p = 0; p < window.span; ++p) {
-    table[p] = table_mapper::entry_of(reference(values::at(window.first + p)), num_bins);
+  // As fill_value_table_kernel fills it: the window's entries, then one that leaves out; and a
+  // block's swizzled copy of it.
+  std::vector<std::uint16_t> table(table_mapper::table_bytes(window.span) / sizeof(std::uint16_t), 0xabab);
+  std::vector<std::uint16_t> swizzled(table.size(), 0xabab);
+  for (std::uint32_t p = 0; p <= window.span; ++p) {
+    table[p] = table_mapper::entry_of(p < window.span ? reference(values::at(window.first + p)) : tally::left_out_bin,
+                                      num_bins);
+    swizzled[table_mapper::place(p)] = table[p];
   }
-  table[window.span] = table_mapper::entry_of(tally::left_out_bin, num_bins);
   const table_mapper by_bits(
       values::key_at(window.first), window.span, num_bins, reinterpret_cast<const std::byte*>(table.data()));
   expect_every_value_maps_alike<T>(by_bits, reference);
+  const tally::detail::bank_swizzled_table<table_mapper> by_swizzled_bits(table_mapper(
+      values::key_at(window.first), window.span, num_bins, reinterpret_cast<const std::byte*>(swizzled.data())));
+  expect_every_value_maps_alike<T>(by_swizzled_bits, reference);
 }
 
 TYPED_TEST(CpuSmallTypes, TheGpusValueMappersGiveTheTypesOwnBins) {
@@ -360,6 +367,35 @@ TYPED_TEST(CpuSmallTypes, TheGpusValueMappersGiveTheTypesOwnBins) {
     const tally::range_bin_mapper<T> range(edges.data(), static_cast<std::int64_t>(edges.size()), upper_edge::inclusive);
     expect_table_maps_alike<T>(range, edges.front(), edges.back(), true, static_cast<std::int64_t>(edges.size()) - 1);
   }
+}
+
+// A block's swizzled copy of a table places each entry within its 128-byte row (a permutation of
+// the row) and spreads keys that stride by 32 words over all 32 banks, where they all sat in one.
+template <class Table>
+void expect_rows_permuted_and_strides_spread() {
+  constexpr std::uint32_t per_row = 128 / sizeof(typename Table::entry_type);
+  for (std::uint32_t row = 0; row < 70; ++row) {
+    std::set<std::uint32_t> seen;
+    for (std::uint32_t p = row * per_row; p < (row + 1) * per_row; ++p) {
+      ASSERT_EQ(Table::place(p) / per_row, row) << p;
+      seen.insert(Table::place(p));
+    }
+    ASSERT_EQ(seen.size(), per_row) << "row " << row;
+  }
+  for (std::uint32_t first : {0u, 1u, 4096u}) {
+    std::set<std::uint32_t> banks;
+    for (std::uint32_t k = 0; k < 32; ++k) {
+      banks.insert(Table::place(first + k * per_row) * sizeof(typename Table::entry_type) / 4 % 32);
+    }
+    EXPECT_EQ(banks.size(), 32u) << "keys " << per_row << " apart from " << first;
+  }
+  EXPECT_EQ(Table::table_bytes(0) % 128, 0u);
+  EXPECT_GE(Table::table_bytes(1000), 1001 * sizeof(typename Table::entry_type));
+}
+
+TEST(ValueTables, PlaceEachEntryInItsRowAndSpreadKeysThatStrideOverTheBanks) {
+  expect_rows_permuted_and_strides_spread<tally::detail::value_table_mapper<tally::detail::value_order::bits>>();
+  expect_rows_permuted_and_strides_spread<tally::detail::float_table_mapper>();
 }
 
 TEST(HalfTypes, Float16ConvertsAndRoundsAsTheCompilersFloat16) {

@@ -6,8 +6,10 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -240,6 +242,28 @@ TEST(GpuHistogramFloatEdges, SamplesOnAndBesideEveryEdgeAreBinnedAsOnTheCpu) {
     const std::size_t distinct = host.size();
     while (host.size() < 300000) host.push_back(host[rng() % distinct]);
     std::shuffle(host.begin(), host.end(), rng);
+    // Then, in order, runs of floats of the range 32 apart (a float table's words 32 apart: one
+    // bank, which a block swizzles its copy for) between runs of any floats of the range: blocks of
+    // either layout in one launch.
+    const auto key_of = [](float x) {
+      std::uint32_t bits;
+      std::memcpy(&bits, &x, sizeof(bits));
+      return bits ^ ((bits & 0x80000000u) != 0 ? 0xffffffffu : 0x80000000u);
+    };
+    const auto float_of = [](std::uint32_t key) {
+      const std::uint32_t bits = key ^ ((key & 0x80000000u) != 0 ? 0x80000000u : 0xffffffffu);
+      float x;
+      std::memcpy(&x, &bits, sizeof(x));
+      return x;
+    };
+    const std::uint32_t first_key = key_of(static_cast<float>(c.lower));
+    const std::uint32_t keys = key_of(static_cast<float>(c.upper)) - first_key + 1;
+    for (int run = 0; run < 4; ++run) {
+      for (std::uint32_t k = 0; k < 65536; ++k) {
+        const std::uint32_t offset = run % 2 == 0 ? (32 * k) % keys : static_cast<std::uint32_t>(rng() % keys);
+        host.push_back(float_of(first_key + offset));
+      }
+    }
     for (const upper_edge mode : {upper_edge::exclusive, upper_edge::inclusive}) {
       for (const strategy s : exact_gpu_strategies()) {
         if (s == strategy::cub) continue;  // CUB bins floats with its own arithmetic; tally's rule is numpy's

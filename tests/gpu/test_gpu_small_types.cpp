@@ -28,8 +28,10 @@ using tally_test::from_bits;
 using tally_test::value_count;
 
 /// Samples that reach every value of the type several times (shuffled), then `extra` more: random
-/// bits, or one value, or a few hot values among a sparse tail.
-enum class shape { every_value, random_bits, one_value, few_hot };
+/// bits, or one value, or a few hot values among a sparse tail, or (in order) runs of values 64
+/// apart (a 16-bit table's words 32 apart: one bank, which a block swizzles its copy for) between
+/// runs of random bits, so that blocks of either layout run in one launch.
+enum class shape { every_value, random_bits, one_value, few_hot, strided_runs };
 
 template <class T>
 std::vector<T> make_small_samples(shape s, std::size_t extra, std::uint64_t case_seed) {
@@ -48,10 +50,14 @@ std::vector<T> make_small_samples(shape s, std::size_t extra, std::uint64_t case
       case shape::few_hot:
         out.push_back(rng() % 16 == 0 ? from_bits<T>(static_cast<std::uint32_t>(rng())) : hot[rng() % 3]);
         break;
+      case shape::strided_runs:
+        out.push_back(from_bits<T>(static_cast<std::uint32_t>((i / 65536) % 2 == 0 ? (64 * i) % value_count<T>
+                                                                                      : rng() % value_count<T>)));
+        break;
       default: out.push_back(from_bits<T>(static_cast<std::uint32_t>(rng() % value_count<T>))); break;
     }
   }
-  std::shuffle(out.begin(), out.end(), rng);
+  if (s != shape::strided_runs) std::shuffle(out.begin(), out.end(), rng);
   return out;
 }
 
@@ -195,7 +201,7 @@ TYPED_TEST(GpuSmallTypes, EveryStrategyMatchesTheCpuReference) {
   using T = TypeParam;
   int case_index = 0;
   for (const layout& l : layouts_for<T>()) {
-    for (const shape sh : {shape::every_value, shape::random_bits, shape::one_value, shape::few_hot}) {
+    for (const shape sh : {shape::every_value, shape::random_bits, shape::one_value, shape::few_hot, shape::strided_runs}) {
       ++case_index;
       const std::uint64_t case_seed = seed + static_cast<std::uint64_t>(case_index);
       const std::size_t extra = quick_mode() ? 5000 : 300001;

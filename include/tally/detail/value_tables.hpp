@@ -233,10 +233,24 @@ class window_table {
   TALLY_HOST_DEVICE static entry_type entry_of(std::int64_t bin, std::int64_t num_bins) {
     return static_cast<entry_type>(bin < 0 ? num_bins : bin);
   }
-  /// Bytes of a table of `span` entries and the one past them, in whole 16-byte vectors (the
-  /// blocks copy it so).
+  /// Bytes of a table of `span` entries and the one past them, in whole 128-byte rows (a word a
+  /// bank), which a block's swizzled copy permutes within (`place`).
   TALLY_HOST_DEVICE static std::size_t table_bytes(std::uint32_t span) {
-    return ((span + 1) * sizeof(entry_type) + 15) / 16 * 16;
+    return ((span + 1) * sizeof(entry_type) + 127) / 128 * 128;
+  }
+  /// Where entry `p` sits in a swizzled copy (bank_swizzled_table): within its 128-byte row, its
+  /// word's bank XORed with the row's number, so that entries a multiple of 32 words apart
+  /// (16-bit values that step by 64, 32-bit keys by 32), which sit in one or two banks and make a
+  /// warp's reads take turns, spread over the banks like any others. The same permutation of
+  /// words as swizzle_table_in_block's copy.
+  TALLY_HOST_DEVICE static std::uint32_t place(std::uint32_t p) {
+    constexpr int word_shift = sizeof(entry_type) == 2 ? 1 : 0;  // entries a 32-bit word: two or one
+    return p ^ (((p >> (5 + word_shift)) & 31u) << word_shift);
+  }
+  /// The 32-bit word of the table that the entry `offset` keys past the window's first is in
+  /// (unswizzled): what a block asks of its first samples to choose its copy's layout.
+  TALLY_HOST_DEVICE int word_at(std::uint32_t offset) const {
+    return static_cast<int>((offset < span_ ? offset : span_) * sizeof(entry_type) / 4);
   }
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
@@ -259,9 +273,12 @@ class window_table {
 
   TALLY_HOST_DEVICE std::uint32_t first_key() const { return first_; }
 
-  /// The entry `offset` keys past the window's first (the last entry past the window).
+  /// The entry `offset` keys past the window's first (the last entry past the window), in a table
+  /// laid out plainly or, `Swizzled`, by `place`.
+  template <bool Swizzled = false>
   TALLY_HOST_DEVICE int entry_at(std::uint32_t offset) const {
-    const std::uint32_t p = offset < span_ ? offset : span_;
+    const std::uint32_t clamped = offset < span_ ? offset : span_;
+    const std::uint32_t p = Swizzled ? place(clamped) : clamped;
 #if defined(__CUDA_ARCH__)
     if (__isShared(table_)) {
       // A shared-memory load, not a generic one: the compiler cannot tell where the copy lives.
@@ -289,6 +306,21 @@ class window_table {
   const entry_type* table_ = nullptr;
 };
 
+/// A table mapper reading a block's swizzled copy of its table (window_table::place): the mapper a
+/// block counts with where its first samples crowd the table's banks (swizzle_table_in_block).
+template <class Mapper>
+struct bank_swizzled_table : Mapper {
+  TALLY_HOST_DEVICE explicit bank_swizzled_table(const Mapper& map) : Mapper(map) {}
+  template <class Sample>
+  TALLY_HOST_DEVICE int slot(Sample x) const {
+    return Mapper::template slot<true>(x);
+  }
+  template <class Sample>
+  TALLY_HOST_DEVICE std::int64_t operator()(Sample x) const {
+    return bin_of_slot(slot(x), this->num_bins());
+  }
+};
+
 /// 16-bit samples, as their bits, through a table of each counted value's bin (window_table): the
 /// key (order_key) less the window's first, modulo 2^16, indexes it. For at most 65535 bins.
 template <value_order Order>
@@ -305,9 +337,16 @@ class value_table_mapper : public window_table<std::uint16_t, value_table_mapper
   TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const {
     return bin_of_slot(slot(bits), this->num_bins());
   }
-  /// The bin, or num_bins() where the sample is left out.
+  /// The bin, or num_bins() where the sample is left out (`Swizzled`: from a swizzled copy).
+  template <bool Swizzled = false>
   TALLY_HOST_DEVICE int slot(std::uint16_t bits) const {
-    return this->entry_at((order_key<Order>(bits) - this->first_key()) & 0xffffu);
+    return this->template entry_at<Swizzled>(offset_of(bits));
+  }
+  TALLY_HOST_DEVICE int table_word(std::uint16_t bits) const { return this->word_at(offset_of(bits)); }
+
+ private:
+  TALLY_HOST_DEVICE std::uint32_t offset_of(std::uint16_t bits) const {
+    return (order_key<Order>(bits) - this->first_key()) & 0xffffu;
   }
 };
 
@@ -356,11 +395,18 @@ class float_table_mapper : public window_table<std::int32_t, float_table_mapper>
       : window_table(window.first, window.span, num_bins, table) {}
 
   TALLY_HOST_DEVICE std::int64_t operator()(float x) const { return bin_of_slot(slot(x), num_bins()); }
-  /// The bin, or num_bins() where the sample is left out.
+  /// The bin, or num_bins() where the sample is left out (`Swizzled`: from a swizzled copy).
+  template <bool Swizzled = false>
   TALLY_HOST_DEVICE int slot(float x) const {
+    return entry_at<Swizzled>(offset_of(x));
+  }
+  TALLY_HOST_DEVICE int table_word(float x) const { return word_at(offset_of(x)); }
+
+ private:
+  TALLY_HOST_DEVICE std::uint32_t offset_of(float x) const {
     std::uint32_t bits;
     memcpy(&bits, &x, sizeof(bits));
-    return entry_at(key_of_bits(bits) - first_key());
+    return key_of_bits(bits) - first_key();
   }
 };
 

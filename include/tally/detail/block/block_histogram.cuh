@@ -18,6 +18,7 @@
 #include "tally/detail/block/vectorized_walk.cuh"
 #include "tally/detail/block/warp_sum.cuh"
 #include "tally/detail/tuning/histogram_tuning.cuh"
+#include "tally/detail/value_tables.hpp"
 
 namespace tally::detail {
 
@@ -48,6 +49,30 @@ __device__ __forceinline__ Mapper tables_in_block(const Mapper& map, std::uint32
     }
   }
   return map;
+}
+
+/// Whether a mapper looks samples up in a table that a block may copy swizzled (window_table:
+/// `table_word` gives a sample's word, and bank_swizzled_table reads the swizzled copy).
+template <class Mapper, class Sample>
+inline constexpr bool has_bank_swizzled_table = requires(const Mapper& map, Sample x) {
+  { map.table_word(x) } -> std::same_as<int>;
+};
+
+/// Copies `map`'s table into the block's shared memory at word `table_words` (where
+/// tables_in_block copied it plainly), each word XORed within its row of 32 by the row's number
+/// (window_table::place), and returns the mapper reading that copy. Every thread must call it,
+/// after every read of a plain copy there; the caller's next barrier must come before the first
+/// sample is mapped.
+template <class Mapper>
+__device__ __forceinline__ bank_swizzled_table<Mapper> swizzle_table_in_block(const Mapper& map,
+                                                                              std::uint32_t* shared, int table_words) {
+  const auto* from = reinterpret_cast<const std::uint32_t*>(map.tables());
+  std::uint32_t* to = shared + table_words;
+  const int words = static_cast<int>(map.tables_bytes() / 4);  // whole rows of 32 words
+  for (int w = static_cast<int>(threadIdx.x); w < words; w += static_cast<int>(blockDim.x)) {
+    to[w ^ ((w >> 5) & 31)] = from[w];
+  }
+  return bank_swizzled_table<Mapper>(map.reading_tables_at(reinterpret_cast<const std::byte*>(to)));
 }
 
 /// Zeroes `count` counters at `to` (shared or global memory) with the block's threads: 16 bytes a
@@ -263,27 +288,40 @@ inline constexpr bool maps_with_arithmetic =
     std::is_same_v<Mapper, estimated_even_bin_mapper<Sample, true>> ||
     std::is_same_v<Mapper, even_bin_mapper<Sample>> || std::is_same_v<Mapper, range_bin_mapper<Sample>>;
 
+/// Whether a lane whose word is `word` (negative: none) shares its bank with 4 or more lanes of its
+/// warp on other words (lanes on one word are merged or take turns whatever the layout).
+__device__ __forceinline__ bool lane_crowds_bank(int word, int lane) {
+  const unsigned same_bank = __match_any_sync(0xffffffffu, word >= 0 ? (word & 31) : 32 + lane);
+  const unsigned same_word = __match_any_sync(0xffffffffu, word >= 0 ? word : -1 - lane);
+  return __popc(same_bank) - __popc(same_word) >= 4;
+}
+
 /// Whether a block's samples crowd the banks of its copy: each thread maps the first sample it
 /// will count (a load cached for the count), `word_of(bin)` gives the word it would add to, and a
-/// lane is crowded when 4 or more lanes of its warp would hit other words of its bank (lanes on
-/// one word are merged or take turns whatever the layout). The block is crowded when a quarter of
-/// its lanes are. Every thread must call it (a barrier).
+/// lane is crowded when 4 or more lanes of its warp would hit other words of its bank
+/// (lane_crowds_bank); with `check_table`, also the words of the mapper's table that the lanes
+/// read (has_bank_swizzled_table). The block is crowded when a quarter of its lanes are. Every
+/// thread must call it (a barrier).
 template <class Sample, class Mapper, class WordOf>
 __device__ __forceinline__ bool block_crowds_banks(const Sample* samples, std::int64_t num_samples, const Mapper& map,
-                                                   int unroll, WordOf word_of) {
+                                                   int unroll, WordOf word_of, bool check_table = false) {
   constexpr int items = sample_vector<Sample>::items;
   const vector_split<Sample> split(samples, num_samples);
   const int lane = static_cast<int>(threadIdx.x % 32);
   const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const std::int64_t first = warp * 32 * unroll + lane;  // the vector walk_vectorized hands this lane first
-  int word = -1 - lane;  // a lane with no sample, or a left-out one, shares no word and no bank
+  int word = -1;  // a lane with no sample, or a left-out one, shares no word and no bank
+  int table_word = -1;
   if (first < split.vectors) {
-    const int bin = static_cast<int>(map(samples[split.head + first * items]));
+    const Sample x = samples[split.head + first * items];
+    const int bin = static_cast<int>(map(x));
     if (bin >= 0) word = word_of(bin);
+    if constexpr (has_bank_swizzled_table<Mapper, Sample>) table_word = map.table_word(x);
   }
-  const unsigned same_bank = __match_any_sync(0xffffffffu, word >= 0 ? (word & 31) : 32 + lane);
-  const unsigned same_word = __match_any_sync(0xffffffffu, word);
-  const bool crowded = __popc(same_bank) - __popc(same_word) >= 4;
+  bool crowded = lane_crowds_bank(word, lane);
+  if constexpr (has_bank_swizzled_table<Mapper, Sample>) {
+    if (check_table) crowded = lane_crowds_bank(table_word, lane) || crowded;  // both votes by every lane
+  }
   return __syncthreads_count(crowded ? 1 : 0) * 4 >= static_cast<int>(blockDim.x);
 }
 

@@ -61,18 +61,35 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
   walk_tally tally;
   if constexpr (maps_with_arithmetic<Sample, Mapper>) {
     const int replica = static_cast<int>(threadIdx.x) % copies;
-    // A launch of one block (a small call) keeps the swizzle rather than wait for a first load to
-    // choose: the swizzle costs its few samples little, the load a round trip to memory.
-    if (mask != 0u && !owns_output &&
-        !block_crowds_banks(samples, num_samples, block_map, loads,
-                            [copies, replica](int bin) { return bin * copies + replica; })) {
+    // A table in the block's shared memory (value, float and integer tables) is swizzled too where
+    // the block's samples crowd its banks or the copy's (values 32 words apart read one bank).
+    bool swizzle_table = false;
+    if constexpr (has_bank_swizzled_table<Mapper, Sample>) swizzle_table = table_words >= 0;
+    // A launch of one block (a small call) keeps the copy's swizzle, and a plain table, rather
+    // than wait for a first load to choose: the swizzle costs its few samples little, the load a
+    // round trip to memory.
+    if (mask == 0u || owns_output) {
+      swizzle_table = false;
+    } else if (!block_crowds_banks(samples, num_samples, block_map, loads,
+                                   [copies, replica](int bin) { return bin * copies + replica; }, swizzle_table)) {
       mask = 0u;
+      swizzle_table = false;
     }
     // One loop per layout: a swizzle chosen at run time would cost its instructions in both.
-    tally = mask != 0u ? count_vectorized<Aggregate, Tuning, copy_memory::shared, 31u>(samples, num_samples,
-                                                                                       block_map, shared_copy, copies)
-                       : count_vectorized<Aggregate, Tuning, copy_memory::shared, 0u>(samples, num_samples,
-                                                                                      block_map, shared_copy, copies);
+    if constexpr (has_bank_swizzled_table<Mapper, Sample>) {
+      if (swizzle_table) {
+        const auto swizzled_map = swizzle_table_in_block(map, shared_copy, table_words);
+        __syncthreads();  // the swizzled copy is in before any sample is mapped
+        tally = count_vectorized<Aggregate, Tuning, copy_memory::shared, 31u>(samples, num_samples, swizzled_map,
+                                                                              shared_copy, copies);
+      }
+    }
+    if (!swizzle_table) {
+      tally = mask != 0u ? count_vectorized<Aggregate, Tuning, copy_memory::shared, 31u>(samples, num_samples,
+                                                                                         block_map, shared_copy, copies)
+                         : count_vectorized<Aggregate, Tuning, copy_memory::shared, 0u>(samples, num_samples,
+                                                                                        block_map, shared_copy, copies);
+    }
   } else {
     tally = count_vectorized<Aggregate, Tuning, copy_memory::shared, 31u>(samples, num_samples, block_map,
                                                                           shared_copy, copies);
