@@ -249,6 +249,39 @@ choice run_float_table(std::string_view function, std::span<const float> samples
   return chose;
 }
 
+
+/// Counts 32- and 64-bit integer samples in bins whose edges span few integers
+/// (integer_table_mapper, `window`) through a table of each integer's bin, filled on the device
+/// by the bins' own mapper, `fill_map(storage)`, after `edges_to_copy` (range bins' edges, which
+/// that mapper and CUB's HistogramRange read) at the start of the storage.
+template <class Sample, class Counter, class FillMap, class MakeCubHistogram>
+choice run_integer_table(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
+                         std::int64_t num_bins, std::pair<std::int64_t, std::uint32_t> window,
+                         std::span<const double> edges_to_copy, FillMap fill_map, workspace& ws,
+                         const histogram_options& options, stream_t stream, MakeCubHistogram make_cub_histogram) {
+  using table_mapper = tally::detail::integer_table_mapper<Sample>;
+  const std::size_t edges_bytes = edges_storage_bytes(edges_to_copy);
+  auto prepare = [&](char* storage) {
+    const auto* table = reinterpret_cast<const std::byte*>(storage == nullptr ? nullptr : storage + edges_bytes);
+    const table_mapper map(window.first, window.second, num_bins, table);
+    if (storage != nullptr) {
+      if (!edges_to_copy.empty()) copy_edges_to_storage(edges_to_copy, storage, stream);
+      if (options.algorithm != strategy::cub) {
+        check_cuda(tally::detail::dispatch_integer_table(map, fill_map(storage), const_cast<std::byte*>(table), stream),
+                   "filling the integer table on the device");
+      }
+    }
+    return map;
+  };
+  choice chose = run_histogram(function, samples, counts, num_bins, ws, options, stream,
+                               edges_bytes + table_mapper::table_bytes(window.second), prepare, make_cub_histogram);
+  if (options.algorithm == strategy::automatic && chose.used == strategy::shared_atomic) {
+    chose.reason = "edges that span few integers: each integer's bin looked up in a table filled once a call, in "
+                   "shared memory where it fits, and counted in shared memory";
+  }
+  return chose;
+}
+
 }  // namespace tally::gpu::detail
 
 #include "small_samples.cuh"
@@ -288,6 +321,14 @@ choice histogram_even_async(std::span<const Sample> samples, std::span<Counter> 
       }
     }
     if (tally::detail::even_bins_take_grid(map)) {
+      if constexpr (std::is_integral_v<Sample> && sizeof(Sample) >= 4) {
+        // Few integers between the edges: a table of each one's bin, mapped by the bins' own rule.
+        if (const auto window = tally::detail::integer_table_mapper<Sample>::window_for(
+                static_cast<double>(map.edge(0)), static_cast<double>(map.edge(bins.num_bins)), bins.num_bins)) {
+          return run_integer_table(function, samples, counts, bins.num_bins, *window, std::span<const double>{},
+                                   [&map](char*) { return map; }, ws, options, stream, make_cub_histogram);
+        }
+      }
       // numpy's edges, computed where they are needed: a few on the host to plan, all on the device.
       return run_grid_histogram(
           function, samples, counts, bins.num_bins + 1, [&map](std::int64_t i) { return static_cast<double>(map.edge(i)); },
@@ -311,6 +352,19 @@ choice histogram_range_async(std::span<const Sample> samples, std::span<Counter>
     return small_histogram_range(function, samples, counts, edges, ws, options, stream);
   } else {
     auto make_cub_histogram = [&] { return cub_range_bins(function, samples, counts, num_edges); };
+    if constexpr (std::is_integral_v<Sample> && sizeof(Sample) >= 4) {
+      // Few integers between the edges: a table of each one's bin, mapped by a search of the edges.
+      if (const auto window =
+              tally::detail::integer_table_mapper<Sample>::window_for(edges.front(), edges.back(), num_edges - 1)) {
+        const upper_edge last_edge = options.last_edge;
+        return run_integer_table(
+            function, samples, counts, num_edges - 1, *window, edges,
+            [num_edges, last_edge](char* storage) {
+              return range_bin_mapper<Sample>(reinterpret_cast<const double*>(storage), num_edges, last_edge);
+            },
+            ws, options, stream, make_cub_histogram);
+      }
+    }
     return run_grid_histogram(
         function, samples, counts, num_edges, [edges](std::int64_t i) { return edges[static_cast<std::size_t>(i)]; },
         edges, [](char* storage) { return tally::detail::edges_in_memory{reinterpret_cast<const double*>(storage)}; },

@@ -864,6 +864,79 @@ TEST(EvenBinMapper, FloatTableMapsEveryFloatOfItsRangeAsTheMapperDoes) {
   EXPECT_FALSE(float_table_mapper::window_for(tally::even_bin_mapper<float>({4096, 1000.0, 1004.5}, upper_edge::exclusive)));
 }
 
+/// The GPU's table of each integer's bin (integer_table_mapper), filled here entry by entry as the
+/// device fills it (by the bins' own mapper): every integer within 1000 of its window, and the
+/// type's extremes, map as the range-bin mapper maps them; wider spans and int64 edges past 2^52
+/// take no table.
+template <class Sample>
+class IntegerTable : public ::testing::Test {};
+using wide_integer_types = ::testing::Types<std::int32_t, std::uint32_t, std::int64_t>;
+TYPED_TEST_SUITE(IntegerTable, wide_integer_types, type_names);
+
+TYPED_TEST(IntegerTable, MapsEveryIntegerOfItsEdgesAsTheRangeMapperDoes) {
+  using Sample = TypeParam;
+  using table_mapper = tally::detail::integer_table_mapper<Sample>;
+  using limits = std::numeric_limits<Sample>;
+  const double lowest = static_cast<double>(limits::lowest());
+  const double highest = static_cast<double>(limits::max());
+  std::vector<std::vector<double>> cases = {
+      {0, 10, 20, 255.5, 1000},  {5, 5, 5, 7, 9},        {-0.5, 0.5},      {0, 65535},
+      {-10.25, -3, 4.75, 12.5},  {-20, -10},            {1e6, 1e6 + 0.5},
+  };
+  if constexpr (sizeof(Sample) == 4) {  // the type's ends (int64's lie past 2^52)
+    cases.push_back({lowest, lowest + 10, lowest + 65535});
+    cases.push_back({highest - 100.5, highest - 50, highest});
+  }
+  for (const auto& edges : cases) {
+    const auto num_bins = static_cast<std::int64_t>(edges.size()) - 1;
+    const auto window = table_mapper::window_for(edges.front(), edges.back(), num_bins);
+    ASSERT_TRUE(window.has_value()) << edges.front() << " " << edges.back();
+    for (const upper_edge mode : both_modes) {
+      SCOPED_TRACE(::testing::Message() << num_bins << " bins [" << edges.front() << ", " << edges.back() << "] "
+                                        << mode_name(mode));
+      const tally::range_bin_mapper<Sample> map(edges.data(), static_cast<std::int64_t>(edges.size()), mode);
+      // The table as the device fills it, and a block's swizzled copy of it.
+      const table_mapper shape(window->first, window->second, num_bins, nullptr);
+      std::vector<typename table_mapper::entry_type> table(table_mapper::table_bytes(window->second) /
+                                                           sizeof(typename table_mapper::entry_type));
+      std::vector<typename table_mapper::entry_type> swizzled(table.size());
+      for (std::uint32_t p = 0; p <= window->second; ++p) {
+        table[p] = table_mapper::entry_of(p < window->second ? map(shape.value_at(p)) : tally::left_out_bin, num_bins);
+        swizzled[table_mapper::place(p)] = table[p];
+      }
+      const table_mapper table_map(window->first, window->second, num_bins,
+                                   reinterpret_cast<const std::byte*>(table.data()));
+      const tally::detail::bank_swizzled_table<table_mapper> swizzled_map(
+          table_mapper(window->first, window->second, num_bins, reinterpret_cast<const std::byte*>(swizzled.data())));
+      std::int64_t counted = 0;
+      const auto check = [&](Sample x) {
+        ASSERT_EQ(table_map(x), map(x)) << "x = " << +x;
+        ASSERT_EQ(table_map.slot(x), map(x) >= 0 ? map(x) : num_bins) << "x = " << +x;
+        ASSERT_EQ(swizzled_map(x), map(x)) << "x = " << +x;
+        counted += map(x) >= 0 ? 1 : 0;
+      };
+      const double from = std::max(static_cast<double>(window->first) - 1000, lowest);
+      const double to = std::min(static_cast<double>(window->first) + window->second + 1000, highest);
+      for (double x = from; x <= to; ++x) check(static_cast<Sample>(x));
+      for (const Sample x : {limits::lowest(), limits::max(), Sample{0}, Sample{1}, static_cast<Sample>(limits::max() - 1),
+                             static_cast<Sample>(limits::lowest() + 1)}) {
+        check(x);
+      }
+      // Every case but the bins below an unsigned type's zero counts something.
+      if (!(std::is_unsigned_v<Sample> && edges.back() < 0)) {
+        EXPECT_GT(counted, 0);
+      }
+    }
+  }
+  // Spans past a table, and int64 edges whose compare as a double rounds samples: none.
+  EXPECT_FALSE(table_mapper::window_for(0, 65536, 2));
+  EXPECT_FALSE(table_mapper::window_for(0, 100, 65536));
+  if constexpr (sizeof(Sample) == 8) {
+    EXPECT_FALSE(table_mapper::window_for(4503599627370496.0, 4503599627370500.0, 2));
+    EXPECT_FALSE(table_mapper::window_for(-4503599627370500.0, -4503599627370496.0, 2));
+  }
+}
+
 // ---- bincount -------------------------------------------------------------------------------
 
 template <class Sample>

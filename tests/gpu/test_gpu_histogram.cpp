@@ -148,13 +148,19 @@ TYPED_TEST(GpuHistogram, UnitBinsWithNumpysClosedLastBinMatchTheCpuReference) {
 TYPED_TEST(GpuHistogram, RangeBinsMatchTheCpuReference) {
   using T = TypeParam;
   std::mt19937_64 rng(seed);
+  // Edges over a few hundred values, and (32- and 64-bit types) over a few hundred thousand: integer
+  // samples take a table of each integer's bin over the first, the grid over the second.
+  std::vector<double> scales{1.0};
+  if constexpr (sizeof(T) >= 4) scales.push_back(1000.0);
+  for (const double scale : scales)
   for (const std::int64_t num_bins : {1, 5, 300, 5000}) {
     std::vector<double> edges(static_cast<std::size_t>(num_bins) + 1);
     std::uniform_real_distribution<double> position(-10.0, 250.0);
-    for (double& e : edges) e = std::floor(position(rng) * 4.0) / 4.0;  // quarter steps: duplicates happen
+    for (double& e : edges) e = std::floor(position(rng) * 4.0) / 4.0 * scale;  // quarter steps: duplicates happen
     std::sort(edges.begin(), edges.end());
     for (const pattern p : {pattern::uniform, pattern::with_outliers, pattern::single}) {
-      const auto host = make_samples<T>(p, 100003, -20.0, 260.0, seed + static_cast<std::uint64_t>(num_bins));
+      const auto host =
+          make_samples<T>(p, 100003, -20.0 * scale, 260.0 * scale, seed + static_cast<std::uint64_t>(num_bins));
       std::vector<std::uint64_t> expected(static_cast<std::size_t>(num_bins));
       for (const upper_edge last : {upper_edge::exclusive, upper_edge::inclusive}) {
         const auto want = cpu::histogram_range(std::span<const T>(host), std::span<std::uint64_t>(expected),
@@ -163,13 +169,77 @@ TYPED_TEST(GpuHistogram, RangeBinsMatchTheCpuReference) {
         gpu::device_buffer<std::uint64_t> counts(expected.size());
         for (const strategy s : exact_gpu_strategies()) {
           if (s == strategy::cub && last == upper_edge::inclusive) continue;
-          SCOPED_TRACE(::testing::Message() << type_name<T>() << " bins=" << num_bins << " " << to_string(p) << " "
+          SCOPED_TRACE(::testing::Message() << type_name<T>() << " scale=" << scale << " bins=" << num_bins << " " << to_string(p) << " "
                                             << to_string(s) << " inclusive=" << (last == upper_edge::inclusive));
           counts.fill_bytes(poison_byte);
           const auto got = gpu::histogram_range(samples.const_span(), counts.span(), std::span<const double>(edges),
                                                 {s, last});
           EXPECT_EQ(download(counts), expected);
           EXPECT_EQ(got.left_out, want.left_out);
+        }
+      }
+    }
+  }
+}
+
+// Range bins whose edges span few integers take a table of each integer's bin: at the type's ends
+// (32-bit), over fractional and repeated edges, a span of exactly the table's most, and one past it
+// (the grid), every integer of the window and its neighbours is counted as on the CPU, with every
+// strategy and both last-edge modes.
+TYPED_TEST(GpuHistogram, RangeBinsOverFewIntegersMatchTheCpuReference) {
+  using T = TypeParam;
+  if constexpr (!std::is_integral_v<T> || sizeof(T) < 4) {
+    GTEST_SKIP() << "32- and 64-bit integer samples";
+  } else {
+    using limits = std::numeric_limits<T>;
+    const double lowest = static_cast<double>(limits::lowest());
+    const double highest = static_cast<double>(limits::max());
+    std::vector<std::vector<double>> cases = {
+        {0, 10, 20, 255.5, 1000}, {5, 5, 5, 7, 9}, {-10.25, -3, 4.75, 12.5}, {0, 65535}, {0, 32768, 65536},
+    };
+    if constexpr (sizeof(T) == 4) {
+      cases.push_back({lowest, lowest + 10, lowest + 65535});
+      cases.push_back({highest - 100.5, highest - 50, highest});
+    }
+    std::mt19937_64 rng(seed);
+    for (const auto& edges : cases) {
+      const double first = std::max(std::ceil(edges.front()), lowest);
+      const double last = std::min(std::floor(edges.back()), highest);
+      std::vector<T> host;
+      for (double x = std::max(first - 50, lowest); x <= std::min(last + 50, highest); ++x) host.push_back(static_cast<T>(x));
+      std::uniform_int_distribution<T> any(limits::lowest(), limits::max());
+      for (int i = 0; i < 5000; ++i) host.push_back(any(rng));
+      for (const T x : {limits::lowest(), limits::max(), T{0}, T{1}}) host.push_back(x);
+      std::shuffle(host.begin(), host.end(), rng);
+      // Then, in order, runs of integers 64 apart (the table's words 32 apart: one bank, which a
+      // block swizzles its copy for) between runs of any integers of the window.
+      const auto span = static_cast<std::uint64_t>(last - first + 1);
+      for (int run = 0; run < 4; ++run) {
+        for (std::uint64_t k = 0; k < 65536; ++k) {
+          const std::uint64_t offset = run % 2 == 0 ? (64 * k) % span : rng() % span;
+          host.push_back(static_cast<T>(first + static_cast<double>(offset)));
+        }
+      }
+      const auto samples = to_device(host);
+      std::vector<std::uint64_t> expected(edges.size() - 1);
+      gpu::device_buffer<std::uint64_t> counts(expected.size());
+      for (const upper_edge mode : {upper_edge::exclusive, upper_edge::inclusive}) {
+        const auto want = cpu::histogram_range(std::span<const T>(host), std::span<std::uint64_t>(expected),
+                                               std::span<const double>(edges), {strategy::sequential, mode});
+        for (const strategy s : exact_gpu_strategies()) {
+          if (s == strategy::cub && mode == upper_edge::inclusive) continue;
+          SCOPED_TRACE(::testing::Message() << type_name<T>() << " [" << edges.front() << ", " << edges.back() << "] "
+                                            << to_string(s) << " inclusive=" << (mode == upper_edge::inclusive));
+          counts.fill_bytes(poison_byte);
+          const auto got =
+              gpu::histogram_range(samples.const_span(), counts.span(), std::span<const double>(edges), {s, mode});
+          EXPECT_EQ(download(counts), expected);
+          EXPECT_EQ(got.left_out, want.left_out);
+          if (s == strategy::automatic && got.chose.used == strategy::shared_atomic) {
+            // The table, for spans it holds (and the grid past them), says so.
+            EXPECT_EQ(got.chose.reason.find("span few integers") != std::string::npos, last - first + 1 <= 65536)
+                << got.chose.reason;
+          }
         }
       }
     }

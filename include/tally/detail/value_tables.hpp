@@ -410,6 +410,77 @@ class float_table_mapper : public window_table<std::int32_t, float_table_mapper>
   }
 };
 
+/// Bins over 32- and 64-bit integer samples whose edges span few integers: range bins over
+/// [0, 1000) or ages, even bins far from zero for their width. Every integer from the first edge to
+/// the last gets its bin in a table (window_table), filled on the device by the bins' own mapper:
+/// a sample is a subtraction, a clamp and one load, where the range-bin grid read a 16-byte entry
+/// and compared three thresholds. The offset is taken modulo 2^bits: a sample below the window
+/// wraps past it (the window never reaches past the type's largest value), so one unsigned
+/// compare leaves out both sides.
+template <class Sample>
+class integer_table_mapper : public window_table<std::uint16_t, integer_table_mapper<Sample>> {
+  using base = window_table<std::uint16_t, integer_table_mapper<Sample>>;
+  using unsigned_type = std::make_unsigned_t<Sample>;
+
+ public:
+  static_assert(std::is_integral_v<Sample> && sizeof(Sample) >= 4);
+  /// The most bins a 16-bit entry holds beside the left-out entry (num_bins).
+  static constexpr std::int64_t max_bins = 0xffff;
+  /// The most integers a table spans (128 KiB of entries).
+  static constexpr std::uint32_t max_span = std::uint32_t{1} << 16;
+
+  /// The integers from `first_edge` up to `last_edge` (both finite doubles, first <= last),
+  /// clamped to the type: the first, and how many; none when more than max_span, more bins than
+  /// max_bins, or (int64) an edge of 2^52 or more in magnitude, where numpy's compare of a sample
+  /// as a double rounds it (the grid takes those).
+  static std::optional<std::pair<std::int64_t, std::uint32_t>> window_for(double first_edge, double last_edge,
+                                                                          std::int64_t num_bins) {
+    constexpr double limit = 4503599627370496.0;  // 2^52
+    if (num_bins > max_bins || !(first_edge <= last_edge) || !(std::fabs(first_edge) < limit) ||
+        !(std::fabs(last_edge) < limit)) {
+      return std::nullopt;
+    }
+    const double lowest = static_cast<double>(std::numeric_limits<Sample>::lowest());
+    const double highest = static_cast<double>(std::numeric_limits<Sample>::max());
+    const double first = std::max(std::ceil(first_edge), lowest);
+    const double last = std::min(std::floor(last_edge), highest);
+    if (last < first) return std::pair<std::int64_t, std::uint32_t>{0, 0};  // no integer counted
+    const double span = last - first + 1;
+    if (span > static_cast<double>(max_span)) return std::nullopt;
+    return std::pair<std::int64_t, std::uint32_t>{static_cast<std::int64_t>(first), static_cast<std::uint32_t>(span)};
+  }
+
+  integer_table_mapper() = default;
+  integer_table_mapper(std::int64_t first, std::uint32_t span, std::int64_t num_bins, const std::byte* table)
+      : base(0, span, num_bins, table), first_(static_cast<Sample>(first)) {}
+
+  /// The integer of entry `p` (below span()), which the fill maps by the bins' own mapper.
+  TALLY_HOST_DEVICE Sample value_at(std::uint32_t p) const {
+    return static_cast<Sample>(static_cast<unsigned_type>(first_) + p);
+  }
+
+  TALLY_HOST_DEVICE std::int64_t operator()(Sample x) const { return bin_of_slot(slot(x), this->num_bins()); }
+  /// The bin, or num_bins() where the sample is left out (`Swizzled`: from a swizzled copy).
+  template <bool Swizzled = false>
+  TALLY_HOST_DEVICE int slot(Sample x) const {
+    return this->template entry_at<Swizzled>(offset_of(x));  // entry_at clamps to the entry past the window
+  }
+  TALLY_HOST_DEVICE int table_word(Sample x) const { return this->word_at(offset_of(x)); }
+
+ private:
+  TALLY_HOST_DEVICE std::uint32_t offset_of(Sample x) const {
+    const unsigned_type offset = static_cast<unsigned_type>(x) - static_cast<unsigned_type>(first_);
+    if constexpr (sizeof(Sample) == 4) {
+      return offset;
+    } else {
+      const unsigned_type span = this->span();
+      return static_cast<std::uint32_t>(offset < span ? offset : span);
+    }
+  }
+
+  Sample first_{};
+};
+
 /// The first and the last value of a 16-bit integer type that bins [lower, upper) count (upper
 /// too when `inclusive`), clamped to the type; last < first when none.
 template <class Sample>

@@ -371,6 +371,16 @@ cudaError_t dispatch_float_table(const float_table_mapper& shape, const Mapper& 
   return cudaGetLastError();
 }
 
+/// Fills the integer table `shape` describes at `table` by `map`, the bins' own mapper, on `stream`.
+template <class Sample, class Mapper>
+cudaError_t dispatch_integer_table(const integer_table_mapper<Sample>& shape, const Mapper& map, std::byte* table,
+                                   cudaStream_t stream) {
+  constexpr std::uint32_t threads = 256;
+  fill_integer_table_kernel<<<(shape.span() + 1 + threads - 1) / threads, threads, 0, stream>>>(
+      reinterpret_cast<std::uint16_t*>(table), shape, map);
+  return cudaGetLastError();
+}
+
 /// Where the edges of a grid's tables come from on the device: range bins' edges, copied there.
 struct edges_in_memory {
   const double* edges;

@@ -178,6 +178,16 @@ __global__ void fill_float_table_kernel(std::int32_t* table, float_table_mapper 
   table[p] = float_table_mapper::entry_of(bin, map.num_bins());
 }
 
+/// Fills an integer table (integer_table_mapper `shape`, span() + 1 entries): entry p is the entry
+/// of the bin of the integer shape.value_at(p), by the bins' own mapper `map`; the last leaves out.
+template <class Sample, class Mapper>
+__global__ void fill_integer_table_kernel(std::uint16_t* table, integer_table_mapper<Sample> shape, Mapper map) {
+  const std::uint32_t p = blockIdx.x * blockDim.x + threadIdx.x;
+  if (p > shape.span()) return;
+  const std::int64_t bin = p < shape.span() ? map(shape.value_at(p)) : left_out_bin;
+  table[p] = integer_table_mapper<Sample>::entry_of(bin, map.num_bins());
+}
+
 /// A shared-memory histogram per block, written out whole to the block's slice of
 /// `block_copies`; merge_block_copies_kernel adds the slices up, with no atomics.
 template <class Tuning, class Sample, class Mapper>
