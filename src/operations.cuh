@@ -249,7 +249,6 @@ choice run_float_table(std::string_view function, std::span<const float> samples
   return chose;
 }
 
-
 /// Counts 32- and 64-bit integer samples in bins whose edges span few integers
 /// (integer_table_mapper, `window`) through a table of each integer's bin, filled on the device
 /// by the bins' own mapper, `fill_map(storage)`, after `edges_to_copy` (range bins' edges, which

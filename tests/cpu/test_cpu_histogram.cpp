@@ -496,6 +496,38 @@ TYPED_TEST(HistogramRange, EveryStrategyMatchesOracleWhenAllSamplesSitOnOneEdge)
   }
 }
 
+TYPED_TEST(HistogramRange, EveryStrategyMatchesOracleOnEdgesOverFewIntegers) {
+  using Sample = typename TypeParam::sample;
+  using Counter = typename TypeParam::counter;
+  if constexpr (std::is_integral_v<Sample> && sizeof(Sample) >= 4) {
+    // Edges that span few integers, with samples enough to take a table of each integer's bin
+    // (integer_table_samples_per_entry): fractional and repeated edges, the type's ends.
+    using limits = std::numeric_limits<Sample>;
+    const double lowest = static_cast<double>(limits::lowest());
+    const double highest = static_cast<double>(limits::max());
+    std::vector<std::vector<double>> cases = {{-300.5, -2, 0, 0, 17.25, 255.5, 699}, {0, 16383}, {5, 5, 9}};
+    if constexpr (sizeof(Sample) == 4) {
+      cases.push_back({lowest, lowest + 3.5, lowest + 1000});
+      cases.push_back({highest - 999.5, highest - 10, highest});
+    }
+    std::mt19937_64 rng(tally_test::test_seed());
+    for (const auto& edges : cases) {
+      const double first = std::max(std::ceil(edges.front()), lowest);
+      const double last = std::min(std::floor(edges.back()), highest);
+      std::uniform_real_distribution<double> inside(std::max(first - 20, lowest), std::min(last + 20, highest));
+      std::uniform_int_distribution<Sample> any(limits::lowest(), limits::max());
+      std::vector<Sample> samples;
+      for (int i = 0; i < 600000; ++i) {
+        samples.push_back(i % 16 == 0 ? any(rng) : static_cast<Sample>(std::floor(inside(rng))));
+      }
+      for (const Sample x : {limits::lowest(), limits::max(), Sample{0}}) samples.push_back(x);
+      for (const upper_edge mode : {upper_edge::exclusive, upper_edge::inclusive}) {
+        check_range<Sample, Counter>(samples, edges, mode);
+      }
+    }
+  }
+}
+
 // ---- bincount -------------------------------------------------------------------------------
 
 template <class Sample, class Counter>

@@ -17,6 +17,7 @@
 
 #include "tally/bins.hpp"
 #include "tally/detail/range_grid.hpp"
+#include "tally/detail/value_tables.hpp"
 
 namespace tally::cpu::detail {
 
@@ -140,6 +141,45 @@ class grid_slots {
  private:
   grid grid_;
 };
+
+/**
+ * Slots of 32- and 64-bit integer samples through the GPU's table of each integer's bin, for edges
+ * that span few integers (tally::detail::integer_table_mapper): bin b is slot b, a sample left
+ * out (outside the window, or on an edge the bins leave out) slot num_bins. A subtraction, a clamp
+ * and one load a sample, where the grid computes a cell and compares its edges. The host fills the
+ * table by the range-bin mapper (fill_integer_table), as a GPU call fills its own on the device.
+ */
+template <class Sample>
+class integer_table_slots {
+ public:
+  using table_mapper = tally::detail::integer_table_mapper<Sample>;
+
+  /// `map`: over a table fill_integer_table filled, alive while this is.
+  explicit integer_table_slots(const table_mapper& map) : map_(map) {}
+
+  std::int64_t num_bins() const { return map_.num_bins(); }
+  std::int64_t slots() const { return map_.num_bins() + 1; }
+  static constexpr std::int64_t first_bin_slot() { return 0; }
+  std::size_t slot(Sample sample) const { return static_cast<std::size_t>(map_.slot(sample)); }
+  std::int64_t operator()(Sample sample) const { return map_(sample); }
+
+ private:
+  table_mapper map_;
+};
+
+/// Fills the table of `shape` (table_mapper::table_bytes of its span, as 16-bit entries) on the
+/// host: entry p holds the bin `bin_of(shape.value_at(p))` gives (the bins' own mapper), the entry
+/// past the window leaves out.
+template <class Sample, class BinOf>
+void fill_integer_table(const tally::detail::integer_table_mapper<Sample>& shape, BinOf bin_of,
+                        std::vector<std::uint16_t>& table) {
+  using table_mapper = tally::detail::integer_table_mapper<Sample>;
+  table.assign(table_mapper::table_bytes(shape.span()) / sizeof(std::uint16_t), 0);
+  for (std::uint32_t p = 0; p < shape.span(); ++p) {
+    table[p] = table_mapper::entry_of(bin_of(shape.value_at(p)), shape.num_bins());
+  }
+  table[shape.span()] = table_mapper::entry_of(left_out_bin, shape.num_bins());
+}
 
 /**
  * Slots (edges at or below the sample: bin b is slot b + 1) of double and int64 samples among

@@ -144,6 +144,21 @@ histogram_result run_histogram(std::span<const Sample> samples, std::span<Counte
 template <class Sample, class Counter, class EdgeAt>
 histogram_result run_over_edges(std::span<const Sample> samples, std::span<Counter> counts, std::int64_t num_bins,
                                 EdgeAt edge_at, const histogram_options& options) {
+  if constexpr (std::is_integral_v<Sample> && sizeof(Sample) >= 4) {
+    // Edges that span few integers, and enough samples to pay for the table: each integer's bin
+    // looked up (integer_table_slots).
+    using table_mapper = tally::detail::integer_table_mapper<Sample>;
+    const auto window = table_mapper::window_for(edge_at(0), edge_at(num_bins), num_bins);
+    if (window && samples.size() >= integer_table_samples_per_entry * (std::size_t{window->second} + 1)) {
+      std::vector<double> doubles(static_cast<std::size_t>(num_bins) + 1);
+      for (std::size_t i = 0; i < doubles.size(); ++i) doubles[i] = edge_at(static_cast<std::int64_t>(i));
+      const range_bin_mapper<Sample> reference(doubles.data(), num_bins + 1, options.last_edge);
+      std::vector<std::uint16_t> table;
+      fill_integer_table(table_mapper(window->first, window->second, num_bins, nullptr), reference, table);
+      const table_mapper map(window->first, window->second, num_bins, reinterpret_cast<const std::byte*>(table.data()));
+      return run_histogram(samples, counts, integer_table_slots<Sample>(map), options.algorithm);
+    }
+  }
   using key = std::conditional_t<std::is_same_v<Sample, float>, float, double>;
   std::vector<key> edges(static_cast<std::size_t>(num_bins) + 1);
   for (std::size_t i = 0; i < edges.size(); ++i) edges[i] = least_key_at_or_above<key>(edge_at(static_cast<std::int64_t>(i)));

@@ -28,4 +28,13 @@ inline constexpr std::uint64_t interleaved_tables_bytes = std::uint64_t{32} << 1
 /// 1.8), and 2-8 KiB ahead closed the gap (1.8-1.9 ns; 512 bytes: 2.2).
 inline constexpr std::size_t prefetch_distance = std::size_t{4} << 10;
 
+/// Integer samples take a table of each integer's bin over edges that span few integers where
+/// there are at least this many samples for each of its entries. The host fills the table by a
+/// search of the edges, one thread: 3, 10 and 37 ns an entry at 64, 4096 and 65535 bins over 65536
+/// integers; the table then saves 0.75-1.3 ns a sample on the 2-core test machine (int32 range
+/// bins, 10^7 samples: 9.3-15.4 ms through the grid, 1.8-2.5 ms), so 32 samples an entry repay
+/// the fill several times over at 4096 bins and about once at 65535 (docs/performance.md, "Range
+/// bins over few integers on the CPU").
+inline constexpr std::size_t integer_table_samples_per_entry = 32;
+
 }  // namespace tally::cpu::detail
