@@ -185,8 +185,8 @@ choice small_histogram_even(std::string_view function, std::span<const Sample> s
     };
     if constexpr (std::is_integral_v<Sample>) {
       // Unit bins: each value its own bin, a window; a whole step: a multiply-high; no table.
-      if (const auto window = tally::detail::unit_window_for(map, bins)) return run_with(*window);
-      if (const auto window = tally::detail::closed_unit_window_for(map, bins)) return run_with(*window);
+      if (const auto window = tally::detail::unit_window_for<false>(map, bins)) return run_with(*window);
+      if (const auto window = tally::detail::unit_window_for<true>(map, bins)) return run_with(*window);
       if (const auto stepped =
               tally::detail::whole_step_for(map, bins, options.last_edge == upper_edge::inclusive)) {
         return run_with(*stepped);

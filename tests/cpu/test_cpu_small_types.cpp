@@ -342,16 +342,16 @@ TYPED_TEST(CpuSmallTypes, TheGpusValueMappersGiveTheTypesOwnBins) {
                                           << bins.upper << ") inclusive=" << (mode == upper_edge::inclusive));
         const tally::even_bin_mapper<T> map(bins, mode);
         if constexpr (std::is_integral_v<T>) {
-          if (const auto window = tally::detail::unit_window_for(map, bins)) {
+          if (const auto window = tally::detail::unit_window_for<false>(map, bins)) {
             expect_every_value_maps_alike<T>(*window, map);
           }
-          if (const auto window = tally::detail::closed_unit_window_for(map, bins)) {
+          if (const auto window = tally::detail::unit_window_for<true>(map, bins)) {
             expect_every_value_maps_alike<T>(*window, map);
           }
           // Unit bins take a window in both modes.
           if (map.shortcut() == tally::even_shortcut::integer_step &&
               bins.upper - bins.lower == static_cast<double>(bins.num_bins) && bins.num_bins <= (1 << 30)) {
-            EXPECT_TRUE(tally::detail::unit_window_for(map, bins) || tally::detail::closed_unit_window_for(map, bins));
+            EXPECT_TRUE(tally::detail::unit_window_for<false>(map, bins) || tally::detail::unit_window_for<true>(map, bins));
           }
           if (const auto stepped = tally::detail::whole_step_for(map, bins, mode == upper_edge::inclusive)) {
             expect_every_value_maps_alike<T>(*stepped, map);

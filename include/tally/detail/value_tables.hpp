@@ -253,6 +253,22 @@ class window_table {
     return static_cast<int>((offset < span_ ? offset : span_) * sizeof(entry_type) / 4);
   }
 
+  /// A sample's bin, or num_bins() where it is left out (`Swizzled`: from a swizzled copy): the
+  /// entry at the derived mapper's offset of the sample (`offset_of`).
+  template <bool Swizzled = false, class Key>
+  TALLY_HOST_DEVICE int slot(Key x) const {
+    return entry_at<Swizzled>(static_cast<const Derived&>(*this).offset_of(x));
+  }
+  template <class Key>
+  TALLY_HOST_DEVICE std::int64_t operator()(Key x) const {
+    return bin_of_slot(slot(x), num_bins_);
+  }
+  /// The table's word a sample reads (word_at): what a block asks of its first samples.
+  template <class Key>
+  TALLY_HOST_DEVICE int table_word(Key x) const {
+    return word_at(static_cast<const Derived&>(*this).offset_of(x));
+  }
+
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
   TALLY_HOST_DEVICE std::uint32_t span() const { return span_; }
   /// The key of entry `p` (below span()), which the fill maps by the bins' own mapper.
@@ -334,17 +350,7 @@ class value_table_mapper : public window_table<std::uint16_t, value_table_mapper
   value_table_mapper(std::uint32_t first_key, std::uint32_t span, std::int64_t num_bins, const std::byte* table)
       : base(first_key, span, num_bins, table) {}
 
-  TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const {
-    return bin_of_slot(slot(bits), this->num_bins());
-  }
-  /// The bin, or num_bins() where the sample is left out (`Swizzled`: from a swizzled copy).
-  template <bool Swizzled = false>
-  TALLY_HOST_DEVICE int slot(std::uint16_t bits) const {
-    return this->template entry_at<Swizzled>(offset_of(bits));
-  }
-  TALLY_HOST_DEVICE int table_word(std::uint16_t bits) const { return this->word_at(offset_of(bits)); }
-
- private:
+  /// The entry a sample's bits index (window_table's slot, table_word).
   TALLY_HOST_DEVICE std::uint32_t offset_of(std::uint16_t bits) const {
     return (order_key<Order>(bits) - this->first_key()) & 0xffffu;
   }
@@ -394,15 +400,7 @@ class float_table_mapper : public window_table<std::int32_t, float_table_mapper>
   float_table_mapper(value_window window, std::int64_t num_bins, const std::byte* table)
       : window_table(window.first, window.span, num_bins, table) {}
 
-  TALLY_HOST_DEVICE std::int64_t operator()(float x) const { return bin_of_slot(slot(x), num_bins()); }
-  /// The bin, or num_bins() where the sample is left out (`Swizzled`: from a swizzled copy).
-  template <bool Swizzled = false>
-  TALLY_HOST_DEVICE int slot(float x) const {
-    return entry_at<Swizzled>(offset_of(x));
-  }
-  TALLY_HOST_DEVICE int table_word(float x) const { return word_at(offset_of(x)); }
-
- private:
+  /// The entry a sample's key indexes (window_table's slot, table_word).
   TALLY_HOST_DEVICE std::uint32_t offset_of(float x) const {
     std::uint32_t bits;
     memcpy(&bits, &x, sizeof(bits));
@@ -459,15 +457,8 @@ class integer_table_mapper : public window_table<std::uint16_t, integer_table_ma
     return static_cast<Sample>(static_cast<unsigned_type>(first_) + p);
   }
 
-  TALLY_HOST_DEVICE std::int64_t operator()(Sample x) const { return bin_of_slot(slot(x), this->num_bins()); }
-  /// The bin, or num_bins() where the sample is left out (`Swizzled`: from a swizzled copy).
-  template <bool Swizzled = false>
-  TALLY_HOST_DEVICE int slot(Sample x) const {
-    return this->template entry_at<Swizzled>(offset_of(x));  // entry_at clamps to the entry past the window
-  }
-  TALLY_HOST_DEVICE int table_word(Sample x) const { return this->word_at(offset_of(x)); }
-
- private:
+  /// The entry a sample indexes (window_table's slot, table_word; entry_at clamps to the entry
+  /// past the window).
   TALLY_HOST_DEVICE std::uint32_t offset_of(Sample x) const {
     const unsigned_type offset = static_cast<unsigned_type>(x) - static_cast<unsigned_type>(first_);
     if constexpr (sizeof(Sample) == 4) {
@@ -478,6 +469,7 @@ class integer_table_mapper : public window_table<std::uint16_t, integer_table_ma
     }
   }
 
+ private:
   Sample first_{};
 };
 
@@ -494,27 +486,18 @@ std::pair<std::int64_t, std::int64_t> counted_integers(const even_bins& bins, bo
   return {first, last};
 }
 
-/// The window for even bins of width one over a 16-bit integer type (`map.unit_step()`), for
-/// fewer than 2^31 bins (its bin offset is an int); else none.
-template <class Sample>
-std::optional<value_window_mapper<>> unit_window_for(const even_bin_mapper<Sample>& map, const even_bins& bins) {
-  if (!map.unit_step() || bins.num_bins > std::numeric_limits<int>::max()) return std::nullopt;
-  const auto [first, last] = counted_integers<Sample>(bins, false);
-  return value_window_mapper<>(static_cast<std::uint16_t>(first),
-                               static_cast<std::uint32_t>(std::max<std::int64_t>(last - first + 1, 0)),
-                               first - static_cast<std::int64_t>(bins.lower), bins.num_bins);
-}
-
-/// The window for even bins of width one with a closed last bin some value reaches
-/// (`map.closed_unit_step()`: numpy's bins over integers), for fewer than 2^31 bins; else none.
-template <class Sample>
-std::optional<value_window_mapper<true>> closed_unit_window_for(const even_bin_mapper<Sample>& map,
-                                                                const even_bins& bins) {
-  if (!map.closed_unit_step() || bins.num_bins > std::numeric_limits<int>::max()) return std::nullopt;
-  const auto [first, last] = counted_integers<Sample>(bins, true);
-  return value_window_mapper<true>(static_cast<std::uint16_t>(first),
-                                   static_cast<std::uint32_t>(std::max<std::int64_t>(last - first + 1, 0)),
-                                   first - static_cast<std::int64_t>(bins.lower), bins.num_bins);
+/// The window for even bins of width one over a 16-bit integer type, for fewer than 2^31 bins (its
+/// bin offset is an int); else none. `ClosedLast`: bins with a closed last bin some value reaches
+/// (`map.closed_unit_step()`: numpy's bins over integers); else half-open ones (`map.unit_step()`).
+template <bool ClosedLast, class Sample>
+std::optional<value_window_mapper<ClosedLast>> unit_window_for(const even_bin_mapper<Sample>& map,
+                                                               const even_bins& bins) {
+  const bool unit = ClosedLast ? map.closed_unit_step() : map.unit_step();
+  if (!unit || bins.num_bins > std::numeric_limits<int>::max()) return std::nullopt;
+  const auto [first, last] = counted_integers<Sample>(bins, ClosedLast);
+  return value_window_mapper<ClosedLast>(static_cast<std::uint16_t>(first),
+                                         static_cast<std::uint32_t>(std::max<std::int64_t>(last - first + 1, 0)),
+                                         first - static_cast<std::int64_t>(bins.lower), bins.num_bins);
 }
 
 /// The multiply-high for even bins of a whole step over a 16-bit integer type, where it is exact
