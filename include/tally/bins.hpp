@@ -577,7 +577,7 @@ class even_bin_mapper {
   /** @brief Whether float samples estimate their bins over edges computed in float32: edges of
    * the float32 rule, or of the float64 rule when every edge is an exact float32, which both rules
    * then compute alike (float arithmetic a sample rather than double). */
-  bool estimates_in_float32() const { return float32_edges_ || exact_in_float32_; }
+  TALLY_HOST_DEVICE bool estimates_in_float32() const { return float32_edges_ || exact_in_float32_; }
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
@@ -632,7 +632,7 @@ class even_bin_mapper {
     }
     if (shortcut_ == even_shortcut::estimated) {
       if constexpr (std::is_same_v<Sample, float>) {
-        if (float32_edges_ || exact_in_float32_) return estimated_float32_.operator()(sample);
+        if (estimates_in_float32()) return estimated_float32_.operator()(sample);
       }
       return estimated_.operator()(sample);
     }
