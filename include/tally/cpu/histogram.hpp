@@ -144,14 +144,18 @@ histogram_result run_histogram(std::span<const Sample> samples, std::span<Counte
 template <class Sample, class Counter, class EdgeAt>
 histogram_result run_over_edges(std::span<const Sample> samples, std::span<Counter> counts, std::int64_t num_bins,
                                 EdgeAt edge_at, const histogram_options& options) {
+  const auto edges_in_double = [&] {
+    std::vector<double> doubles(static_cast<std::size_t>(num_bins) + 1);
+    for (std::size_t i = 0; i < doubles.size(); ++i) doubles[i] = edge_at(static_cast<std::int64_t>(i));
+    return doubles;
+  };
   if constexpr (std::is_integral_v<Sample> && sizeof(Sample) >= 4) {
     // Edges that span few integers, and enough samples to pay for the table: each integer's bin
     // looked up (integer_table_slots).
     using table_mapper = tally::detail::integer_table_mapper<Sample>;
     const auto window = table_mapper::window_for(edge_at(0), edge_at(num_bins), num_bins);
     if (window && samples.size() >= integer_table_samples_per_entry * (std::size_t{window->second} + 1)) {
-      std::vector<double> doubles(static_cast<std::size_t>(num_bins) + 1);
-      for (std::size_t i = 0; i < doubles.size(); ++i) doubles[i] = edge_at(static_cast<std::int64_t>(i));
+      const std::vector<double> doubles = edges_in_double();
       const range_bin_mapper<Sample> reference(doubles.data(), num_bins + 1, options.last_edge);
       std::vector<std::uint16_t> table;
       fill_integer_table(table_mapper(window->first, window->second, num_bins, nullptr), reference, table);
@@ -175,9 +179,7 @@ histogram_result run_over_edges(std::span<const Sample> samples, std::span<Count
     }
   } else {
     if (num_bins <= max_table_bins) {
-      std::vector<double> doubles(edges.size());
-      for (std::size_t i = 0; i < edges.size(); ++i) doubles[i] = edge_at(static_cast<std::int64_t>(i));
-      const std::vector<double> padded = padded_edges<double>(doubles, options.last_edge);
+      const std::vector<double> padded = padded_edges<double>(edges_in_double(), options.last_edge);
       using grid = tally::detail::grid_range_bin_mapper<Sample>;
       std::vector<std::byte> tables(grid::table_bytes(num_bins + 1));
       const grid map(std::span<const double>(padded).subspan(1, padded.size() - 2), upper_edge::exclusive, tables,
