@@ -200,16 +200,17 @@ auto cub_range_bins(std::string_view function, std::span<const Sample> samples, 
       samples.data(), as_cub_counters(counts), static_cast<int>(num_edges), static_cast<std::int64_t>(samples.size())};
 }
 
-/// Runs a histogram through the range-bin grid (grid_range_bin_mapper): the host plans the grid
-/// from `host_edge_at` (edge i as a double), and the device fills its tables, after
-/// `edges_to_copy` (range bins' edges; empty for even bins) at the start of the workspace storage,
-/// where CUB's HistogramRange reads them, from the edges `device_edge_at(storage)` gives.
-template <class Sample, class Counter, class HostEdgeAt, class DeviceEdgeAt, class MakeCubHistogram>
-choice run_grid_histogram(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
-                          std::int64_t num_edges, HostEdgeAt host_edge_at, std::span<const double> edges_to_copy,
-                          DeviceEdgeAt device_edge_at, workspace& ws, const histogram_options& options,
-                          stream_t stream, MakeCubHistogram make_cub_histogram) {
-  using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
+/// Runs a histogram through the range-bin grid (grid_range_bin_mapper) with entries `Entries`: the
+/// host plans the grid from `host_edge_at` (edge i as a double), and the device fills its tables,
+/// after `edges_to_copy` (range bins' edges; empty for even bins) at the start of the workspace
+/// storage, where CUB's HistogramRange reads them, from the edges `device_edge_at(storage)` gives.
+template <tally::detail::grid_entries Entries, class Sample, class Counter, class HostEdgeAt, class DeviceEdgeAt,
+          class MakeCubHistogram>
+choice run_grid_histogram_with(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
+                               std::int64_t num_edges, HostEdgeAt host_edge_at, std::span<const double> edges_to_copy,
+                               DeviceEdgeAt device_edge_at, workspace& ws, const histogram_options& options,
+                               stream_t stream, MakeCubHistogram make_cub_histogram) {
+  using grid_mapper = tally::detail::grid_range_bin_mapper<Sample, Entries>;
   const std::size_t edges_bytes = edges_storage_bytes(edges_to_copy);
   const std::size_t tables_bytes = grid_mapper::table_bytes(num_edges);
   auto prepare = [&](char* storage) {
@@ -223,6 +224,26 @@ choice run_grid_histogram(std::string_view function, std::span<const Sample> sam
   };
   return run_histogram(function, samples, counts, num_edges - 1, ws, options, stream, edges_bytes + tables_bytes,
                        prepare, make_cub_histogram);
+}
+
+/// run_grid_histogram_with entries of counts where two blocks a multiprocessor hold them in shared
+/// memory (4096 bins), else entries of thresholds: read from global memory, entries of counts ran
+/// float32 range bins slower (65536 log-spaced bins, uniform samples, 0.218 -> 0.101 on an H200;
+/// docs/performance.md, "Range bins: entries of counts").
+template <class Sample, class Counter, class HostEdgeAt, class DeviceEdgeAt, class MakeCubHistogram>
+choice run_grid_histogram(std::string_view function, std::span<const Sample> samples, std::span<Counter> counts,
+                          std::int64_t num_edges, HostEdgeAt host_edge_at, std::span<const double> edges_to_copy,
+                          DeviceEdgeAt device_edge_at, workspace& ws, const histogram_options& options,
+                          stream_t stream, MakeCubHistogram make_cub_histogram) {
+  using tally::detail::grid_entries;
+  if (tally::detail::grid_range_bin_mapper<Sample, grid_entries::counts>::counts_fit_block(num_edges - 1)) {
+    return run_grid_histogram_with<grid_entries::counts>(function, samples, counts, num_edges, host_edge_at,
+                                                         edges_to_copy, device_edge_at, ws, options, stream,
+                                                         make_cub_histogram);
+  }
+  return run_grid_histogram_with<grid_entries::thresholds>(function, samples, counts, num_edges, host_edge_at,
+                                                           edges_to_copy, device_edge_at, ws, options, stream,
+                                                           make_cub_histogram);
 }
 
 /// Counts float32 samples in even bins whose range holds few floats (float_table_mapper) through

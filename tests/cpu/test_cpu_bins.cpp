@@ -665,10 +665,13 @@ TYPED_TEST(RangeBinMapper, AgreesWithOracleOnEdgesTheirNeighboursAndSpecialValue
       what << edges.size() << " edges from " << lower << " to " << upper << ", " << mode_name(mode);
       SCOPED_TRACE(what.str());
       const tally::range_bin_mapper<Sample> mapper(edges.data(), static_cast<std::int64_t>(edges.size()), mode);
-      // The GPU's mapper, with its tables in host memory.
+      // The GPU's mappers, entries of thresholds and of counts, with their tables in host memory.
       using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
       std::vector<std::byte> tables(grid_mapper::table_bytes(static_cast<std::int64_t>(edges.size())));
       const grid_mapper grid(edges, mode, tables, tables.data());
+      using counts_grid = tally::detail::grid_range_bin_mapper<Sample, tally::detail::grid_entries::counts>;
+      std::vector<std::byte> counts_tables(counts_grid::table_bytes(static_cast<std::int64_t>(edges.size())));
+      const counts_grid grid_of_counts(edges, mode, counts_tables, counts_tables.data());
       const tally_test::reference_range<Sample> oracle(edges, mode);
       ASSERT_EQ(mapper.num_bins(), static_cast<std::int64_t>(edges.size()) - 1);
       ASSERT_EQ(grid.num_bins(), mapper.num_bins());
@@ -677,9 +680,10 @@ TYPED_TEST(RangeBinMapper, AgreesWithOracleOnEdgesTheirNeighboursAndSpecialValue
         const std::int64_t expected = oracle.bin(x);
         const std::int64_t actual = mapper(x);
         const std::int64_t gridded = grid(x);
-        if ((actual != expected || gridded != expected) && ++failures <= 10) {
+        const std::int64_t counted = grid_of_counts(x);
+        if ((actual != expected || gridded != expected || counted != expected) && ++failures <= 10) {
           ADD_FAILURE() << "sample " << show(x) << ": mapper bin " << actual << ", grid mapper bin " << gridded
-                        << ", oracle bin " << expected;
+                        << ", grid of counts bin " << counted << ", oracle bin " << expected;
         }
       }
       EXPECT_EQ(failures, 0);
@@ -719,9 +723,9 @@ TEST(RangeBinMapper, GridFollowsTheEdgesSpacing) {
 /// backend fills them in one pass (fill_tables). Both must write the same bytes, and the grid must
 /// bin as the oracle does, also where plan() chooses its grid on a sample of the edges (more than
 /// plan_sample_edges interior edges).
-template <class Sample>
+template <class Sample, tally::detail::grid_entries Entries = tally::detail::grid_entries::thresholds>
 void expect_device_fill_matches_host_fill(const std::vector<double>& edges, upper_edge mode) {
-  using grid_mapper = tally::detail::grid_range_bin_mapper<Sample>;
+  using grid_mapper = tally::detail::grid_range_bin_mapper<Sample, Entries>;
   const auto num_edges = static_cast<std::int64_t>(edges.size());
   std::vector<std::byte> host(grid_mapper::table_bytes(num_edges), std::byte{0xab});
   const grid_mapper grid(edges, mode, host, host.data());
@@ -772,9 +776,13 @@ TEST(RangeBinMapper, TablesFilledAnEntryAtATimeMatchTheHostFillAndTheOracle) {
   for (const auto& edges : lists) {
     for (const upper_edge mode : both_modes) {
       SCOPED_TRACE(::testing::Message() << edges.size() << " edges from " << edges.front() << ", " << mode_name(mode));
+      using tally::detail::grid_entries;
       expect_device_fill_matches_host_fill<float>(edges, mode);
       expect_device_fill_matches_host_fill<double>(edges, mode);
       expect_device_fill_matches_host_fill<std::int32_t>(edges, mode);
+      expect_device_fill_matches_host_fill<float, grid_entries::counts>(edges, mode);
+      expect_device_fill_matches_host_fill<double, grid_entries::counts>(edges, mode);
+      expect_device_fill_matches_host_fill<std::int32_t, grid_entries::counts>(edges, mode);
     }
   }
 }

@@ -45,6 +45,12 @@ inline Float clamp_without_branch(Float x, Float low, Float high) {
 }
 #endif
 
+/// What a grid cell's entry holds.
+enum class grid_entries : std::uint8_t {
+  thresholds,  ///< 16 bytes: the edges below the cell and the next three thresholds (the CPU; GPU tables in global memory)
+  counts,      ///< 4 bytes: the edges below the cell and how many lie in it, four cells a bin (GPU tables in shared memory)
+};
+
 /// How a sample picks its grid cell.
 enum class grid_kind : std::uint8_t {
   value,       ///< cells of equal width in value: edges spread evenly (random or even edges)
@@ -58,22 +64,36 @@ enum class grid_kind : std::uint8_t {
  *   x > t: for float samples the greatest float below e, for double (and int64, which numpy
  *   compares as double) the greatest double below e, for integers of 32 bits or less ceil(e) - 1.
  *   An integer edge no sample can reach takes the type's maximum; one every sample reaches counts
- *   for every cell (below the grid).
+ *   for every cell (below the grid). A closed last edge that samples can equal is its own
+ *   threshold, so a sample equal to it stays in the last bin.
  * - cell(x) is monotone in x. Each cell's entry (16 bytes, one aligned load) holds the number of
  *   edges below the cell (every sample of the cell is at or above them) and the thresholds of the
  *   next entry_keys edges from there: the cell's own, then those of later cells, which no sample
- *   of the cell exceeds. So a sample's count of edges at or below it is the entry's number plus
- *   a compare per threshold, with no branch, and its bin is that less one (-1 below the first
- *   edge, n at or above the last), which one unsigned compare leaves out.
+ *   of the cell exceeds (entries of counts: how many edges lie in the cell instead, whose first
+ *   two thresholds the sample reads). So a sample's count of edges at or below it is the entry's
+ *   number plus a compare per threshold, with no branch, and its bin is that less one (-1 below
+ *   the first edge, n at or above the last), which one unsigned compare leaves out.
  * - A cell of more edges than its entry holds is flagged; its samples search the thresholds
  *   between its number and the next cell's, after the vector's other samples (map_items). With
  *   cells twice the bins, evenly spread edges put more than three edges in about one cell in 600.
  * NaN compares above nothing and takes cell 0: count 0, bin -1, left out.
  * Trivially copyable for kernels; the tables must stay alive and be readable where it runs.
  */
-template <class Sample>
+template <class Sample, grid_entries Entries = grid_entries::thresholds>
 class grid_range_bin_mapper {
  public:
+  /// Whether entries hold counts (grid_entries::counts): a cell's entry is one 32-bit word, the
+  /// edges below the cell shifted left twice and how many lie in it (0, 1, 2, or 3 for more, which
+  /// its samples search). A sample reads its cell's word, then the thresholds of the cell's first
+  /// two edges with loads predicated on its lane (only lanes in a cell of edges read), and
+  /// compares them with no branch. With four cells a bin about one cell in four holds an edge
+  /// (evenly spread edges), so a warp's table reads are one random 4-byte load a sample and loads
+  /// for the lanes in a cell of edges, where a random 16-byte entry costs about nine
+  /// shared-memory wavefronts a warp; and 4096 bins' tables leave two blocks a multiprocessor,
+  /// where 16-byte entries left one. Two thresholds, not one: the grid's end cells always hold two
+  /// edges (the outer edge and the first or last interior one), and with one their samples all
+  /// searched (docs/performance.md, "Range bins: entries of counts").
+  static constexpr bool counts_entries = Entries == grid_entries::counts;
   /// Whether samples are integers of 32 bits or less, which compare as themselves.
   static constexpr bool small_integer = std::is_integral_v<Sample> && sizeof(Sample) <= 4;
   /// The type a sample's cell is computed in: float for float samples and small integers (any
@@ -97,6 +117,8 @@ class grid_range_bin_mapper {
     word_type word;
   };
   static_assert(sizeof(cell_entry) == 16);
+  /// What the tables hold for a cell.
+  using entry_type = std::conditional_t<counts_entries, std::uint32_t, cell_entry>;
 
   /// Cells for `num_bins` bins: the power of two at or above 2 * num_bins, so that evenly spread
   /// edges leave few cells with more edges than an entry holds, while those entries fit a block's
@@ -106,12 +128,23 @@ class grid_range_bin_mapper {
   /// cells (a longer search, still exact).
   static std::int64_t cells_for(std::int64_t num_bins) {
     const std::int64_t wanted =
-        2 * num_bins * static_cast<std::int64_t>(sizeof(cell_entry)) <= max_doubled_entry_bytes ? 2 * num_bins : num_bins;
+        counts_entries ? counts_cells_per_bin * num_bins
+        : 2 * num_bins * static_cast<std::int64_t>(sizeof(cell_entry)) <= max_doubled_entry_bytes ? 2 * num_bins
+                                                                                                  : num_bins;
     return static_cast<std::int64_t>(
         std::bit_ceil(static_cast<std::uint64_t>(std::clamp<std::int64_t>(wanted, 2, std::int64_t{1} << 21))));
   }
   /// The most bytes of entries for which cells_for takes twice the bins.
   static constexpr std::int64_t max_doubled_entry_bytes = 128 * 1024;
+  /// Cells a bin for entries of counts.
+  static constexpr std::int64_t counts_cells_per_bin = 4;
+  /// Whether entries of counts for `num_bins` bins take at most max_counts_entry_bytes (4096
+  /// bins), so that two blocks a multiprocessor hold them in shared memory with their copies of
+  /// the counts: past that the GPU takes entries of thresholds.
+  static constexpr bool counts_fit_block(std::int64_t num_bins) {
+    return num_bins * counts_cells_per_bin * 4 <= max_counts_entry_bytes;
+  }
+  static constexpr std::int64_t max_counts_entry_bytes = 64 * 1024;
   /// Bytes of the tables for `num_edges` edges: the cells' entries (one more than the cells, whose
   /// number ends the last cell's edges), then the thresholds, each 16-byte aligned.
   static std::size_t table_bytes(std::int64_t num_edges) {
@@ -182,9 +215,9 @@ class grid_range_bin_mapper {
   /// pass: an edge's cell never falls as the edges rise.
   template <class EdgeAt>
   void fill_tables(EdgeAt edge_at, std::span<std::byte> tables) const {
-    auto* entries = reinterpret_cast<cell_entry*>(tables.data());
+    auto* entries = reinterpret_cast<entry_type*>(tables.data());
     auto* thresholds = reinterpret_cast<threshold_type*>(tables.data() + entries_bytes(cells_));
-    for (int i = 0; i <= num_bins_; ++i) thresholds[i] = key_of_edge(edge_at(i)).threshold;
+    for (int i = 0; i <= num_bins_; ++i) thresholds[i] = threshold_of_edge(i, edge_at(i));
     int below = 0;  // edges whose cell is below c
     const auto walk_below = [&](int c) {  // edges_below, walking on from the last cell's count
       while (below <= num_bins_ && cell_of_key(key_of_edge(edge_at(below))) < c) ++below;
@@ -206,14 +239,14 @@ class grid_range_bin_mapper {
   TALLY_HOST_DEVICE void fill_entry(EdgeAt edge_at, std::int64_t i, std::byte* tables) const {
     if (i <= num_bins_) {
       reinterpret_cast<threshold_type*>(tables + entries_bytes(cells_))[i] =
-          key_of_edge(edge_at(static_cast<int>(i))).threshold;
+          threshold_of_edge(static_cast<int>(i), edge_at(static_cast<int>(i)));
     }
     if (i <= cells_) {
       const int c = static_cast<int>(i);
       const int first = edges_below(edge_at, c);
       const int next = c < cells_ ? edges_below(edge_at, c + 1) : first;
-      set_entry(reinterpret_cast<cell_entry*>(tables)[c], first, next, [&](int k) {
-        return c < cells_ && k <= num_bins_ ? key_of_edge(edge_at(k)).threshold : never_threshold();
+      set_entry(reinterpret_cast<entry_type*>(tables)[c], first, next, [&](int k) {
+        return c < cells_ && k <= num_bins_ ? threshold_of_edge(k, edge_at(k)) : never_threshold();
       });
     }
   }
@@ -234,80 +267,35 @@ class grid_range_bin_mapper {
   }
 
   static constexpr bool maps_items = true;  ///< block pieces map a vector with map_items
-  /// Maps `items` samples at once: each one's cell, entry and compare first, in one straight line
-  /// (no branch, so the compiler keeps every entry read in flight together), then the searches of
-  /// those in a cell of several edges, rarer.
+  /// Maps `items` samples at once to bins (left_out_bin for a sample left out): each one's cell,
+  /// entry and compares first, in one straight line (no branch, so the compiler keeps every entry
+  /// read in flight together), then the searches of those in a cell of several edges, rarer.
   template <int Items>
   TALLY_HOST_DEVICE void map_items(const Sample (&samples)[Items], int (&bins)[Items]) const {
-    threshold_type x[Items];
-    int c[Items];
-    int count[Items];  // edges at or below the sample
-    unsigned searching = 0;
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-    for (int j = 0; j < Items; ++j) {
-      x[j] = compared(samples[j]);
-      c[j] = cell(static_cast<key_type>(x[j]));
-    }
-    cell_entry entry[Items];
-#if defined(__CUDA_ARCH__)
-    if (__isShared(entries_)) {
-      // Shared-memory loads, not generic ones: the compiler cannot tell where a copy lives.
-      const auto base = static_cast<std::uint32_t>(__cvta_generic_to_shared(entries_));
-#pragma unroll
-      for (int j = 0; j < Items; ++j) entry[j] = load_shared(base + static_cast<std::uint32_t>(c[j]) * sizeof(cell_entry));
-    } else {
-#pragma unroll
-      for (int j = 0; j < Items; ++j) entry[j] = entries_[c[j]];
-    }
-#else
-    for (int j = 0; j < Items; ++j) entry[j] = entries_[c[j]];
-#endif
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-    for (int j = 0; j < Items; ++j) {
-      count[j] = static_cast<int>(entry[j].word >> 1);
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-      for (int k = 0; k < entry_keys; ++k) count[j] += x[j] > entry[j].threshold[k] ? 1 : 0;
-      searching |= static_cast<unsigned>(entry[j].word & 1u) << j;
-    }
-    // One search a pass, for the thread's next sample that needs one: a warp passes as often as
-    // its busiest lane needs, not once per place in the vector. The sample is picked, and its
-    // count put back, by selects: registers cannot be indexed at run time.
-    while (searching != 0u) {
-      const int j = lowest_set_bit(searching);
-      searching &= searching - 1u;
-      threshold_type xj = x[0];
-      int cj = c[0];
-      int lo = count[0];
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-      for (int k = 1; k < Items; ++k) {
-        if (j == k) {
-          xj = x[k];
-          cj = c[k];
-          lo = count[k];
-        }
-      }
-      const int found = search(xj, lo, static_cast<int>(entries_[cj + 1].word >> 1));
-#if defined(__CUDA_ARCH__)
-#pragma unroll
-#endif
-      for (int k = 0; k < Items; ++k) count[k] = j == k ? found : count[k];
-    }
+    int count[Items];
+    count_items(samples, count);
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
     for (int j = 0; j < Items; ++j) {
       const int bin = count[j] - 1;
-      const int outside =
-          (inclusive_ && x[j] == last_value_) ? num_bins_ - 1 : static_cast<int>(left_out_bin);
-      bins[j] = static_cast<unsigned>(bin) < static_cast<unsigned>(num_bins_) ? bin : outside;
+      bins[j] = static_cast<unsigned>(bin) < static_cast<unsigned>(num_bins_) ? bin : static_cast<int>(left_out_bin);
+    }
+  }
+
+  static constexpr bool slots_items = true;  ///< block pieces take a vector's words with slot_items
+  /// map_items giving each sample's word in a block's copy (block_histogram.cuh's gives_slots):
+  /// its bin, or num_bins where it is left out, so the kernel selects no word itself.
+  template <int Items>
+  TALLY_HOST_DEVICE void slot_items(const Sample (&samples)[Items], int (&slots)[Items]) const {
+    int count[Items];
+    count_items(samples, count);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < Items; ++j) {
+      const int bin = count[j] - 1;
+      slots[j] = static_cast<unsigned>(bin) < static_cast<unsigned>(num_bins_) ? bin : num_bins_;
     }
   }
 
@@ -369,7 +357,7 @@ class grid_range_bin_mapper {
   /// The same mapper reading its tables at `tables` (a copy of them, in shared memory say).
   TALLY_HOST_DEVICE grid_range_bin_mapper reading_tables_at(const std::byte* tables) const {
     grid_range_bin_mapper moved = *this;
-    moved.entries_ = reinterpret_cast<const cell_entry*>(tables);
+    moved.entries_ = reinterpret_cast<const entry_type*>(tables);
     moved.thresholds_ = reinterpret_cast<const threshold_type*>(tables + entries_bytes(cells_));
     return moved;
   }
@@ -387,7 +375,7 @@ class grid_range_bin_mapper {
 
   // Both tables take whole 16-byte vectors, so that blocks copy them 16 bytes at a time.
   TALLY_HOST_DEVICE static std::size_t entries_bytes(std::int64_t cells) {
-    return (static_cast<std::size_t>(cells + 1) * sizeof(cell_entry) + 15) / 16 * 16;
+    return (static_cast<std::size_t>(cells + 1) * sizeof(entry_type) + 15) / 16 * 16;
   }
   TALLY_HOST_DEVICE static std::size_t thresholds_bytes(std::int64_t num_edges) {
     return (static_cast<std::size_t>(num_edges) * sizeof(threshold_type) + 15) / 16 * 16;
@@ -461,6 +449,13 @@ class grid_range_bin_mapper {
     }
   }
 
+  /// Edge i's threshold: x exceeds it exactly when x >= the edge, except a closed last edge that
+  /// samples can equal, whose threshold is the edge itself: a sample equal to it counts num_bins
+  /// edges, the last bin, with no test of its own a sample.
+  TALLY_HOST_DEVICE threshold_type threshold_of_edge(int i, double edge) const {
+    return i == num_bins_ && inclusive_ ? last_value_ : key_of_edge(edge).threshold;
+  }
+
   /// The cell an edge counts in: below the grid (-1) when every sample reaches it, past it
   /// (cells) when none does.
   TALLY_HOST_DEVICE int cell_of_key(const edge_key& key) const {
@@ -478,10 +473,25 @@ class grid_range_bin_mapper {
   /// never exceeded past the last): the cell's own, then those of later cells, which no sample of
   /// the cell exceeds. A cell of more edges than the entry holds is flagged and holds none.
   template <class ThresholdOf>
-  TALLY_HOST_DEVICE static void set_entry(cell_entry& entry, int first, int next, ThresholdOf threshold_of) {
-    const bool several = next - first > entry_keys;
-    for (int k = 0; k < entry_keys; ++k) entry.threshold[k] = several ? never_threshold() : threshold_of(first + k);
-    entry.word = (static_cast<word_type>(first) << 1) | (several ? 1u : 0u);
+  TALLY_HOST_DEVICE static void set_entry(entry_type& entry, int first, int next, ThresholdOf threshold_of) {
+    if constexpr (counts_entries) {
+      // Entries of counts: the number below, and 0, 1, 2 or 3 (more: searched) edges in the cell.
+      const int in_cell = next - first < 3 ? next - first : 3;
+      entry = (static_cast<std::uint32_t>(first) << 2) | static_cast<std::uint32_t>(in_cell);
+    } else {
+      const bool several = next - first > entry_keys;
+      for (int k = 0; k < entry_keys; ++k) entry.threshold[k] = several ? never_threshold() : threshold_of(first + k);
+      entry.word = (static_cast<word_type>(first) << 1) | (several ? 1u : 0u);
+    }
+  }
+
+  /// The edges below a cell, from its entry.
+  TALLY_HOST_DEVICE static int count_of(const entry_type& entry) {
+    if constexpr (counts_entries) {
+      return static_cast<int>(entry >> 2);
+    } else {
+      return static_cast<int>(entry.word >> 1);
+    }
   }
 
   /// The edges at or below x among those of a cell of several, [lo, hi): the first threshold x does
@@ -491,11 +501,131 @@ class grid_range_bin_mapper {
     return partition_point(lo, hi, [thresholds, x](int i) { return x > thresholds[i]; });
   }
 
+  /// How many edges are at or below each of `items` samples (0 to num_bins + 1; a sample equal
+  /// to a closed last edge counts num_bins, its threshold being the edge itself).
+  template <int Items>
+  TALLY_HOST_DEVICE void count_items(const Sample (&samples)[Items], int (&count)[Items]) const {
+    threshold_type x[Items];
+    int c[Items];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < Items; ++j) {
+      x[j] = compared(samples[j]);
+      c[j] = cell(static_cast<key_type>(x[j]));
+    }
+    entry_type entry[Items];
+    bool searching = false;
+#if defined(__CUDA_ARCH__)
+    // One test of where the tables live for the whole vector: the compiler cannot tell where a
+    // copy lives, and shared-memory loads, not generic ones, are what a block's copy needs.
+    if (__isShared(entries_)) {
+      const auto base = static_cast<std::uint32_t>(__cvta_generic_to_shared(entries_));
+#pragma unroll
+      for (int j = 0; j < Items; ++j) entry[j] = load_shared(base + static_cast<std::uint32_t>(c[j]) * sizeof(entry_type));
+      if constexpr (counts_entries) {
+        const auto threshold_base = static_cast<std::uint32_t>(__cvta_generic_to_shared(thresholds_));
+#pragma unroll
+        for (int j = 0; j < Items; ++j) {
+          const std::uint32_t in_cell = entry[j] & 3u;
+          const std::uint32_t address = threshold_base + (entry[j] >> 2) * static_cast<std::uint32_t>(sizeof(threshold_type));
+          const threshold_type t0 = load_shared_threshold_if(address, in_cell >= 1u, never_threshold());
+          const threshold_type t1 = load_shared_threshold_if(address + sizeof(threshold_type), in_cell >= 2u, never_threshold());
+          count[j] = static_cast<int>(entry[j] >> 2) + (x[j] > t0 ? 1 : 0) + (x[j] > t1 ? 1 : 0);
+          searching = searching || in_cell == 3u;
+        }
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < Items; ++j) entry[j] = entries_[c[j]];
+      if constexpr (counts_entries) {
+#pragma unroll
+        for (int j = 0; j < Items; ++j) count[j] = counted_in_cell(x[j], entry[j], searching);
+      }
+    }
+#else
+    for (int j = 0; j < Items; ++j) entry[j] = entries_[c[j]];
+    if constexpr (counts_entries) {
+      for (int j = 0; j < Items; ++j) count[j] = counted_in_cell(x[j], entry[j], searching);
+    }
+#endif
+    if constexpr (!counts_entries) {
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (int j = 0; j < Items; ++j) {
+        count[j] = static_cast<int>(entry[j].word >> 1);
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+        for (int k = 0; k < entry_keys; ++k) count[j] += x[j] > entry[j].threshold[k] ? 1 : 0;
+        searching = searching || (entry[j].word & 1u) != 0u;
+      }
+    }
+    // Cells of more edges than an entry compares are rare: one test for the vector, then one search
+    // a pass for the thread's next sample that needs one, so a warp passes as often as its busiest
+    // lane needs. The sample is picked, and its count put back, by selects: registers cannot be
+    // indexed at run time. Thresholds rise, so a count the entry left short is where its search
+    // starts (search() returns it when x does not exceed its threshold).
+    if (!searching) return;
+    unsigned pending = 0;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < Items; ++j) pending |= (several_edges(entry[j]) ? 1u : 0u) << j;
+    while (pending != 0u) {
+      const int j = lowest_set_bit(pending);
+      pending &= pending - 1u;
+      threshold_type xj = x[0];
+      int cj = c[0];
+      int lo = count[0];
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (int k = 1; k < Items; ++k) {
+        if (j == k) {
+          xj = x[k];
+          cj = c[k];
+          lo = count[k];
+        }
+      }
+      const int found = search(xj, lo, count_of(entries_[cj + 1]));
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (int k = 0; k < Items; ++k) count[k] = j == k ? found : count[k];
+    }
+  }
+
+  /// An entry of counts' edges at or below x, from the generic tables (global memory, or the
+  /// host's): the entry's number and a compare with each of the cell's first two thresholds;
+  /// `searching` set for a cell of more.
+  TALLY_HOST_DEVICE int counted_in_cell(threshold_type x, std::uint32_t entry, bool& searching) const {
+    const std::uint32_t in_cell = entry & 3u;
+    const int first = static_cast<int>(entry >> 2);
+    int count = first;
+    if (in_cell >= 1u) count += x > thresholds_[first] ? 1 : 0;
+    if (in_cell >= 2u) count += x > thresholds_[first + 1] ? 1 : 0;
+    searching = searching || in_cell == 3u;
+    return count;
+  }
+
+  /// Whether an entry's cell holds more edges than its compares take (searched).
+  TALLY_HOST_DEVICE static bool several_edges(const entry_type& entry) {
+    if constexpr (counts_entries) {
+      return (entry & 3u) == 3u;
+    } else {
+      return (entry.word & 1u) != 0u;
+    }
+  }
+
 #if defined(__CUDA_ARCH__)
   /// The cell entry at shared-memory address `address`.
-  __device__ static cell_entry load_shared(std::uint32_t address) {
-    cell_entry entry;
-    if constexpr (sizeof(word_type) == 4) {
+  __device__ static entry_type load_shared(std::uint32_t address) {
+    entry_type entry;
+    if constexpr (counts_entries) {
+      asm volatile("ld.shared.u32 %0, [%1];" : "=r"(entry) : "r"(address) : "memory");
+    } else if constexpr (sizeof(word_type) == 4) {
       std::uint32_t a, b, c, d;
       asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(address) : "memory");
       std::memcpy(&entry.threshold[0], &a, 4);
@@ -509,6 +639,26 @@ class grid_range_bin_mapper {
       entry.word = b;
     }
     return entry;
+  }
+#endif
+
+#if defined(__CUDA_ARCH__)
+  /// The threshold at shared-memory address `address` where `wanted`, else `otherwise`: one load
+  /// predicated on the lane, so that lanes that need no threshold add no wavefront to the warp's.
+  __device__ static threshold_type load_shared_threshold_if(std::uint32_t address, bool wanted, threshold_type otherwise) {
+    std::conditional_t<sizeof(threshold_type) == 4, std::uint32_t, std::uint64_t> bits;
+    std::memcpy(&bits, &otherwise, sizeof(bits));
+    const auto predicate = static_cast<std::uint32_t>(wanted);
+    if constexpr (sizeof(threshold_type) == 4) {
+      asm volatile("{ .reg .pred p; setp.ne.u32 p, %2, 0; @p ld.shared.u32 %0, [%1]; }"
+                   : "+r"(bits) : "r"(address), "r"(predicate) : "memory");
+    } else {
+      asm volatile("{ .reg .pred p; setp.ne.u32 p, %2, 0; @p ld.shared.u64 %0, [%1]; }"
+                   : "+l"(bits) : "r"(address), "r"(predicate) : "memory");
+    }
+    threshold_type out;
+    std::memcpy(&out, &bits, sizeof(out));
+    return out;
   }
 #endif
 
@@ -619,9 +769,9 @@ class grid_range_bin_mapper {
   /// enough that the host's work does not grow with the edges.
   static constexpr std::int64_t plan_sample_edges = 4096;
 
-  const cell_entry* entries_ = nullptr;
+  const entry_type* entries_ = nullptr;
   const threshold_type* thresholds_ = nullptr;
-  threshold_type last_value_{};  // the last edge as a sample equal to it, when inclusive_
+  threshold_type last_value_{};  // the last edge as a sample equal to it, when inclusive_ (its threshold then)
   key_type scale_{};
   key_type offset_{};
   key_type span_low_{};   // the grid's first interior key (either grid; the host's value grid starts there)

@@ -145,6 +145,11 @@ inline constexpr bool gives_slots = requires(const Mapper& map, Sample x) {
   { map.slot(x) } -> std::same_as<int>;
 };
 
+/// Whether a vector mapper gives its samples' words in a block's copy itself (`slot_items`, as
+/// `slot` gives one sample's).
+template <class Mapper, class Sample>
+inline constexpr bool gives_slot_items = requires { Mapper::slots_items; };
+
 /// A sample's word in a block's copy: its bin, or `left_out_word` (num_bins) where it is left out.
 /// Mappers with `slot` select that word themselves, which saves a test of the bin and a select a
 /// sample (uint16 through a table: 21 instructions a sample, docs/performance.md).
@@ -373,6 +378,17 @@ __device__ __forceinline__ walk_tally count_vectorized(const Sample* samples, st
 #pragma unroll
         for (int j = 0; j < items; ++j) add(valid ? slot_of(map, v.item[j], left_out_word) : left_out_word, 1);
       }
+      return;
+    }
+    if constexpr (Aggregate == aggregation::none && Memory == copy_memory::shared && gives_slot_items<Mapper, Sample>) {
+      // The same for a vector mapper that gives the words (the range-bin grid): the walk's tail
+      // counts in the left-out word.
+      int slots[items];
+      map.slot_items(v.item, slots);
+      const int left_out_word = static_cast<int>(map.num_bins());
+      tally.visited += valid ? items : 0;
+#pragma unroll
+      for (int j = 0; j < items; ++j) add(valid ? slots[j] : left_out_word, 1);
       return;
     }
     tally.visited += valid ? items : 0;

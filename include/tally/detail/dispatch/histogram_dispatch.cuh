@@ -396,8 +396,8 @@ struct computed_even_edges {
 
 /// Fills `map`'s tables at `tables` (its table_bytes) on `stream`, from the edges `edge_at` gives
 /// on the device (edges_in_memory, computed_even_edges).
-template <class Sample, class EdgeAt>
-cudaError_t dispatch_grid_tables(const grid_range_bin_mapper<Sample>& map, EdgeAt edge_at, std::byte* tables,
+template <class Sample, grid_entries Entries, class EdgeAt>
+cudaError_t dispatch_grid_tables(const grid_range_bin_mapper<Sample, Entries>& map, EdgeAt edge_at, std::byte* tables,
                                  cudaStream_t stream) {
   constexpr int threads = 256;
   const std::int64_t blocks = std::min<std::int64_t>((map.table_entries() + threads - 1) / threads, 4096);

@@ -252,8 +252,8 @@ packed16_histogram_kernel(const Sample* samples, std::int64_t num_samples, Count
 /// Fills a range-bin grid's tables (grid_range_bin_mapper::fill_entry), one entry a thread: the
 /// host plans the grid and the device builds its keys and cells, which took the host 0.6-1.5 ms a
 /// call at 65536 bins (docs/performance.md, "Grid tables filled on the device").
-template <class Sample, class EdgeAt>
-__global__ void fill_grid_tables_kernel(grid_range_bin_mapper<Sample> map, EdgeAt edge_at, std::byte* tables) {
+template <class Grid, class EdgeAt>
+__global__ void fill_grid_tables_kernel(Grid map, EdgeAt edge_at, std::byte* tables) {
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < map.table_entries();
        i += stride) {
