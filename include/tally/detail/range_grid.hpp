@@ -120,12 +120,13 @@ class grid_range_bin_mapper {
   /// What the tables hold for a cell.
   using entry_type = std::conditional_t<counts_entries, std::uint32_t, cell_entry>;
 
-  /// Cells for `num_bins` bins: the power of two at or above 2 * num_bins, so that evenly spread
-  /// edges leave few cells with more edges than an entry holds, while those entries fit a block's
-  /// shared memory (max_doubled_entry_bytes: 4096 bins); past that, where the tables stay in
-  /// global memory, the power of two at or above num_bins, half the bytes to cache. At most 2^21
-  /// cells: the value grid floors a float below 2^23 by its bits, and more edges than that share
-  /// cells (a longer search, still exact).
+  /// Cells for `num_bins` bins. Entries of thresholds: the power of two at or above 2 * num_bins,
+  /// so that evenly spread edges leave few cells with more edges than an entry holds, while those
+  /// entries fit a block's shared memory (max_doubled_entry_bytes: 4096 bins); past that, where
+  /// the tables stay in global memory, the power of two at or above num_bins, half the bytes to
+  /// cache. Entries of counts: the power of two at or above counts_cells_per_bin * num_bins. At
+  /// most 2^21 cells: the value grid floors a float below 2^23 by its bits, and more edges than
+  /// that share cells (a longer search, still exact).
   static std::int64_t cells_for(std::int64_t num_bins) {
     const std::int64_t wanted =
         counts_entries ? counts_cells_per_bin * num_bins
@@ -142,8 +143,9 @@ class grid_range_bin_mapper {
   /// bins), so that two blocks a multiprocessor hold them in shared memory with their copies of
   /// the counts: past that the GPU takes entries of thresholds.
   static constexpr bool counts_fit_block(std::int64_t num_bins) {
-    return num_bins * counts_cells_per_bin * 4 <= max_counts_entry_bytes;
+    return num_bins * counts_cells_per_bin * static_cast<std::int64_t>(sizeof(std::uint32_t)) <= max_counts_entry_bytes;
   }
+  /// The most bytes of entries of counts a GPU block copies into shared memory.
   static constexpr std::int64_t max_counts_entry_bytes = 64 * 1024;
   /// Bytes of the tables for `num_edges` edges: the cells' entries (one more than the cells, whose
   /// number ends the last cell's edges), then the thresholds, each 16-byte aligned.
