@@ -672,6 +672,23 @@ TYPED_TEST(RangeBinMapper, AgreesWithOracleOnEdgesTheirNeighboursAndSpecialValue
       using counts_grid = tally::detail::grid_range_bin_mapper<Sample, tally::detail::grid_entries::counts>;
       std::vector<std::byte> counts_tables(counts_grid::table_bytes(static_cast<std::int64_t>(edges.size())));
       const counts_grid grid_of_counts(edges, mode, counts_tables, counts_tables.data());
+      // A block's swizzled copy of the same tables: cell words placed by swizzled_word, which must
+      // permute them within their rows of 32 words, thresholds where they were.
+      std::vector<std::byte> swizzled_tables(counts_tables.size());
+      const std::size_t table_words = counts_tables.size() / 4;
+      const std::size_t swizzled_words = grid_of_counts.swizzled_table_bytes() / 4;
+      ASSERT_EQ(swizzled_words % 32, 0u);
+      ASSERT_LE(swizzled_words, table_words);
+      std::vector<bool> placed(table_words, false);
+      for (std::size_t w = 0; w < table_words; ++w) {
+        const std::size_t to = w < swizzled_words ? counts_grid::swizzled_word(static_cast<std::uint32_t>(w)) : w;
+        ASSERT_EQ(to / 32, w / 32) << "word " << w << " left its row";
+        ASSERT_FALSE(placed[to]) << "two words placed at " << to;
+        placed[to] = true;
+        std::memcpy(swizzled_tables.data() + 4 * to, counts_tables.data() + 4 * w, 4);
+      }
+      const tally::detail::bank_swizzled_table<counts_grid> swizzled(
+          grid_of_counts.reading_tables_at(swizzled_tables.data()));
       const tally_test::reference_range<Sample> oracle(edges, mode);
       ASSERT_EQ(mapper.num_bins(), static_cast<std::int64_t>(edges.size()) - 1);
       ASSERT_EQ(grid.num_bins(), mapper.num_bins());
@@ -681,9 +698,12 @@ TYPED_TEST(RangeBinMapper, AgreesWithOracleOnEdgesTheirNeighboursAndSpecialValue
         const std::int64_t actual = mapper(x);
         const std::int64_t gridded = grid(x);
         const std::int64_t counted = grid_of_counts(x);
-        if ((actual != expected || gridded != expected || counted != expected) && ++failures <= 10) {
+        const std::int64_t counted_swizzled = swizzled(x);
+        if ((actual != expected || gridded != expected || counted != expected || counted_swizzled != expected) &&
+            ++failures <= 10) {
           ADD_FAILURE() << "sample " << show(x) << ": mapper bin " << actual << ", grid mapper bin " << gridded
-                        << ", grid of counts bin " << counted << ", oracle bin " << expected;
+                        << ", grid of counts bin " << counted << " (swizzled " << counted_swizzled << "), oracle bin "
+                        << expected;
         }
       }
       EXPECT_EQ(failures, 0);

@@ -465,6 +465,67 @@ TEST(GpuHistogramFloatEdges, RangeBinSamplesOnAndBesideEveryEdgeAreBinnedAsOnThe
   }
 }
 
+/// Range bins through the grid's entries of counts, whose blocks copy the cell words swizzled
+/// where their first samples crowd the words' banks: runs of a block's chunk alternate between
+/// values of few mantissa bits (eighths of small integers with a geometric spread, and multiples
+/// of 32: a warp's cells a power of two apart, in one bank, on the float-bits grid and on the
+/// value grid) and values spread over and beyond the edges, so that neighbouring blocks of one
+/// call choose differently. Float and double samples, log-spaced and random edges, both last-edge
+/// modes, the shared strategies; every count and the left-out count must match the CPU.
+TEST(GpuHistogramFloatEdges, RangeBinsCountExactlyWhetherOrNotEachBlockSwizzlesTheGridsWords) {
+  using tuning = tally::detail::tuning::histogram_tuning<float>::privatized;
+  const std::size_t block_chunk = std::size_t{tuning::block_threads} * tuning::loads_per_thread * 4;
+  const std::size_t n = (std::size_t{1} << (quick_mode() ? 20 : 22)) + 5;
+  std::mt19937_64 rng(seed + 71);
+  for (const std::int64_t num_bins : {64, 1024, 4096}) {
+    const auto b = static_cast<double>(num_bins);
+    std::vector<double> log_edges, random_edges{0.0};
+    for (std::int64_t k = 0; k <= num_bins; ++k) log_edges.push_back(std::expm1(static_cast<double>(k) / b * std::log1p(b)));
+    std::uniform_real_distribution<double> position(0.0, b);
+    for (std::int64_t k = 1; k < num_bins; ++k) random_edges.push_back(position(rng));
+    random_edges.push_back(b);
+    std::sort(random_edges.begin(), random_edges.end());
+    std::vector<double> host(n);
+    std::uniform_real_distribution<double> spread(-10.0, b + 10.0);
+    for (std::size_t i = 0; i < n; ++i) {
+      const int eighth = static_cast<int>(rng() % 8);
+      double crowded = 0.0;
+      if (i / block_chunk % 4 == 0) {
+        crowded = std::min<double>(std::countr_zero(rng() | (std::uint64_t{1} << 40)), b - 1.0) + eighth / 8.0;
+      } else {
+        crowded = static_cast<double>(rng() % static_cast<std::uint64_t>(std::max<std::int64_t>(num_bins / 32, 1)) * 32) +
+                  eighth / 8.0;
+      }
+      host[i] = (i / block_chunk) % 2 == 0 ? crowded : spread(rng);
+    }
+    host[n / 3] = b;  // on the closed last edge
+    for (const auto* edges : {&log_edges, &random_edges}) {
+      for (const upper_edge last : {upper_edge::exclusive, upper_edge::inclusive}) {
+        for (const strategy s : {strategy::automatic, strategy::shared_atomic, strategy::warp_aggregated,
+                                 strategy::replicated}) {
+          SCOPED_TRACE(::testing::Message() << "bins=" << num_bins << (edges == &log_edges ? " log " : " random ")
+                                            << to_string(s) << " inclusive=" << (last == upper_edge::inclusive));
+          const auto check = [&](const auto& typed) {
+            using T = typename std::decay_t<decltype(typed)>::value_type;
+            std::vector<std::uint64_t> expected(static_cast<std::size_t>(num_bins));
+            const auto want = cpu::histogram_range(std::span<const T>(typed), std::span<std::uint64_t>(expected),
+                                                   std::span<const double>(*edges), {strategy::sequential, last});
+            auto samples = to_device(typed);
+            gpu::device_buffer<std::uint64_t> counts(expected.size());
+            counts.fill_bytes(poison_byte);
+            const auto got = gpu::histogram_range(samples.const_span(), counts.span(), std::span<const double>(*edges),
+                                                  {s, last});
+            EXPECT_EQ(download(counts), expected) << type_name<T>();
+            EXPECT_EQ(got.left_out, want.left_out) << type_name<T>();
+          };
+          check(std::vector<float>(host.begin(), host.end()));
+          check(host);
+        }
+      }
+    }
+  }
+}
+
 template <class T>
 class GpuBincount : public ::testing::Test {};
 using IntegerTypes = ::testing::Types<std::uint8_t, std::int32_t, std::uint32_t, std::int64_t>;

@@ -205,7 +205,7 @@ class grid_range_bin_mapper {
     const key_type low = key_of_edge(edge_at(n >= 3 ? 1 : 0)).least;
     const key_type high = n >= 3 ? key_of_edge(edge_at(n - 1)).least : last.least;
     map.choose_value_grid(low, high);
-    if constexpr (std::is_same_v<key_type, float>) {
+    if constexpr (takes_bits_grid) {
       const grid_range_bin_mapper value = map;
       map.choose_bits_grid(low, high);
       if (map.sampled_cost(edge_at) >= value.sampled_cost(edge_at)) map = value;
@@ -272,10 +272,11 @@ class grid_range_bin_mapper {
   /// Maps `items` samples at once to bins (left_out_bin for a sample left out): each one's cell,
   /// entry and compares first, in one straight line (no branch, so the compiler keeps every entry
   /// read in flight together), then the searches of those in a cell of several edges, rarer.
-  template <int Items>
+  /// `Swizzled`: reading a block's copy whose cell words are swizzled (swizzled_word).
+  template <int Items, bool Swizzled = false>
   TALLY_HOST_DEVICE void map_items(const Sample (&samples)[Items], int (&bins)[Items]) const {
     int count[Items];
-    count_items(samples, count);
+    count_items<Items, Swizzled>(samples, count);
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
@@ -288,10 +289,10 @@ class grid_range_bin_mapper {
   static constexpr bool slots_items = true;  ///< block pieces take a vector's words with slot_items
   /// map_items giving each sample's word in a block's copy (block_histogram.cuh's gives_slots):
   /// its bin, or num_bins where it is left out, so the kernel selects no word itself.
-  template <int Items>
+  template <int Items, bool Swizzled = false>
   TALLY_HOST_DEVICE void slot_items(const Sample (&samples)[Items], int (&slots)[Items]) const {
     int count[Items];
-    count_items(samples, count);
+    count_items<Items, Swizzled>(samples, count);
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
@@ -299,6 +300,30 @@ class grid_range_bin_mapper {
       const int bin = count[j] - 1;
       slots[j] = static_cast<unsigned>(bin) < static_cast<unsigned>(num_bins_) ? bin : num_bins_;
     }
+  }
+
+  /// The word of the tables a sample reads first, its cell's entry of counts: what a block asks of
+  /// its first samples to choose whether to copy the tables with the cell words swizzled
+  /// (block_histogram.cuh's has_bank_swizzled_table). Data of few mantissa bits (integers or
+  /// eighths stored as floats, values that stride by a power of two) put a warp's cells a multiple
+  /// of 32 words apart, in one bank, on both grids: the float-bits grid's cells are a float's top
+  /// bits, the value grid's four a unit of value.
+  TALLY_HOST_DEVICE int table_word(Sample sample) const
+    requires(counts_entries)
+  {
+    return cell(static_cast<key_type>(compared(sample)));
+  }
+  /// Where cell word `w` sits in a swizzled copy (block_histogram.cuh's swizzle_table_in_block):
+  /// within its row of 32 words (one a bank), its bank XORed with the row's number, so that cells
+  /// a multiple of 32 words apart spread over the banks. Only the cell words are swizzled
+  /// (swizzled_table_bytes, whole rows); the thresholds, read by the lanes in a cell of edges at
+  /// the edges' numbers, stay in place.
+  TALLY_HOST_DEVICE static std::uint32_t swizzled_word(std::uint32_t w) { return w ^ ((w >> 5) & 31u); }
+  /// The bytes at the tables' start whose words a swizzled copy places by swizzled_word.
+  TALLY_HOST_DEVICE std::size_t swizzled_table_bytes() const
+    requires(counts_entries)
+  {
+    return entries_bytes(cells_);
   }
 
 #if !defined(__CUDA_ARCH__)
@@ -375,9 +400,11 @@ class grid_range_bin_mapper {
     int place;
   };
 
-  // Both tables take whole 16-byte vectors, so that blocks copy them 16 bytes at a time.
+  // Both tables take whole 16-byte vectors, so that blocks copy them 16 bytes at a time; entries
+  // of counts take whole 128-byte rows, which a swizzled copy permutes within (swizzled_word).
   TALLY_HOST_DEVICE static std::size_t entries_bytes(std::int64_t cells) {
-    return (static_cast<std::size_t>(cells + 1) * sizeof(entry_type) + 15) / 16 * 16;
+    constexpr std::size_t unit = counts_entries ? 128 : 16;
+    return (static_cast<std::size_t>(cells + 1) * sizeof(entry_type) + unit - 1) / unit * unit;
   }
   TALLY_HOST_DEVICE static std::size_t thresholds_bytes(std::int64_t num_edges) {
     return (static_cast<std::size_t>(num_edges) * sizeof(threshold_type) + 15) / 16 * 16;
@@ -505,7 +532,7 @@ class grid_range_bin_mapper {
 
   /// How many edges are at or below each of `items` samples (0 to num_bins + 1; a sample equal
   /// to a closed last edge counts num_bins, its threshold being the edge itself).
-  template <int Items>
+  template <int Items, bool Swizzled>
   TALLY_HOST_DEVICE void count_items(const Sample (&samples)[Items], int (&count)[Items]) const {
     threshold_type x[Items];
     int c[Items];
@@ -524,7 +551,7 @@ class grid_range_bin_mapper {
     if (__isShared(entries_)) {
       const auto base = static_cast<std::uint32_t>(__cvta_generic_to_shared(entries_));
 #pragma unroll
-      for (int j = 0; j < Items; ++j) entry[j] = load_shared(base + static_cast<std::uint32_t>(c[j]) * sizeof(entry_type));
+      for (int j = 0; j < Items; ++j) entry[j] = load_shared(base + entry_word<Swizzled>(c[j]) * sizeof(entry_type));
       if constexpr (counts_entries) {
         const auto threshold_base = static_cast<std::uint32_t>(__cvta_generic_to_shared(thresholds_));
 #pragma unroll
@@ -539,14 +566,14 @@ class grid_range_bin_mapper {
       }
     } else {
 #pragma unroll
-      for (int j = 0; j < Items; ++j) entry[j] = entries_[c[j]];
+      for (int j = 0; j < Items; ++j) entry[j] = entries_[entry_word<Swizzled>(c[j])];
       if constexpr (counts_entries) {
 #pragma unroll
         for (int j = 0; j < Items; ++j) count[j] = counted_in_cell(x[j], entry[j], searching);
       }
     }
 #else
-    for (int j = 0; j < Items; ++j) entry[j] = entries_[c[j]];
+    for (int j = 0; j < Items; ++j) entry[j] = entries_[entry_word<Swizzled>(c[j])];
     if constexpr (counts_entries) {
       for (int j = 0; j < Items; ++j) count[j] = counted_in_cell(x[j], entry[j], searching);
     }
@@ -591,12 +618,18 @@ class grid_range_bin_mapper {
           lo = count[k];
         }
       }
-      const int found = search(xj, lo, count_of(entries_[cj + 1]));
+      const int found = search(xj, lo, count_of(entries_[entry_word<Swizzled>(cj + 1)]));
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
       for (int k = 0; k < Items; ++k) count[k] = j == k ? found : count[k];
     }
+  }
+
+  /// Where cell c's entry is: c, or its place in a swizzled copy.
+  template <bool Swizzled>
+  TALLY_HOST_DEVICE static std::uint32_t entry_word(int c) {
+    return Swizzled ? swizzled_word(static_cast<std::uint32_t>(c)) : static_cast<std::uint32_t>(c);
   }
 
   /// An entry of counts' edges at or below x, from the generic tables (global memory, or the
@@ -681,20 +714,24 @@ class grid_range_bin_mapper {
 
   /// The cell of x, in [0, cells) for any x, NaN and samples outside the edges included.
   TALLY_HOST_DEVICE int cell(key_type x) const {
-    if constexpr (std::is_same_v<key_type, float>) {
-      if (kind_ == grid_kind::float_bits) {
-        // Clamped to the span first: NaN takes its first cell (fmaxf returns the other argument;
-        // on the host, selects, as below), and the distance from the span's start fits 32
-        // unsigned bits.
+    if (takes_bits_grid && kind_ == grid_kind::float_bits) {
+      // A double's cell is its nearest float's, which never falls as the double rises. Clamped to
+      // the span first: NaN takes its first cell (fmaxf returns the other argument; on the host,
+      // selects, as below), and the distance from the span's start fits 32 unsigned bits.
 #if defined(__CUDA_ARCH__)
-        const float clamped = fminf(fmaxf(x, span_low_), span_high_);
-#else
-        const float clamped = clamp_without_branch(x, span_low_, span_high_);
-#endif
-        const std::uint32_t steps =
-            static_cast<std::uint32_t>(ordered_bits(clamped)) - static_cast<std::uint32_t>(bits_origin_);
-        return static_cast<int>(steps >> bits_shift_);
+      float key = 0.0f;
+      if constexpr (std::is_same_v<key_type, float>) {
+        key = x;
+      } else {
+        key = __double2float_rn(x);
       }
+      const float clamped = fminf(fmaxf(key, bits_low_), bits_high_);
+#else
+      const float clamped = clamp_without_branch(static_cast<float>(x), bits_low_, bits_high_);
+#endif
+      const std::uint32_t steps =
+          static_cast<std::uint32_t>(ordered_bits(clamped)) - static_cast<std::uint32_t>(bits_origin_);
+      return static_cast<int>(steps >> bits_shift_);
     }
     // floor(x * scale + offset), clamped to the cells: on the GPU one multiply-add rounded to
     // nearest, in whichever kernel fills or reads the tables.
@@ -734,16 +771,23 @@ class grid_range_bin_mapper {
     span_low_ = low;  // the host's form of cell() starts the grid here
   }
 
+  /// Whether plan() may take the float-bits grid: over the floats nearest the interior keys (the
+  /// keys themselves for float keys). Double keys take it with entries of counts (four cells a bin,
+  /// two thresholds): log-spaced edges crowd the value grid's low cells, which their samples search.
+  /// Not with entries of thresholds (one a double): a bin a cell put about two edges in each cell of
+  /// the top octaves, where data spread in value lies, and its samples all searched (65536
+  /// log-spaced bins, uniform data: 0.214 -> 0.106 of the read bandwidth on an H200).
+  static constexpr bool takes_bits_grid = std::is_same_v<key_type, float> || counts_entries;
+
   void choose_bits_grid(key_type low, key_type high) {
-    if constexpr (std::is_same_v<key_type, float>) {
-      kind_ = grid_kind::float_bits;
-      span_low_ = low;
-      span_high_ = high;
-      bits_origin_ = ordered_bits(low);
-      const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(ordered_bits(high)) - bits_origin_);
-      bits_shift_ = 0;
-      while ((span >> bits_shift_) >= static_cast<std::uint64_t>(cells_)) ++bits_shift_;
-    }
+    kind_ = grid_kind::float_bits;
+    span_low_ = low;
+    bits_low_ = static_cast<float>(low);
+    bits_high_ = static_cast<float>(high);
+    bits_origin_ = ordered_bits(bits_low_);
+    const auto span = static_cast<std::uint64_t>(static_cast<std::int64_t>(ordered_bits(bits_high_)) - bits_origin_);
+    bits_shift_ = 0;
+    while ((span >> bits_shift_) >= static_cast<std::uint64_t>(cells_)) ++bits_shift_;
   }
 
   /// The sum over cells of the interior keys they hold, squared, over at most plan_sample_edges of
@@ -776,8 +820,9 @@ class grid_range_bin_mapper {
   threshold_type last_value_{};  // the last edge as a sample equal to it, when inclusive_ (its threshold then)
   key_type scale_{};
   key_type offset_{};
-  key_type span_low_{};   // the grid's first interior key (either grid; the host's value grid starts there)
-  key_type span_high_{};  // the float-bits grid's last interior key
+  key_type span_low_{};  // the grid's first interior key (either grid; the host's value grid starts there)
+  float bits_low_ = 0.0f;   // the float-bits grid's first and last interior keys, as floats
+  float bits_high_ = 0.0f;
   std::int32_t bits_origin_ = 0;
   int bits_shift_ = 0;
   key_type last_cell_ = 1;  // cells_ - 1, for the host's form of cell(), which converts no integer a sample

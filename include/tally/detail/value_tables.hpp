@@ -322,8 +322,9 @@ class window_table {
   const entry_type* table_ = nullptr;
 };
 
-/// A table mapper reading a block's swizzled copy of its table (window_table::place): the mapper a
-/// block counts with where its first samples crowd the table's banks (swizzle_table_in_block).
+/// A table mapper reading a block's swizzled copy of its table (window_table::place, or the
+/// range-bin grid's swizzled_word): the mapper a block counts with where its first samples crowd
+/// the table's banks (swizzle_table_in_block). The grid maps vectors (map_items, slot_items).
 template <class Mapper>
 struct bank_swizzled_table : Mapper {
   TALLY_HOST_DEVICE explicit bank_swizzled_table(const Mapper& map) : Mapper(map) {}
@@ -333,7 +334,22 @@ struct bank_swizzled_table : Mapper {
   }
   template <class Sample>
   TALLY_HOST_DEVICE std::int64_t operator()(Sample x) const {
-    return bin_of_slot(slot(x), this->num_bins());
+    if constexpr (requires { Mapper::maps_items; }) {
+      const Sample one[1] = {x};
+      int bin[1];
+      map_items(one, bin);
+      return bin[0];
+    } else {
+      return bin_of_slot(slot(x), this->num_bins());
+    }
+  }
+  template <int Items, class Sample>
+  TALLY_HOST_DEVICE void map_items(const Sample (&samples)[Items], int (&bins)[Items]) const {
+    Mapper::template map_items<Items, true>(samples, bins);
+  }
+  template <int Items, class Sample>
+  TALLY_HOST_DEVICE void slot_items(const Sample (&samples)[Items], int (&slots)[Items]) const {
+    Mapper::template slot_items<Items, true>(samples, slots);
   }
 };
 

@@ -60,7 +60,8 @@ inline constexpr bool has_bank_swizzled_table = requires(const Mapper& map, Samp
 
 /// Copies `map`'s table into the block's shared memory at word `table_words` (where
 /// tables_in_block copied it plainly), each word XORed within its row of 32 by the row's number
-/// (window_table::place), and returns the mapper reading that copy. Every thread must call it,
+/// (window_table::place; of the range-bin grid, its cell words only: swizzled_word), and returns
+/// the mapper reading that copy. Every thread must call it,
 /// after every read of a plain copy there; the caller's next barrier must come before the first
 /// sample is mapped.
 template <class Mapper>
@@ -69,8 +70,12 @@ __device__ __forceinline__ bank_swizzled_table<Mapper> swizzle_table_in_block(co
   const auto* from = reinterpret_cast<const std::uint32_t*>(map.tables());
   std::uint32_t* to = shared + table_words;
   const int words = static_cast<int>(map.tables_bytes() / 4);  // whole rows of 32 words
+  int swizzled = words;
+  if constexpr (requires { map.swizzled_table_bytes(); }) {
+    swizzled = static_cast<int>(map.swizzled_table_bytes() / 4);  // the range-bin grid's cell words; its thresholds stay
+  }
   for (int w = static_cast<int>(threadIdx.x); w < words; w += static_cast<int>(blockDim.x)) {
-    to[w ^ ((w >> 5) & 31)] = from[w];
+    to[w < swizzled ? w ^ ((w >> 5) & 31) : w] = from[w];
   }
   return bank_swizzled_table<Mapper>(map.reading_tables_at(reinterpret_cast<const std::byte*>(to)));
 }
@@ -301,15 +306,24 @@ __device__ __forceinline__ bool lane_crowds_bank(int word, int lane) {
   return __popc(same_bank) - __popc(same_word) >= 4;
 }
 
+/// Which of a block's layouts its samples crowd (block_crowds_banks): the copy's counters, and the
+/// mapper's table (has_bank_swizzled_table).
+struct crowded_banks {
+  bool copy = false;
+  bool table = false;
+};
+
 /// Whether a block's samples crowd the banks of its copy: each thread maps the first sample it
 /// will count (a load cached for the count), `word_of(bin)` gives the word it would add to, and a
 /// lane is crowded when 4 or more lanes of its warp would hit other words of its bank
-/// (lane_crowds_bank); with `check_table`, also the words of the mapper's table that the lanes
-/// read (has_bank_swizzled_table). The block is crowded when a quarter of its lanes are. Every
-/// thread must call it (a barrier).
+/// (lane_crowds_bank); with `check_table`, whether they crowd the words of the mapper's table that
+/// the lanes read (has_bank_swizzled_table), voted apart: a table swizzled costs its instructions
+/// every sample, worth it only where its own reads crowd. The copy, or the table, is crowded when a
+/// quarter of the block's lanes are. Every thread must call it (a barrier), with one `check_table`.
 template <class Sample, class Mapper, class WordOf>
-__device__ __forceinline__ bool block_crowds_banks(const Sample* samples, std::int64_t num_samples, const Mapper& map,
-                                                   int unroll, WordOf word_of, bool check_table = false) {
+__device__ __forceinline__ crowded_banks block_crowds_banks(const Sample* samples, std::int64_t num_samples,
+                                                            const Mapper& map, int unroll, WordOf word_of,
+                                                            bool check_table = false) {
   constexpr int items = sample_vector<Sample>::items;
   const vector_split<Sample> split(samples, num_samples);
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -323,11 +337,13 @@ __device__ __forceinline__ bool block_crowds_banks(const Sample* samples, std::i
     if (bin >= 0) word = word_of(bin);
     if constexpr (has_bank_swizzled_table<Mapper, Sample>) table_word = map.table_word(x);
   }
-  bool crowded = lane_crowds_bank(word, lane);
+  const int quarter = (static_cast<int>(blockDim.x) + 3) / 4;
+  crowded_banks crowded;
+  crowded.copy = __syncthreads_count(lane_crowds_bank(word, lane) ? 1 : 0) >= quarter;
   if constexpr (has_bank_swizzled_table<Mapper, Sample>) {
-    if (check_table) crowded = lane_crowds_bank(table_word, lane) || crowded;  // both votes by every lane
+    if (check_table) crowded.table = __syncthreads_count(lane_crowds_bank(table_word, lane) ? 1 : 0) >= quarter;
   }
-  return __syncthreads_count(crowded ? 1 : 0) * 4 >= static_cast<int>(blockDim.x);
+  return crowded;
 }
 
 /// Counts this thread's share of the samples (16-byte loads) into a block-private copy of 32-bit

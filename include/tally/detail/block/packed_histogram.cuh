@@ -113,7 +113,8 @@ __device__ __forceinline__ bool packed_block_swizzles(const Sample* samples, std
                                                       const Mapper& map, int unroll) {
   const int half_bins = static_cast<int>(packed_words(map.num_bins()));
   return block_crowds_banks(samples, num_samples, map, unroll,
-                            [half_bins](int bin) { return bin - (bin >= half_bins ? half_bins : 0); });
+                            [half_bins](int bin) { return bin - (bin >= half_bins ? half_bins : 0); })
+      .copy;
 }
 
 /// Counts this thread's share of the samples into the packed copy (zeroed, with its

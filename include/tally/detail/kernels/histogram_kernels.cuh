@@ -61,8 +61,9 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
   walk_tally tally;
   if constexpr (maps_with_arithmetic<Sample, Mapper>) {
     const int replica = static_cast<int>(threadIdx.x) % copies;
-    // A table in the block's shared memory (value, float and integer tables) is swizzled too where
-    // the block's samples crowd its banks or the copy's (values 32 words apart read one bank).
+    // A table in the block's shared memory (value, float and integer tables, the range-bin grid's
+    // cell words) is swizzled where the block's samples crowd its own banks (values 32 words apart
+    // read one bank), the copy where they crowd the copy's or the table is swizzled.
     bool swizzle_table = false;
     if constexpr (has_bank_swizzled_table<Mapper, Sample>) swizzle_table = table_words >= 0;
     // A launch of one block (a small call) keeps the copy's swizzle, and a plain table, rather
@@ -70,10 +71,12 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
     // round trip to memory.
     if (mask == 0u || owns_output) {
       swizzle_table = false;
-    } else if (!block_crowds_banks(samples, num_samples, block_map, loads,
-                                   [copies, replica](int bin) { return bin * copies + replica; }, swizzle_table)) {
-      mask = 0u;
-      swizzle_table = false;
+    } else {
+      const crowded_banks crowded = block_crowds_banks(
+          samples, num_samples, block_map, loads, [copies, replica](int bin) { return bin * copies + replica; },
+          swizzle_table);
+      swizzle_table = swizzle_table && crowded.table;
+      if (!crowded.copy && !swizzle_table) mask = 0u;  // a swizzled table's loop swizzles the copy too
     }
     // One loop per layout: a swizzle chosen at run time would cost its instructions in both.
     if constexpr (has_bank_swizzled_table<Mapper, Sample>) {
