@@ -306,6 +306,18 @@ __device__ __forceinline__ bool lane_crowds_bank(int word, int lane) {
   return __popc(same_bank) - __popc(same_word) >= 4;
 }
 
+/// Whether a lane whose table word is `word` (negative: none) reads a bank that 4 or more words of
+/// its warp's reads share: a read that takes 4 turns or more. Lanes on one word are served
+/// together, so it counts words, not lanes: two words in a bank (values 0 and 32 at 64 bins) cost
+/// the warp a turn, less than the instructions a swizzled table's loop spends every sample.
+__device__ __forceinline__ bool lane_reads_crowded_bank(int word, int lane) {
+  const unsigned same_bank = __match_any_sync(0xffffffffu, word >= 0 ? (word & 31) : 32 + lane);
+  const unsigned same_word = __match_any_sync(0xffffffffu, word >= 0 ? word : -1 - lane);
+  const bool leads_word = word >= 0 && __ffs(static_cast<int>(same_word)) - 1 == lane;
+  const unsigned leaders = __ballot_sync(0xffffffffu, leads_word);
+  return word >= 0 && __popc(leaders & same_bank) >= 4;
+}
+
 /// Which of a block's layouts its samples crowd (block_crowds_banks): the copy's counters, and the
 /// mapper's table (has_bank_swizzled_table).
 struct crowded_banks {
@@ -317,9 +329,9 @@ struct crowded_banks {
 /// will count (a load cached for the count), `word_of(bin)` gives the word it would add to, and a
 /// lane is crowded when 4 or more lanes of its warp would hit other words of its bank
 /// (lane_crowds_bank); with `check_table`, whether they crowd the words of the mapper's table that
-/// the lanes read (has_bank_swizzled_table), voted apart: a table swizzled costs its instructions
-/// every sample, worth it only where its own reads crowd. The copy, or the table, is crowded when a
-/// quarter of the block's lanes are. Every thread must call it (a barrier), with one `check_table`.
+/// the lanes read (has_bank_swizzled_table), voted apart and by words (lane_reads_crowded_bank): a
+/// table swizzled costs its instructions every sample, worth it only where its own reads take
+/// turns. The copy, or the table, is crowded when a quarter of the block's lanes are. Every thread must call it (a barrier), with one `check_table`.
 template <class Sample, class Mapper, class WordOf>
 __device__ __forceinline__ crowded_banks block_crowds_banks(const Sample* samples, std::int64_t num_samples,
                                                             const Mapper& map, int unroll, WordOf word_of,
@@ -341,7 +353,7 @@ __device__ __forceinline__ crowded_banks block_crowds_banks(const Sample* sample
   crowded_banks crowded;
   crowded.copy = __syncthreads_count(lane_crowds_bank(word, lane) ? 1 : 0) >= quarter;
   if constexpr (has_bank_swizzled_table<Mapper, Sample>) {
-    if (check_table) crowded.table = __syncthreads_count(lane_crowds_bank(table_word, lane) ? 1 : 0) >= quarter;
+    if (check_table) crowded.table = __syncthreads_count(lane_reads_crowded_bank(table_word, lane) ? 1 : 0) >= quarter;
   }
   return crowded;
 }
