@@ -72,7 +72,8 @@ __device__ __forceinline__ bank_swizzled_table<Mapper> swizzle_table_in_block(co
   const int words = static_cast<int>(map.tables_bytes() / 4);  // whole rows of 32 words
   int swizzled = words;
   if constexpr (requires { map.swizzled_table_bytes(); }) {
-    swizzled = static_cast<int>(map.swizzled_table_bytes() / 4);  // the range-bin grid's cell words; its thresholds stay
+    // The range-bin grid's cell words; its thresholds stay in place.
+    swizzled = static_cast<int>(map.swizzled_table_bytes() / 4);
   }
   for (int w = static_cast<int>(threadIdx.x); w < words; w += static_cast<int>(blockDim.x)) {
     to[w < swizzled ? w ^ ((w >> 5) & 31) : w] = from[w];
@@ -331,7 +332,8 @@ struct crowded_banks {
 /// (lane_crowds_bank); with `check_table`, whether they crowd the words of the mapper's table that
 /// the lanes read (has_bank_swizzled_table), voted apart and by words (lane_reads_crowded_bank): a
 /// table swizzled costs its instructions every sample, worth it only where its own reads take
-/// turns. The copy, or the table, is crowded when a quarter of the block's lanes are. Every thread must call it (a barrier), with one `check_table`.
+/// turns. The copy, or the table, is crowded when a quarter of the block's lanes are. Every thread
+/// must call it (a barrier), with one `check_table`.
 template <class Sample, class Mapper, class WordOf>
 __device__ __forceinline__ crowded_banks block_crowds_banks(const Sample* samples, std::int64_t num_samples,
                                                             const Mapper& map, int unroll, WordOf word_of,
@@ -353,7 +355,9 @@ __device__ __forceinline__ crowded_banks block_crowds_banks(const Sample* sample
   crowded_banks crowded;
   crowded.copy = __syncthreads_count(lane_crowds_bank(word, lane) ? 1 : 0) >= quarter;
   if constexpr (has_bank_swizzled_table<Mapper, Sample>) {
-    if (check_table) crowded.table = __syncthreads_count(lane_reads_crowded_bank(table_word, lane) ? 1 : 0) >= quarter;
+    if (check_table) {
+      crowded.table = __syncthreads_count(lane_reads_crowded_bank(table_word, lane) ? 1 : 0) >= quarter;
+    }
   }
   return crowded;
 }
