@@ -17,6 +17,7 @@
 
 #include "tally/bins.hpp"
 #include "tally/config.hpp"
+#include "tally/detail/value_tables.hpp"
 
 #if defined(__SSE2__) && !defined(__CUDACC__)
 #include <climits>
@@ -313,12 +314,11 @@ class grid_range_bin_mapper {
   {
     return cell(static_cast<key_type>(compared(sample)));
   }
-  /// Where cell word `w` sits in a swizzled copy (block_histogram.cuh's swizzle_table_in_block):
-  /// within its row of 32 words (one a bank), its bank XORed with the row's number, so that cells
-  /// a multiple of 32 words apart spread over the banks. Only the cell words are swizzled
-  /// (swizzled_table_bytes, whole rows); the thresholds, read by the lanes in a cell of edges at
-  /// the edges' numbers, stay in place.
-  TALLY_HOST_DEVICE static std::uint32_t swizzled_word(std::uint32_t w) { return w ^ ((w >> 5) & 31u); }
+  /// Where cell word `w` sits in a swizzled copy: row_swizzled_word, so that cells a multiple of 32
+  /// words apart spread over the banks. Only the cell words are swizzled (swizzled_table_bytes,
+  /// whole rows); the thresholds, read by the lanes in a cell of edges at the edges' numbers, stay
+  /// in place.
+  TALLY_HOST_DEVICE static std::uint32_t swizzled_word(std::uint32_t w) { return row_swizzled_word(w); }
   /// The bytes at the tables' start whose words a swizzled copy places by swizzled_word.
   TALLY_HOST_DEVICE std::size_t swizzled_table_bytes() const
     requires(counts_entries)

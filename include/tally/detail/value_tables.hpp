@@ -218,6 +218,13 @@ class half_exact_mapper {
   exact_float_bin_mapper map_;
 };
 
+/// Where word `w` of a table sits in a block's swizzled copy (block_histogram.cuh's
+/// swizzle_table_in_block): within its row of 32 words (one a bank), its bank XORed with the row's
+/// number, so that words a multiple of 32 apart, which a warp would read in turns from one bank,
+/// spread over the banks. The copy and every mapper that reads it (window_table::place,
+/// grid_range_bin_mapper::swizzled_word) place words by it.
+TALLY_HOST_DEVICE constexpr std::uint32_t row_swizzled_word(std::uint32_t w) { return w ^ ((w >> 5) & 31u); }
+
 /// What value_table_mapper and float_table_mapper share: `span` entries over a window of keys from
 /// `first`, and one past them that every key outside the window reads (the offset clamped: one
 /// instruction, no test). An entry is a bin, or num_bins for a key left out: the shared kernels'
@@ -241,8 +248,8 @@ class window_table {
   /// Where entry `p` sits in a swizzled copy (bank_swizzled_table): within its 128-byte row, its
   /// word's bank XORed with the row's number, so that entries a multiple of 32 words apart
   /// (16-bit values that step by 64, 32-bit keys by 32), which sit in one or two banks and make a
-  /// warp's reads take turns, spread over the banks like any others. The same permutation of
-  /// words as swizzle_table_in_block's copy.
+  /// warp's reads take turns, spread over the banks like any others: row_swizzled_word of the
+  /// entry's word, the entry keeping its half of a word.
   TALLY_HOST_DEVICE static std::uint32_t place(std::uint32_t p) {
     constexpr int word_shift = sizeof(entry_type) == 2 ? 1 : 0;  // entries a 32-bit word: two or one
     return p ^ (((p >> (5 + word_shift)) & 31u) << word_shift);

@@ -59,10 +59,9 @@ inline constexpr bool has_bank_swizzled_table = requires(const Mapper& map, Samp
 };
 
 /// Copies `map`'s table into the block's shared memory at word `table_words` (where
-/// tables_in_block copied it plainly), each word XORed within its row of 32 by the row's number
-/// (window_table::place; of the range-bin grid, its cell words only: swizzled_word), and returns
-/// the mapper reading that copy. Every thread must call it,
-/// after every read of a plain copy there; the caller's next barrier must come before the first
+/// tables_in_block copied it plainly), each word placed by row_swizzled_word (of the range-bin
+/// grid, its cell words only), and returns the mapper reading that copy. Every thread must call
+/// it, after every read of a plain copy there; the caller's next barrier must come before the first
 /// sample is mapped.
 template <class Mapper>
 __device__ __forceinline__ bank_swizzled_table<Mapper> swizzle_table_in_block(const Mapper& map,
@@ -76,7 +75,7 @@ __device__ __forceinline__ bank_swizzled_table<Mapper> swizzle_table_in_block(co
     swizzled = static_cast<int>(map.swizzled_table_bytes() / 4);
   }
   for (int w = static_cast<int>(threadIdx.x); w < words; w += static_cast<int>(blockDim.x)) {
-    to[w < swizzled ? w ^ ((w >> 5) & 31) : w] = from[w];
+    to[w < swizzled ? static_cast<int>(row_swizzled_word(static_cast<std::uint32_t>(w))) : w] = from[w];
   }
   return bank_swizzled_table<Mapper>(map.reading_tables_at(reinterpret_cast<const std::byte*>(to)));
 }
