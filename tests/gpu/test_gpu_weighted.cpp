@@ -33,6 +33,18 @@ bool same_bits(const std::vector<double>& a, const std::vector<double>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(double)) == 0;
 }
 
+/// A call's sums against the references: deterministic ones the CPU's bits and within their bound,
+/// double sums within theirs.
+void expect_sums_match(const std::vector<double>& sums, bool deterministic, const tally_test::weighted_reference& ref,
+                       const std::vector<double>& cpu_deterministic) {
+  if (deterministic) {
+    EXPECT_TRUE(same_bits(sums, cpu_deterministic)) << "deterministic GPU sums differ from the CPU's";
+    EXPECT_EQ(tally_test::sums_within(sums, ref, tally_test::deterministic_bound), "");
+  } else {
+    EXPECT_EQ(tally_test::sums_within(sums, ref, tally_test::floating_bound), "");
+  }
+}
+
 template <class Weight>
 std::vector<Weight> make_weights(std::size_t n, std::uint64_t s) {
   std::mt19937_64 rng(s);
@@ -80,15 +92,8 @@ void check_all_over(const even_bins& bins, pattern p, std::size_t n, std::size_t
     for (const bool deterministic : {false, true}) {
       SCOPED_TRACE(std::string(tally::to_string(s)) + (deterministic ? ", deterministic" : ""));
       std::vector<double> sums;
-      histogram_result got;
-      try {
-        got = run_gpu(samples, weights, offset, bins, {s, upper_edge::exclusive, deterministic}, sums);
-      } catch (const error& e) {
-        // shared_atomic may refuse bins that do not fit a block's shared memory.
-        ASSERT_EQ(e.code(), errc::not_supported) << e.what();
-        ASSERT_EQ(s, strategy::shared_atomic) << e.what();
-        continue;
-      }
+      // No strategy refuses: shared_atomic keeps a cache of bins where its copy does not fit.
+      const histogram_result got = run_gpu(samples, weights, offset, bins, {s, upper_edge::exclusive, deterministic}, sums);
       if (s != strategy::automatic) EXPECT_EQ(got.chose.used, s);
       EXPECT_FALSE(got.chose.reason.empty());
       EXPECT_EQ(got.left_out, ref.left_out);
@@ -161,32 +166,110 @@ TEST(GpuWeightedHistogram, NanAndInfiniteWeightsPropagateAsOnTheCpu) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
   // Bin 0: NaN. Bin 1: +inf. Bin 2: +inf and -inf. Bin 3: -inf. Bin 4: finite. Left-out samples
-  // (NaN, -1, 9) carry NaN weights, which must not reach any bin.
-  const std::vector<float> samples{0.5f, 1.5f, 1.5f, 2.5f, 2.5f, 3.5f, 4.5f, 0.5f, nan, -1.0f, 9.0f};
+  // (NaN, -1, 70000) carry NaN weights, which must not reach any bin. 5 bins fit a block's shared
+  // memory; 65536 do not (shared_atomic's cache of bins).
+  const std::vector<float> samples{0.5f, 1.5f, 1.5f, 2.5f, 2.5f, 3.5f, 4.5f, 0.5f, nan, -1.0f, 70000.0f};
   const std::vector<float> weights{nan, inf, 1.0f, inf, -inf, -inf, 4.0f, 1.0f, nan, nan, nan};
-  for (const strategy s : weighted_strategies) {
+  for (const std::int64_t num_bins : {std::int64_t{5}, std::int64_t{65536}}) {
+    for (const strategy s : weighted_strategies) {
+      for (const bool deterministic : {false, true}) {
+        SCOPED_TRACE(std::to_string(num_bins) + " bins, " + std::string(tally::to_string(s)) +
+                     (deterministic ? ", deterministic" : ""));
+        std::vector<double> sums;
+        const histogram_result got = run_gpu(samples, weights, 0, even_bins{num_bins, 0.0, static_cast<double>(num_bins)},
+                                             {s, upper_edge::exclusive, deterministic}, sums);
+        EXPECT_EQ(got.left_out, 3u);
+        EXPECT_TRUE(std::isnan(sums[0]));
+        EXPECT_EQ(sums[1], std::numeric_limits<double>::infinity());
+        EXPECT_TRUE(std::isnan(sums[2]));
+        EXPECT_EQ(sums[3], -std::numeric_limits<double>::infinity());
+        EXPECT_EQ(sums[4], 4.0);
+        for (std::size_t bin = 5; bin < sums.size(); ++bin) ASSERT_EQ(sums[bin], 0.0) << "bin " << bin;
+      }
+    }
+  }
+}
+
+/// Bins past a block's shared memory, where shared_atomic (and automatic) keeps a cache of the
+/// bins each block meets: int32 samples in unit bins, against the long-double sums and, for
+/// deterministic sums, the CPU's bits, for shared_atomic, automatic and warp_aggregated (the
+/// former choice there).
+template <class Weight>
+void check_beyond_shared_memory(const std::vector<std::int32_t>& samples, std::int64_t num_bins, const std::string& what) {
+  const std::size_t n = samples.size();
+  SCOPED_TRACE(what + ", " + type_name<Weight>() + " weights, n=" + std::to_string(n) + ", bins=" +
+               std::to_string(num_bins));
+  const even_bins bins{num_bins, 0.0, static_cast<double>(num_bins)};
+  const auto weights = make_weights<Weight>(n, seed + 3 + n);
+  const tally_test::weighted_reference ref = tally_test::weigh_in_long_double(samples, weights, bins, upper_edge::exclusive);
+  std::vector<double> cpu_deterministic(static_cast<std::size_t>(num_bins));
+  cpu::histogram_even(std::span<const std::int32_t>(samples), std::span<const Weight>(weights),
+                      std::span<double>(cpu_deterministic), bins, {strategy::sequential, upper_edge::exclusive, true});
+  for (const strategy s : {strategy::automatic, strategy::shared_atomic, strategy::warp_aggregated}) {
     for (const bool deterministic : {false, true}) {
       SCOPED_TRACE(std::string(tally::to_string(s)) + (deterministic ? ", deterministic" : ""));
       std::vector<double> sums;
-      const histogram_result got =
-          run_gpu(samples, weights, 0, even_bins{5, 0.0, 5.0}, {s, upper_edge::exclusive, deterministic}, sums);
-      EXPECT_EQ(got.left_out, 3u);
-      EXPECT_TRUE(std::isnan(sums[0]));
-      EXPECT_EQ(sums[1], std::numeric_limits<double>::infinity());
-      EXPECT_TRUE(std::isnan(sums[2]));
-      EXPECT_EQ(sums[3], -std::numeric_limits<double>::infinity());
-      EXPECT_EQ(sums[4], 4.0);
+      const histogram_result got = run_gpu(samples, weights, 0, bins, {s, upper_edge::exclusive, deterministic}, sums);
+      EXPECT_EQ(got.chose.used, s == strategy::warp_aggregated ? s : strategy::shared_atomic);
+      EXPECT_EQ(got.left_out, ref.left_out);
+      expect_sums_match(sums, deterministic, ref, cpu_deterministic);
     }
+  }
+}
+
+/// Bins of one set of two slots in a cache of up to 4096 slots (2048 sets: the multiplicative
+/// hash's top 11 bits; the top 12 are one here): the first `count` from 0 up.
+std::vector<std::int32_t> bins_of_one_set(std::int64_t num_bins, std::size_t count) {
+  std::vector<std::int32_t> out;
+  for (std::int64_t b = 0; b < num_bins && out.size() < count; ++b) {
+    if ((static_cast<std::uint32_t>(b) * 0x9e3779b9u) >> 20 == 0) out.push_back(static_cast<std::int32_t>(b));
+  }
+  return out;
+}
+
+TEST(GpuWeightedHistogram, BinsBeyondSharedMemoryAddExactlyThroughEachBlocksCacheOfBins) {
+  // Large enough that each block empties its cache (every 32768 samples) several times, or in quick
+  // mode (compute-sanitizer: 65536 bins only) at least once, on a GPU of 132 multiprocessors with
+  // up to three blocks each.
+  const std::size_t n = quick_mode() ? (std::size_t{1} << 24) + 5 : (std::size_t{1} << 25) + 5;
+  const std::vector<std::int64_t> bin_counts =
+      quick_mode() ? std::vector<std::int64_t>{1 << 16} : std::vector<std::int64_t>{1 << 16, 1 << 20};
+  for (const std::int64_t num_bins : bin_counts) {
+    std::mt19937_64 rng(seed + static_cast<std::uint64_t>(num_bins));
+    const auto within = [&](std::uint64_t k) { return static_cast<std::int32_t>(k % static_cast<std::uint64_t>(num_bins)); };
+    std::vector<std::int32_t> samples(n);
+    for (auto& v : samples) v = within(rng());
+    check_beyond_shared_memory<float>(samples, num_bins, "uniform");
+    // Sorted: a block meets new bins in each period.
+    for (std::size_t i = 0; i < n; ++i) samples[i] = within(i * static_cast<std::uint64_t>(num_bins) / n);
+    check_beyond_shared_memory<double>(samples, num_bins, "sorted");
+    // A few hot bins among a uniform tail, some left out.
+    const std::int32_t hot[] = {0, 1, 4096, static_cast<std::int32_t>(num_bins - 1)};
+    for (auto& v : samples) {
+      const std::uint64_t r = rng();
+      v = r % 8 == 0 ? within(r >> 8) : r % 8 == 1 ? static_cast<std::int32_t>(num_bins + r % 3) - 1 : hot[(r >> 3) % 4];
+    }
+    check_beyond_shared_memory<float>(samples, num_bins, "few hot bins");
+    // All of a block's samples in bins of one set: claims race, and all but two bins of each
+    // period add to the global sums.
+    const std::vector<std::int32_t> colliding = bins_of_one_set(num_bins, 16);
+    ASSERT_GE(colliding.size(), 8u);
+    for (auto& v : samples) v = colliding[rng() % colliding.size()];
+    check_beyond_shared_memory<double>(samples, num_bins, "bins of one set");
+    // Every sample in one bin.
+    std::fill(samples.begin(), samples.end(), static_cast<std::int32_t>(num_bins / 3));
+    check_beyond_shared_memory<float>(samples, num_bins, "one bin");
   }
 }
 
 /// Weights at the edges of shared_atomic's integer sums: the largest below 2^31 of each sign,
 /// powers of two at both ends of the grids (2^-32 deterministic, 2^-64 for double sums), weights
-/// just off the grid (summed in double), zeros of both signs; `spread` of them into 3 bins, most
-/// into bin 0, so that carries and borrows pile up in one bin's limbs.
+/// just off the grid (summed in double), zeros of both signs; into 3 bins, most into bin 0, so
+/// that carries and borrows pile up in one bin's limbs, and a fourth value left out. With 3 bins
+/// the sums fit a block's copy; with 65536 they go through its cache of bins.
 template <class Weight>
-void check_weights_at_the_limbs_edges(std::size_t n) {
-  SCOPED_TRACE(type_name<Weight>() + " weights, n=" + std::to_string(n));
+void check_weights_at_the_limbs_edges(std::size_t n, std::int64_t num_bins) {
+  SCOPED_TRACE(type_name<Weight>() + " weights, n=" + std::to_string(n) + ", bins=" + std::to_string(num_bins));
   const Weight below_2_31 = std::nextafter(static_cast<Weight>(2147483648.0), Weight{0});
   const std::vector<double> edges{static_cast<double>(below_2_31), std::ldexp(1.0, 30), 1.0,
                                   std::ldexp(1.0, -32), std::ldexp(1.0, -33), std::ldexp(1.0, -41),
@@ -195,13 +278,14 @@ void check_weights_at_the_limbs_edges(std::size_t n) {
   std::vector<std::int32_t> samples(n);
   std::vector<Weight> weights(n);
   for (std::size_t i = 0; i < n; ++i) {
-    samples[i] = rng() % 10 < 8 ? 0 : static_cast<std::int32_t>(rng() % 4);  // bin 3 is left out
+    const std::uint64_t k = rng() % 4;
+    samples[i] = rng() % 10 < 8 ? 0 : static_cast<std::int32_t>(k == 3 ? num_bins : k);  // num_bins is left out
     const double w = edges[rng() % edges.size()];
     weights[i] = static_cast<Weight>(rng() % 2 == 0 ? w : -w);
   }
-  const even_bins bins{3, 0.0, 3.0};
+  const even_bins bins{num_bins, 0.0, static_cast<double>(num_bins)};
   const tally_test::weighted_reference ref = tally_test::weigh_in_long_double(samples, weights, bins, upper_edge::exclusive);
-  std::vector<double> cpu_deterministic(3);
+  std::vector<double> cpu_deterministic(static_cast<std::size_t>(num_bins));
   cpu::histogram_even(std::span<const std::int32_t>(samples), std::span<const Weight>(weights),
                       std::span<double>(cpu_deterministic), bins, {strategy::sequential, upper_edge::exclusive, true});
   for (const strategy s : weighted_strategies) {
@@ -210,20 +294,17 @@ void check_weights_at_the_limbs_edges(std::size_t n) {
       std::vector<double> sums;
       const histogram_result got = run_gpu(samples, weights, 0, bins, {s, upper_edge::exclusive, deterministic}, sums);
       EXPECT_EQ(got.left_out, ref.left_out);
-      if (deterministic) {
-        EXPECT_TRUE(same_bits(sums, cpu_deterministic)) << "deterministic GPU sums differ from the CPU's";
-        EXPECT_EQ(tally_test::sums_within(sums, ref, tally_test::deterministic_bound), "");
-      } else {
-        EXPECT_EQ(tally_test::sums_within(sums, ref, tally_test::floating_bound), "");
-      }
+      expect_sums_match(sums, deterministic, ref, cpu_deterministic);
     }
   }
 }
 
 TEST(GpuWeightedHistogram, WeightsAtTheEdgesOfTheIntegerSums) {
   for (const std::size_t n : {std::size_t{1000}, quick_mode() ? std::size_t{100003} : (std::size_t{1} << 20) + 7}) {
-    check_weights_at_the_limbs_edges<double>(n);
-    check_weights_at_the_limbs_edges<float>(n);
+    for (const std::int64_t num_bins : {std::int64_t{3}, std::int64_t{65536}}) {
+      check_weights_at_the_limbs_edges<double>(n, num_bins);
+      check_weights_at_the_limbs_edges<float>(n, num_bins);
+    }
   }
 }
 

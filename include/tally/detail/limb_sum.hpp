@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "tally/config.hpp"
 #include "tally/detail/fixed_point_weight.hpp"
@@ -113,6 +114,19 @@ TALLY_HOST_DEVICE inline std::uint32_t fixed_chunks_of_float(float w, chunks<fix
   out.part[0] = static_cast<std::uint32_t>(m);
   out.part[1] = static_cast<std::uint32_t>(m >> 32);
   return 0;
+}
+
+/// The chunks of a float or double weight's fixed-point value and the flags it raises (0 when it is
+/// a number, which alone gives chunks): a float's from its own bits, a double's through to_fixed.
+template <class Weight>
+TALLY_HOST_DEVICE inline std::uint32_t fixed_chunks_of(Weight w, chunks<fixed_limbs>& out) {
+  if constexpr (std::is_same_v<Weight, float>) {
+    return fixed_chunks_of_float(w, out);
+  } else {
+    const fixed_point_weight::fixed_weight f = fixed_point_weight::to_fixed(static_cast<double>(w));
+    if (f.flags == 0) out = fixed_chunks(f);
+    return f.flags;
+  }
 }
 
 /// A deterministic bin's limbs as the fixed-point words of fixed_point_weight (value = high *

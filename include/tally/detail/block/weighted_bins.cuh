@@ -109,6 +109,26 @@ __device__ __forceinline__ Value sum_over_warp(Value value) {
   return value;
 }
 
+/// One step of the walks: the warp's `Items` x 32 samples and weights from `base` loaded (all
+/// before any is used), then visited in order.
+template <int Items, class Sample, class Weight, class Visit>
+__device__ __forceinline__ void visit_weighted_step(const Sample* samples, const Weight* weights,
+                                                    std::int64_t num_samples, std::int64_t base, Visit& visit) {
+  const unsigned lane = threadIdx.x % 32;
+  Sample sample[Items]{};
+  Weight weight[Items]{};
+#pragma unroll
+  for (int k = 0; k < Items; ++k) {
+    const std::int64_t i = base + k * 32 + lane;
+    if (i < num_samples) {
+      sample[k] = samples[i];
+      weight[k] = weights[i];
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < Items; ++k) visit(sample[k], weight[k], base + k * 32 + lane < num_samples);
+}
+
 /**
  * Grid-stride walk by whole warps: each step a lane loads `Items` samples and their weights (a
  * warp's 32 x Items consecutive ones, all loads issued before any is used, so a lane waits for
@@ -122,18 +142,29 @@ __device__ __forceinline__ void walk_weighted_steps(const Sample* samples, const
   const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x * Items;
   for (std::int64_t base = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + (threadIdx.x - lane)) * Items;
        base < num_samples; base += stride) {
-    Sample sample[Items]{};
-    Weight weight[Items]{};
-#pragma unroll
-    for (int k = 0; k < Items; ++k) {
-      const std::int64_t i = base + k * 32 + lane;
-      if (i < num_samples) {
-        sample[k] = samples[i];
-        weight[k] = weights[i];
-      }
+    visit_weighted_step<Items>(samples, weights, num_samples, base, visit);
+  }
+}
+
+/**
+ * walk_weighted_steps with the steps counted by whole blocks: every thread of a block takes the
+ * same steps (past the end its lanes visit with `valid` false), and after every `Period` of them
+ * the whole block calls `every_period()`, which may synchronize the block.
+ */
+template <int Items, int Period, class Sample, class Weight, class Visit, class EveryPeriod>
+__device__ __forceinline__ void walk_weighted_block_steps(const Sample* samples, const Weight* weights,
+                                                          std::int64_t num_samples, Visit visit,
+                                                          EveryPeriod every_period) {
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x * Items;
+  const std::int64_t warp_offset = static_cast<std::int64_t>(threadIdx.x - threadIdx.x % 32) * Items;
+  int steps = 0;
+  for (std::int64_t block_base = static_cast<std::int64_t>(blockIdx.x) * blockDim.x * Items; block_base < num_samples;
+       block_base += stride) {
+    visit_weighted_step<Items>(samples, weights, num_samples, block_base + warp_offset, visit);
+    if (++steps == Period) {
+      steps = 0;
+      every_period();
     }
-#pragma unroll
-    for (int k = 0; k < Items; ++k) visit(sample[k], weight[k], base + k * 32 + lane < num_samples);
   }
 }
 
@@ -337,15 +368,7 @@ struct fixed_limb_copy {
   __device__ __forceinline__ void add(std::uint32_t bin, Weight weight) const {
     const std::uint32_t word = bank_swizzled(bin);
     limb_sum::chunks<limb_sum::fixed_limbs> value;
-    std::uint32_t raised = 0;
-    if constexpr (std::is_same_v<Weight, float>) {
-      raised = limb_sum::fixed_chunks_of_float(weight, value);
-    } else {
-      const fixed_point_weight::fixed_weight f = fixed_point_weight::to_fixed(static_cast<double>(weight));
-      raised = f.flags;
-      if (raised == 0) value = limb_sum::fixed_chunks(f);
-    }
-    if (raised != 0) {
+    if (const std::uint32_t raised = limb_sum::fixed_chunks_of(weight, value); raised != 0) {
       atomicOr(flags() + word, raised);
       return;
     }
@@ -362,6 +385,144 @@ struct fixed_limb_copy {
           if (high != 0) atomic_add_word(bins.high + bin, high);
           if (flags()[w] != 0) atomicOr(bins.flags + bin, flags()[w]);
         });
+  }
+};
+
+/**
+ * A block's cache of the bins it meets, for weighted sums whose bins do not fit its shared memory
+ * (shared_atomic past the copy): `slots` slots (a power of two), each a bin's tag and its sum in
+ * `Limbs` 32-bit limbs (limb_sum.hpp, added to with integer atomics as a whole copy's are). The
+ * slots form sets of two; bin b may sit only in the set hash(b) names (a multiplicative hash: bins
+ * a stride apart spread over the sets), in whichever of its two slots the first of its samples to
+ * find one free claims. A sample whose set two other bins hold adds straight to the global sums;
+ * two ways keep a hot bin from missing just because one other bin took its slot first. A claimed
+ * slot keeps its bin until the block empties the cache (`empty_into`, after a __syncthreads), so
+ * every add to a slot is to its bin's sum, and the sums stay exact in any order. Crowded data (a
+ * few hot bins, sorted runs) then adds in shared memory, as a whole copy would; spread data mostly
+ * misses, and costs what global atomics cost.
+ */
+template <int Limbs>
+struct bin_cache {
+  static constexpr std::uint32_t no_bin = 0xffffffffu;
+  std::uint32_t* tags;           // `slots` words, then Limbs arrays of `slots` words
+  std::uint32_t slots;
+  std::uint32_t tags_address;    // of `tags` in the shared window
+  int hash_shift;                // 33 - log2(slots): the hash's top bits name one of slots / 2 sets
+
+  /// Shared-memory bytes for `slots` slots.
+  __host__ __device__ static std::size_t bytes(std::uint32_t slots) {
+    return static_cast<std::size_t>(slots) * (Limbs + 1) * sizeof(std::uint32_t);
+  }
+  __device__ static bin_cache at(void* shared, std::uint32_t slots) {
+    return {static_cast<std::uint32_t*>(shared), slots, static_cast<std::uint32_t>(__cvta_generic_to_shared(shared)),
+            33 - (31 - __clz(static_cast<int>(slots)))};
+  }
+  /// Marks every slot free and its limbs zero (the block's threads together; a __syncthreads must
+  /// follow).
+  __device__ void clear() const {
+    for (std::uint32_t s = threadIdx.x; s < slots; s += blockDim.x) {
+      tags[s] = no_bin;
+#pragma unroll
+      for (int i = 0; i < Limbs; ++i) tags[(i + 1) * slots + s] = 0;
+    }
+  }
+  /// The slot that holds `bin` now, claimed if it was free, or -1 if other bins hold both slots of
+  /// its set.
+  __device__ __forceinline__ int slot_of(std::uint32_t bin) const {
+    const std::uint32_t first = ((bin * 0x9e3779b9u) >> hash_shift) * 2;
+    if (holds(first, bin)) return static_cast<int>(first);
+    if (holds(first + 1, bin)) return static_cast<int>(first + 1);
+    return -1;
+  }
+  /// Whether slot `slot` holds `bin`, claiming it if it was free.
+  __device__ __forceinline__ bool holds(std::uint32_t slot, std::uint32_t bin) const {
+    const std::uint32_t address = tags_address + 4 * slot;
+    std::uint32_t tag;
+    asm volatile("ld.shared.u32 %0, [%1];" : "=r"(tag) : "r"(address) : "memory");  // other lanes claim as it runs
+    if (tag == no_bin) {  // claim it: the old tag is no_bin (now ours) or the bin that won it
+      asm volatile("atom.shared.cas.b32 %0, [%1], %2, %3;" : "=r"(tag) : "r"(address), "r"(no_bin), "r"(bin) : "memory");
+    }
+    return tag == no_bin || tag == bin;
+  }
+  /// Adds a value to slot `slot`'s sum.
+  __device__ __forceinline__ void add(int slot, const limb_sum::chunks<Limbs>& value) const {
+    add_to_shared_limbs<Limbs>(tags_address + 4 * slots, 4 * slots, static_cast<std::uint32_t>(slot), value);
+  }
+  /// Calls visit(bin, limb) for each claimed slot, with its limbs, and frees it (the block's threads
+  /// together, after a __syncthreads; another must follow before the cache is used again).
+  template <class Visit>
+  __device__ void empty_into(Visit visit) const {
+    for (std::uint32_t s = threadIdx.x; s < slots; s += blockDim.x) {
+      const std::uint32_t bin = tags[s];
+      if (bin == no_bin) continue;
+      std::uint32_t limb[Limbs];
+#pragma unroll
+      for (int i = 0; i < Limbs; ++i) {
+        limb[i] = tags[(i + 1) * slots + s];
+        tags[(i + 1) * slots + s] = 0;
+      }
+      tags[s] = no_bin;
+      visit(bin, limb);
+    }
+  }
+};
+
+/// Double sums through a bin_cache: a weight on the grid of 2^-64 (limb_sum::exact_chunks) adds to
+/// its bin's slot; any other weight, and any weight whose bin has no slot, adds to the global
+/// double. A slot's sum is rounded once when the cache is emptied.
+struct exact_cached_sums {
+  static constexpr int limbs = limb_sum::exact_limbs;
+  double* sums;
+
+  template <class Weight>
+  __device__ __forceinline__ void add(const bin_cache<limbs>& cache, std::uint32_t bin, Weight weight) const {
+    limb_sum::chunks<limbs> value;
+    if (limb_sum::exact_chunks(weight, value)) {
+      if (const int slot = cache.slot_of(bin); slot >= 0) {
+        cache.add(slot, value);
+        return;
+      }
+    }
+    atomicAdd(sums + bin, static_cast<double>(weight));
+  }
+  __device__ void empty(const bin_cache<limbs>& cache) const {
+    cache.empty_into([this](std::uint32_t bin, const std::uint32_t(&limb)[limbs]) {
+      const double value = limb_sum::exact_to_double(limb);
+      if (value != 0.0) atomicAdd(sums + bin, value);
+    });
+  }
+};
+
+/// Deterministic sums through a bin_cache: a weight's fixed-point value adds to its bin's slot, or
+/// where other bins hold its set to the global words (integers: the same bits either way). A
+/// weight that raises a flag sets it in the global flags at once.
+struct fixed_cached_sums {
+  static constexpr int limbs = limb_sum::fixed_limbs;
+  fixed_point_bins bins;
+
+  template <class Weight>
+  __device__ __forceinline__ void add(const bin_cache<limbs>& cache, std::uint32_t bin, Weight weight) const {
+    limb_sum::chunks<limbs> value;
+    if (const std::uint32_t raised = limb_sum::fixed_chunks_of(weight, value); raised != 0) {
+      atomicOr(bins.flags + bin, raised);
+      return;
+    }
+    if (const int slot = cache.slot_of(bin); slot >= 0) {
+      cache.add(slot, value);
+      return;
+    }
+    // The value's fixed-point words, as fixed_point_weight::to_fixed gives them (|v| < 2^63).
+    const std::uint64_t magnitude = (static_cast<std::uint64_t>(value.part[1]) << 32) | value.part[0];
+    const auto v = static_cast<std::int64_t>(value.negative ? 0 - magnitude : magnitude);
+    add_fixed_words(bins, bin, {static_cast<std::uint64_t>(v) & 0xffffffffull, static_cast<std::uint64_t>(v >> 32)});
+  }
+  __device__ void empty(const bin_cache<limbs>& cache) const {
+    cache.empty_into([this](std::uint32_t bin, const std::uint32_t(&limb)[limbs]) {
+      std::uint64_t low = 0;
+      std::uint64_t high = 0;
+      limb_sum::fixed_words_of_limbs(limb, low, high);
+      add_fixed_words(bins, bin, {low, high});
+    });
   }
 };
 

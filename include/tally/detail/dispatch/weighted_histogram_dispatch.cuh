@@ -26,36 +26,56 @@ inline std::size_t weighted_copy_bytes(strategy s, std::int64_t num_bins, bool d
   return deterministic ? fixed_point_bins::bytes(num_bins) : static_cast<std::size_t>(num_bins) * sizeof(double);
 }
 
+/// The slots of shared_atomic's cache of bins (where its whole copy does not fit) on this device:
+/// tuning::weighted_cache_slots, or the largest power of two below that fits a block's shared
+/// memory; 0 where not even tuning::weighted_cache_min_slots fit, or where bins do not fit the
+/// cache's 32-bit tags (2^32 - 1 and up: one tag marks a free slot).
+inline std::uint32_t weighted_cache_slots(std::int64_t num_bins, bool deterministic, const device_properties& props) {
+  if (num_bins >= std::int64_t{bin_cache<limb_sum::fixed_limbs>::no_bin}) return 0;
+  for (std::uint32_t slots = tuning::weighted_cache_slots; slots >= tuning::weighted_cache_min_slots; slots /= 2) {
+    const std::size_t bytes = deterministic ? bin_cache<limb_sum::fixed_limbs>::bytes(slots)
+                                            : bin_cache<limb_sum::exact_limbs>::bytes(slots);
+    if (bytes <= props.shared_memory_per_block_optin) return slots;
+  }
+  return 0;
+}
+
+/// Whether a block keeps a whole shared-memory copy of the sums: shared_atomic and warp_aggregated
+/// while it fits (else shared_atomic keeps a cache of bins, and warp_aggregated adds into the
+/// global sums).
+inline bool weighted_copy_in_shared(strategy s, std::int64_t num_bins, bool deterministic,
+                                    const device_properties& props) {
+  return (s == strategy::shared_atomic || s == strategy::warp_aggregated) &&
+         weighted_copy_bytes(s, num_bins, deterministic) <= props.shared_memory_per_block_optin;
+}
+
 /// Why strategy `s` cannot sum `num_bins` bins on this device, or nullptr if it can.
 inline const char* weighted_strategy_unfit(strategy s, std::int64_t num_bins, bool deterministic,
                                            const device_properties& props) {
-  if (s == strategy::shared_atomic &&
-      weighted_copy_bytes(s, num_bins, deterministic) > props.shared_memory_per_block_optin) {
-    return deterministic ? "needs num_bins * 16 bytes of shared memory per block (deterministic), more than this GPU "
-                           "gives a block"
-                         : "needs num_bins * 24 bytes of shared memory per block, more than this GPU gives a block";
+  if (s == strategy::shared_atomic && !weighted_copy_in_shared(s, num_bins, deterministic, props) &&
+      weighted_cache_slots(num_bins, deterministic, props) == 0) {
+    return "needs a block's shared memory for its copy of the bins, or for a cache of some of them (fewer than 2^32 - "
+           "1 bins)";
   }
   return nullptr;
 }
 
-/// Whether a block keeps a shared-memory copy of the sums: always for shared_atomic, for
-/// warp_aggregated while the copy fits (else it adds into the global sums).
-inline bool weighted_copy_in_shared(strategy s, std::int64_t num_bins, bool deterministic,
-                                    const device_properties& props) {
-  return s == strategy::shared_atomic ||
-         (s == strategy::warp_aggregated &&
-          weighted_copy_bytes(s, num_bins, deterministic) <= props.shared_memory_per_block_optin);
-}
-
-/// automatic: shared_atomic while its copy fits a block's shared memory (integer atomics, which
-/// lanes of one bin do not wait on each other for), else warp_aggregated into the global sums.
+/// automatic: shared_atomic (integer atomics, which lanes of one bin do not wait on each other
+/// for), with a whole copy of the sums per block where it fits, else a cache of the bins each
+/// block meets; warp_aggregated into the global sums only where not even the cache fits.
 inline choice choose_gpu_weighted(strategy requested, std::int64_t num_bins, bool deterministic,
                                   const device_properties& props) {
   if (requested != strategy::automatic) return {requested, "asked for"};
-  if (weighted_strategy_unfit(strategy::shared_atomic, num_bins, deterministic, props) == nullptr) {
+  if (weighted_copy_in_shared(strategy::shared_atomic, num_bins, deterministic, props)) {
     return {strategy::shared_atomic,
             "the sums fit in shared memory: each block sums its weights exactly as integers in 32-bit parts, added "
             "with integer atomics (lanes of one bin need not take turns), then one global atomic per bin per block"};
+  }
+  if (weighted_cache_slots(num_bins, deterministic, props) != 0) {
+    return {strategy::shared_atomic,
+            "too many bins for shared memory: each block keeps the bins it meets in a cache, summed exactly as "
+            "integers in 32-bit parts with integer atomics and emptied into the global sums every 32768 samples; "
+            "a sample whose two cache slots other bins hold adds straight to the global sums"};
   }
   return {strategy::warp_aggregated,
           "too many bins for shared memory: lanes of a warp with one bin add their weights with shuffles, then one "
@@ -90,29 +110,41 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   }
   const bool in_shared = weighted_copy_in_shared(s, num_bins, deterministic, props);
   const std::size_t copy_bytes = in_shared ? weighted_copy_bytes(s, num_bins, deterministic) : 0;
+  // shared_atomic whose copy does not fit keeps a cache of bins (weighted_cache_kernel).
+  const bool cached = s == strategy::shared_atomic && !in_shared;
+  const std::uint32_t slots = cached ? weighted_cache_slots(num_bins, deterministic, props) : 0;
+  if (cached && slots == 0) return cudaErrorInvalidValue;
+  const std::size_t cache_bytes = deterministic ? bin_cache<limb_sum::fixed_limbs>::bytes(slots)
+                                                : bin_cache<limb_sum::exact_limbs>::bytes(slots);
   const int block_threads = s == strategy::shared_atomic ? tuning::weighted_limb_block_threads : threads;
   int blocks = 1;
-  // Sizes the grid of a kernel and launches it into `out` with mapper `with`.
-  const auto launch_one = [&](auto kernel, const auto& with, auto out) {
-    if (cudaError_t e = histogram_grid(kernel, num_samples, copy_bytes, props, 1 << 30, blocks, block_threads);
+  // Sizes the grid of a kernel taking `shared_bytes` a block and launches it with `args` after the
+  // samples, the weights and their count.
+  const auto launch_with = [&](auto kernel, std::size_t shared_bytes, const auto&... args) {
+    if (cudaError_t e = histogram_grid(kernel, num_samples, shared_bytes, props, 1 << 30, blocks, block_threads);
         e != cudaSuccess) {
       return e;
     }
-    kernel<<<blocks, block_threads, copy_bytes, stream>>>(samples, weights, num_samples, out, with, left_out);
+    kernel<<<blocks, block_threads, shared_bytes, stream>>>(samples, weights, num_samples, args...);
     return cudaGetLastError();
   };
-  // The kernels for shared_atomic, atomic, and warp_aggregated with a shared copy or without.
-  const auto launch = [&](auto shared_atomic_kernel, auto atomic_kernel, auto in_warps_shared_kernel,
-                          auto in_warps_global_kernel, auto out) {
-    if (s == strategy::shared_atomic) return launch_one(shared_atomic_kernel, fast, out);
-    return launch_one(s == strategy::atomic ? atomic_kernel : in_shared ? in_warps_shared_kernel : in_warps_global_kernel,
-                      map, out);
+  // The kernels for shared_atomic (a copy or a cache, whose policy `cached_sums` holds where its
+  // sums go), atomic, and warp_aggregated with a shared copy or without, into `out`.
+  const auto launch = [&](auto copy_kernel, auto cache_kernel, auto cached_sums, auto atomic_kernel,
+                          auto in_warps_shared_kernel, auto in_warps_global_kernel, auto out) {
+    if (s == strategy::shared_atomic) {
+      if (cached) return launch_with(cache_kernel, cache_bytes, cached_sums, fast, left_out, slots);
+      return launch_with(copy_kernel, copy_bytes, out, fast, left_out);
+    }
+    return launch_with(s == strategy::atomic ? atomic_kernel : in_shared ? in_warps_shared_kernel : in_warps_global_kernel,
+                       copy_bytes, out, map, left_out);
   };
 
   if (!deterministic) {
     if (cudaError_t e = cudaMemsetAsync(sums, 0, sizeof(double) * num_bins, stream); e != cudaSuccess) return e;
     if (num_samples == 0) return cudaSuccess;
     return launch(weighted_limb_kernel<exact_limb_copy, Sample, Weight, FastMapper, double*>,
+                  weighted_cache_kernel<exact_cached_sums, Sample, Weight, FastMapper>, exact_cached_sums{sums},
                   weighted_atomic_kernel<Sample, Weight, Mapper>,
                   weighted_warp_aggregated_kernel<true, Sample, Weight, Mapper>,
                   weighted_warp_aggregated_kernel<false, Sample, Weight, Mapper>, sums);
@@ -122,7 +154,8 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   if (cudaError_t e = cudaMemsetAsync(temp, 0, fixed_point_bins::bytes(num_bins), stream); e != cudaSuccess) return e;
   if (num_samples > 0) {
     if (cudaError_t e = launch(weighted_limb_kernel<fixed_limb_copy, Sample, Weight, FastMapper, fixed_point_bins>,
-                               fixed_atomic_kernel<Sample, Weight, Mapper>,
+                               weighted_cache_kernel<fixed_cached_sums, Sample, Weight, FastMapper>,
+                               fixed_cached_sums{bins}, fixed_atomic_kernel<Sample, Weight, Mapper>,
                                fixed_warp_aggregated_kernel<true, Sample, Weight, Mapper>,
                                fixed_warp_aggregated_kernel<false, Sample, Weight, Mapper>, bins);
         e != cudaSuccess) {

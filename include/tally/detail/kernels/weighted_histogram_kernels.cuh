@@ -58,6 +58,44 @@ weighted_limb_kernel(const Sample* samples, const Weight* weights, std::int64_t 
   copy.flush(num_bins, sums);
 }
 
+/**
+ * shared_atomic where a block's copy of the sums does not fit its shared memory: a cache of
+ * `slots` bins per block (bin_cache), `Sums` exact_cached_sums (double sums) or fixed_cached_sums
+ * (deterministic). The cache is emptied into the global sums every
+ * tuning::weighted_cache_period_steps steps of the block, and at the end, so that each stretch of
+ * the data gets slots for its own bins (sorted data moves from bin to bin).
+ */
+template <class Sums, class Sample, class Weight, class Mapper>
+__global__ void __launch_bounds__(tuning::weighted_limb_block_threads)
+weighted_cache_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples, Sums sums, Mapper map,
+                      std::uint64_t* left_out, std::uint32_t slots) {
+  extern __shared__ std::uint64_t shared_words[];
+  const auto cache = bin_cache<Sums::limbs>::at(shared_words, slots);
+  cache.clear();
+  __syncthreads();  // every slot is free before anyone claims one
+  std::uint64_t mine = 0;
+  // As weighted_limb_kernel's visitor (kept apart: a shared helper changed that kernel's code).
+  const auto add = [&](Sample sample, Weight weight, bool valid) {
+    if (!valid) return;
+    const std::int64_t bin = map(sample);
+    if (bin < 0) {
+      ++mine;
+    } else {
+      sums.add(cache, static_cast<std::uint32_t>(bin), weight);
+    }
+  };
+  const auto empty_cache = [&] {
+    __syncthreads();  // every add of the period is in
+    sums.empty(cache);
+    __syncthreads();  // every slot is free again
+  };
+  walk_weighted_block_steps<tuning::weighted_limb_items_per_lane, tuning::weighted_cache_period_steps>(
+      samples, weights, num_samples, add, empty_cache);
+  warp_add_to(mine, left_out);
+  __syncthreads();
+  sums.empty(cache);
+}
+
 /// deterministic, atomic: the fixed-point words of each counted sample's weight added to
 /// `bins` (zeroed by the caller) with device-scope integer atomics.
 template <class Sample, class Weight, class Mapper>

@@ -76,6 +76,14 @@ inline constexpr int weighted_block_threads = 256;
 inline constexpr int weighted_limb_block_threads = 512;
 /// Samples (and weights) each lane of that kernel loads a step, all before any is used.
 inline constexpr int weighted_limb_items_per_lane = 4;
+/// Where a whole copy does not fit, shared_atomic's block keeps a cache of this many bins (80 KiB
+/// for double sums, 64 deterministic: two blocks a multiprocessor)...
+inline constexpr std::uint32_t weighted_cache_slots = 4096;
+/// ...or the largest power of two below it that fits the device, down to this many...
+inline constexpr std::uint32_t weighted_cache_min_slots = 256;
+/// ...and empties it every this many steps (a step: weighted_limb_items_per_lane samples a thread),
+/// 32768 samples a block.
+inline constexpr int weighted_cache_period_steps = 16;
 /// Samples (and weights) each lane of warp_aggregated's weighted kernels loads a step, all loads
 /// issued before the first is used.
 inline constexpr int weighted_items_per_lane = 4;
