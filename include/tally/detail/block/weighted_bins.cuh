@@ -381,12 +381,26 @@ struct fixed_limb_copy {
           std::uint64_t low = 0;
           std::uint64_t high = 0;
           limb_sum::fixed_words_of_limbs(limb, low, high);
-          if (low != 0) atomic_add_word(bins.low + bin, low);
-          if (high != 0) atomic_add_word(bins.high + bin, high);
+          add_fixed_words(bins, bin, {low, high});
           if (flags()[w] != 0) atomicOr(bins.flags + bin, flags()[w]);
         });
   }
 };
+
+/// What shared_atomic's kernels do with each sample their walk visits: a valid one is mapped, and
+/// `add(bin, weight)` called where it is counted (bins below 2^32); one left out is counted in
+/// `left_out`.
+template <class Sample, class Weight, class Mapper, class Add>
+__device__ __forceinline__ void add_counted(Sample sample, Weight weight, bool valid, const Mapper& map,
+                                            std::uint64_t& left_out, const Add& add) {
+  if (!valid) return;
+  const std::int64_t bin = map(sample);
+  if (bin < 0) {
+    ++left_out;
+  } else {
+    add(static_cast<std::uint32_t>(bin), weight);
+  }
+}
 
 /**
  * A block's cache of the bins it meets, for weighted sums whose bins do not fit its shared memory

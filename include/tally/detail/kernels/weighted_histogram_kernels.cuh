@@ -44,13 +44,7 @@ weighted_limb_kernel(const Sample* samples, const Weight* weights, std::int64_t 
   __syncthreads();  // the copy is zero before anyone adds to it
   std::uint64_t mine = 0;
   const auto add = [&](Sample sample, Weight weight, bool valid) {
-    if (!valid) return;
-    const std::int64_t bin = map(sample);
-    if (bin < 0) {
-      ++mine;
-    } else {
-      copy.add(static_cast<std::uint32_t>(bin), weight);
-    }
+    add_counted(sample, weight, valid, map, mine, [&](std::uint32_t bin, Weight w) { copy.add(bin, w); });
   };
   walk_weighted_steps<tuning::weighted_limb_items_per_lane>(samples, weights, num_samples, add);
   warp_add_to(mine, left_out);
@@ -74,15 +68,8 @@ weighted_cache_kernel(const Sample* samples, const Weight* weights, std::int64_t
   cache.clear();
   __syncthreads();  // every slot is free before anyone claims one
   std::uint64_t mine = 0;
-  // As weighted_limb_kernel's visitor (kept apart: a shared helper changed that kernel's code).
   const auto add = [&](Sample sample, Weight weight, bool valid) {
-    if (!valid) return;
-    const std::int64_t bin = map(sample);
-    if (bin < 0) {
-      ++mine;
-    } else {
-      sums.add(cache, static_cast<std::uint32_t>(bin), weight);
-    }
+    add_counted(sample, weight, valid, map, mine, [&](std::uint32_t bin, Weight w) { sums.add(cache, bin, w); });
   };
   const auto empty_cache = [&] {
     __syncthreads();  // every add of the period is in
