@@ -1,14 +1,17 @@
 // The arithmetic of weighted sums in 32-bit limbs (tally/detail/limb_sum.hpp), run on the host:
 // the GPU's shared-memory copies add to limbs with integer atomics, each add returning the limb's
 // old value; here each add is applied at once, in random orders, which are the orders atomics may
-// take. The limbs must hold the exact sum (against 128-bit integers) in every order; a weight's
-// chunks must stand for exactly w * 2^64, and weights off that grid must be sent to double.
+// take. The limbs must hold the exact sum (against 128-bit integers) in every order, whether a
+// value comes as the chunks of every limb or as a window of two at any limb; a weight's window
+// must stand for exactly w * 2^64 (w * 2^32 rounded, deterministic), and weights off that grid
+// must be sent to double.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -30,8 +33,10 @@ struct host_limbs {
   std::uint32_t limb[Limbs] = {};
   int touched = 0;  // adds made, to check that zero amounts are skipped
 
-  void add(const ls::chunks<Limbs>& value) {
-    ls::add_chunks<Limbs>(
+  void add(const ls::chunks<Limbs>& value) { add(ls::to_window(value)); }
+  template <int Width>
+  void add(const ls::window<Width>& value) {
+    ls::add_window<Limbs>(
         value,
         [&](int i, std::uint32_t a) {
           ++touched;
@@ -52,6 +57,23 @@ wide_int value_of(const ls::chunks<Limbs>& c) {
   wide_uint m = 0;
   for (int i = Limbs - 2; i >= 0; --i) m = (m << 32) | c.part[i];
   return c.negative ? -static_cast<wide_int>(m) : static_cast<wide_int>(m);
+}
+
+/// The value a window stands for, as a 128-bit integer.
+template <int Width>
+wide_int value_of(const ls::window<Width>& w) {
+  wide_uint bits = 0;
+  for (int j = Width - 1; j >= 0; --j) bits = (bits << 32) | w.part[j];
+  wide_int v = static_cast<wide_int>(bits);
+  if (w.negative) v -= static_cast<wide_int>(wide_uint{1} << (32 * Width));  // the sign's extension
+  return v * static_cast<wide_int>(wide_uint{1} << (32 * w.first));
+}
+
+/// A window of two at limb `first` for a signed value whose magnitude, shifted down 32 first bits,
+/// is below 2^63.
+ls::window<2> window_of(wide_int v, int first) {
+  const wide_int unit = static_cast<wide_int>(wide_uint{1} << (32 * first));
+  return ls::window_of_bits(static_cast<std::uint64_t>(static_cast<std::int64_t>(v / unit)), first);
 }
 
 /// The chunks of a signed value (|v| below 2^(32 (Limbs - 1))).
@@ -126,6 +148,43 @@ TEST(LimbSum, ThreeLimbsHoldTheExactSumOfFixedPointValuesInAnyOrder) { check_sum
 
 TEST(LimbSum, FourLimbsHoldTheExactSumOfGridValuesInAnyOrder) { check_sums_in_any_order<4>(95); }
 
+TEST(LimbSum, WindowsOfTwoAtAnyLimbHoldTheExactSumInAnyOrder) {
+  // As float weights come: 24 bits, placed anywhere a window of two reaches (the top limb too),
+  // both signs, beside values that sit at a limb's edge so that carries and borrows run on.
+  std::mt19937_64 rng(20261129);
+  for (int trial = 0; trial < 300; ++trial) {
+    const std::size_t n = 1 + rng() % 400;
+    std::vector<ls::window<2>> values;
+    wide_int exact = 0;
+    for (std::size_t k = 0; k < n; ++k) {
+      const int first = static_cast<int>(rng() % 3);  // windows at limbs 0-1, 1-2 or 2-3 (the top)
+      wide_int m = 0;
+      switch (rng() % 4) {
+        case 0: m = static_cast<wide_int>((rng() >> 40) | (1u << 23)) << (rng() % 32); break;  // a float's bits
+        case 1: m = static_cast<wide_int>(0xffffffffu); break;
+        case 2: m = static_cast<wide_int>(1) << (rng() % 62); break;
+        default: m = static_cast<wide_int>(rng() >> 2); break;  // below 2^62
+      }
+      if (first == 2) m &= 0x7fffffff;  // the top limb holds the sum's sign: values stay in range
+      const bool negative = trial % 3 != 0 && rng() % 2 == 0;  // a third of the trials climb only
+      const wide_int v = (negative ? -m : m) * static_cast<wide_int>(wide_uint{1} << (32 * first));
+      values.push_back(window_of(v, first));
+      ASSERT_EQ(text(value_of(values.back())), text(v));
+      exact += v;
+    }
+    std::vector<std::uint32_t> first;
+    for (int order = 0; order < 4; ++order) {
+      std::shuffle(values.begin(), values.end(), rng);
+      host_limbs<4> limbs;
+      for (const auto& v : values) limbs.add(v);
+      ASSERT_EQ(text(ls::to_wide<4>(limbs.limb)), text(exact)) << "trial " << trial << ", order " << order;
+      std::vector<std::uint32_t> got(limbs.limb, limbs.limb + 4);
+      if (order == 0) first = got;
+      EXPECT_EQ(got, first) << "another order left other limbs";
+    }
+  }
+}
+
 TEST(LimbSum, CarriesAndBorrowsRunThroughEveryLimb) {
   // 0xffffffff in each lower limb, then +1: the carry runs to the top limb; then -1 borrows back.
   host_limbs<4> limbs;
@@ -144,7 +203,16 @@ TEST(LimbSum, CarriesAndBorrowsRunThroughEveryLimb) {
   // Zero adds nothing and touches no limb.
   host_limbs<3> untouched;
   untouched.add(chunks_of<3>(0));
+  untouched.add(ls::window_of_bits(0));
   EXPECT_EQ(untouched.touched, 0);
+  // A window's carry and a negative window's borrow run on above it, to the top limb.
+  host_limbs<4> climbing;
+  climbing.add(window_of((wide_int{1} << 96) - 1 - ((wide_int{1} << 64) - 1), 2));  // limbs 2 and 3: 0xffffffff, 0
+  climbing.add(chunks_of<4>((wide_int{1} << 64) - 1));                              // limbs 0 and 1 all ones
+  climbing.add(window_of(1, 0));  // carries through limbs 1 and 2 into the top
+  EXPECT_EQ(text(ls::to_wide<4>(climbing.limb)), text(wide_int{1} << 96));
+  climbing.add(window_of(-1, 0));  // borrows back through every limb
+  EXPECT_EQ(text(ls::to_wide<4>(climbing.limb)), text((wide_int{1} << 96) - 1));
 }
 
 /// Weights on and off the grid of 2^-64: powers of two at its ends, floats and doubles of every
@@ -183,25 +251,31 @@ TEST(LimbSum, ExactChunksStandForTheWeightTimes2Pow64AndOnlyGridWeightsAreTaken)
     EXPECT_EQ(fpw::scaled_to_double(value_of<ls::exact_limbs>(c), ls::exact_fraction_bits), w == 0.0 ? 0.0 : w);
     EXPECT_LT(c.part[2], 0x80000000u);  // below 2^95: fewer than 2^32 of them stay in range
   }
-  // A float's own path gives the chunks of its value as a double.
+  // The windows of a float (its own bits) and of a double (its chunks) stand for the chunks' value.
   for (const double w : probe_weights()) {
     const auto f = static_cast<float>(w);
-    ls::chunks<ls::exact_limbs> from_float;
     ls::chunks<ls::exact_limbs> from_double;
-    const bool taken = ls::exact_chunks(f, from_float);
-    ASSERT_EQ(taken, ls::exact_chunks(static_cast<double>(f), from_double)) << f;
+    ls::exact_window<float> from_float;
+    ls::exact_window<double> from_double_window;
+    const bool taken = ls::exact_chunks(static_cast<double>(f), from_double);
+    ASSERT_EQ(ls::exact_window_of(f, from_float), taken) << f;
+    ASSERT_EQ(ls::exact_window_of(static_cast<double>(f), from_double_window), taken) << f;
     if (!taken) continue;
-    EXPECT_EQ(from_float.negative, from_double.negative) << f;
-    for (int i = 0; i < ls::exact_limbs - 1; ++i) EXPECT_EQ(from_float.part[i], from_double.part[i]) << f;
+    EXPECT_EQ(text(value_of(from_float)), text(value_of<ls::exact_limbs>(from_double))) << f;
+    EXPECT_EQ(text(value_of(from_double_window)), text(value_of<ls::exact_limbs>(from_double))) << f;
+    EXPECT_LE(from_float.first + 2, ls::exact_limbs) << f;
   }
-  // Every float from 2^-41 to below 2^31 is on the grid.
+  // Every float from 2^-41 to below 2^31 is on the grid, and a window of two places it.
   for (float f = std::ldexp(1.0f, -41); f < std::ldexp(1.0f, 31); f = std::nextafter(f, 1e30f) * 1.001f) {
-    ls::chunks<ls::exact_limbs> c;
-    EXPECT_TRUE(ls::exact_chunks(f, c)) << f;
+    for (const float signed_f : {f, -f}) {
+      ls::exact_window<float> window;
+      ASSERT_TRUE(ls::exact_window_of(signed_f, window)) << signed_f;
+      EXPECT_EQ(fpw::scaled_to_double(value_of(window), ls::exact_fraction_bits), static_cast<double>(signed_f));
+    }
   }
 }
 
-TEST(LimbSum, AFloatsFixedPointChunksFromItsBitsAreThoseOfTheDoublePath) {
+TEST(LimbSum, AFloatsFixedPointWindowFromItsBitsIsTheDoublePathsValue) {
   std::vector<float> floats;
   for (const double w : probe_weights()) floats.push_back(static_cast<float>(w));
   // Ties at the grid's half unit and their neighbours, of both signs, and the range's edge.
@@ -213,16 +287,33 @@ TEST(LimbSum, AFloatsFixedPointChunksFromItsBitsAreThoseOfTheDoublePath) {
   }
   floats.insert(floats.end(), {2147483648.0f, -2147483648.0f, std::nextafter(2147483648.0f, 0.0f),
                                -std::nextafter(2147483648.0f, 0.0f), std::numeric_limits<float>::denorm_min()});
+  // Floats of every exponent, and at the rounding's edges (1, 24 and 25 places down, none) one
+  // mantissa in 7: ties and their neighbours.
+  for (std::uint32_t bits = 0; bits < 0x80000000u; bits += 997) {
+    float f;
+    std::memcpy(&f, &bits, sizeof(f));
+    floats.push_back(f);
+    floats.push_back(-f);
+  }
+  for (const int biased : {0, 1, 93, 94, 95, 117, 118, 157, 158, 255}) {
+    for (std::uint32_t fraction = 0; fraction < 0x800000u; fraction += biased == 94 || biased == 117 ? 7 : 61) {
+      float f;
+      const std::uint32_t bits = (static_cast<std::uint32_t>(biased) << 23) | fraction;
+      std::memcpy(&f, &bits, sizeof(f));
+      floats.push_back(f);
+    }
+  }
   for (const float f : floats) {
-    ls::chunks<ls::fixed_limbs> from_float;
-    const std::uint32_t flags = ls::fixed_chunks_of_float(f, from_float);
+    ls::window<2> from_float;
+    ls::window<2> from_double;
+    const std::uint32_t flags = ls::fixed_window_of(f, from_float);
     const fpw::fixed_weight fixed = fpw::to_fixed(static_cast<double>(f));
     ASSERT_EQ(flags, fixed.flags) << f;
+    ASSERT_EQ(ls::fixed_window_of(static_cast<double>(f), from_double), fixed.flags) << f;
     if (flags != 0) continue;
-    const ls::chunks<ls::fixed_limbs> from_double = ls::fixed_chunks(fixed);
-    EXPECT_EQ(value_of<ls::fixed_limbs>(from_float) == value_of<ls::fixed_limbs>(from_double), true)
-        << f << ": " << text(value_of<ls::fixed_limbs>(from_float)) << " against "
-        << text(value_of<ls::fixed_limbs>(from_double));
+    const wide_int v = static_cast<std::int64_t>((fixed.high << 32) | fixed.low);
+    ASSERT_TRUE(value_of(from_float) == v) << f << ": " << text(value_of(from_float)) << " against " << text(v);
+    ASSERT_TRUE(value_of(from_double) == v) << f << ": " << text(value_of(from_double)) << " against " << text(v);
   }
 }
 
@@ -230,8 +321,8 @@ TEST(LimbSum, ExactPartRoundsOnceToTheNearestDouble) {
   // 2^53 + 1 as 2^53 and 1: double addition loses the 1, the limbs keep it and round once.
   host_limbs<ls::exact_limbs> limbs;
   for (const double w : {std::ldexp(1.0, 29), std::ldexp(1.0, -24), std::ldexp(1.0, -24)}) {
-    ls::chunks<ls::exact_limbs> c;
-    ASSERT_TRUE(ls::exact_chunks(w, c));
+    ls::exact_window<double> c;
+    ASSERT_TRUE(ls::exact_window_of(w, c));
     limbs.add(c);
   }
   EXPECT_EQ(ls::exact_to_double(limbs.limb), std::ldexp(1.0, 29) + std::ldexp(1.0, -23));
@@ -241,9 +332,14 @@ TEST(LimbSum, ExactPartRoundsOnceToTheNearestDouble) {
   wide_int exact = 0;
   for (int k = 0; k < 100000; ++k) {
     const double w = std::ldexp(static_cast<double>(static_cast<std::int64_t>(rng() >> 20) - (std::int64_t{1} << 43)), -40);
-    ls::chunks<ls::exact_limbs> c;
-    ASSERT_TRUE(ls::exact_chunks(w, c));
+    ls::exact_window<double> c;
+    ASSERT_TRUE(ls::exact_window_of(w, c));
     many.add(c);
+    ls::exact_window<float> from_float;  // the same weights as floats where they are floats
+    if (static_cast<double>(static_cast<float>(w)) == w) {
+      ASSERT_TRUE(ls::exact_window_of(static_cast<float>(w), from_float));
+      EXPECT_EQ(text(value_of(from_float)), text(value_of(c)));
+    }
     exact += static_cast<wide_int>(std::ldexp(w, 40)) << 24;
   }
   EXPECT_EQ(ls::exact_to_double(many.limb), fpw::scaled_to_double(exact, 64));
@@ -259,10 +355,12 @@ TEST(LimbSum, FixedPointLimbsGiveTheWordsAndTheDoubleOfTheCpuBackend) {
       const int exponent = static_cast<int>(rng() % 70) - 38;  // up to 2^31 (some beyond: flagged, skipped)
       const double w = (rng() % 2 == 0 ? 1.0 : -1.0) * std::ldexp(static_cast<double>(rng() >> 11), exponent - 53);
       const fpw::fixed_weight f = fpw::to_fixed(w);
+      ls::window<2> window;
+      ASSERT_EQ(ls::fixed_window_of(w, window), f.flags);
       if (f.flags != 0) continue;
       low += f.low;
       high += f.high;
-      limbs.add(ls::fixed_chunks(f));
+      limbs.add(window);
     }
     std::uint64_t limb_low = 0;
     std::uint64_t limb_high = 0;

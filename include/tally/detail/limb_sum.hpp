@@ -8,12 +8,13 @@
 // reason unweighted histograms of data of one value run at full speed.
 //
 // How. A sum S is an integer kept modulo 2^(32 Limbs) in limbs l_0..l_{Limbs-1}, S = sum of
-// l_i 2^(32 i) in two's complement. A value +-m is added from the bottom limb up: limb i takes m's
-// 32-bit chunk c_i plus the carry out of limb i - 1, through an add that returns the limb's old
-// value; the carry out is whether that add wrapped past 2^32 (for a subtraction: borrowed, old <
-// the amount). The top limb takes only the carries. Each add's carry is exactly what its limb
-// gained or lost past 2^32, so in any order, however lanes and warps interleave, the limbs end
-// holding S: exact, the same bits every run.
+// l_i 2^(32 i) in two's complement. A value is added as its two's complement from the bottom limb
+// up: limb i takes the value's 32-bit chunk c_i plus the carry out of limb i - 1, through an add
+// that returns the limb's old value; the carry out is whether that add wrapped past 2^32. Each
+// add's carry is exactly what its limb gained past 2^32, so in any order, however lanes and warps
+// interleave, the limbs end holding S: exact, the same bits every run. A value's chunks are zero
+// below its lowest bit and its sign's extension above its highest, so only a window of limbs
+// takes adds of its own (`window`); above it the carry and the sign cancel but for rare runs.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +26,8 @@
 
 namespace tally::detail::limb_sum {
 
-/// A value to add: its magnitude's 32-bit chunks below the top limb, and its sign.
+/// A value by its magnitude's 32-bit chunks below the top limb, and its sign (how a double weight's
+/// conversions give it).
 template <int Limbs>
 struct chunks {
   std::uint32_t part[Limbs - 1] = {};
@@ -33,22 +35,76 @@ struct chunks {
 };
 
 /**
- * Adds `value` to limbs: `add_returning(i, a)` adds a to limb i (modulo 2^32) and returns the
- * limb's value before; `add(i, a)` adds without returning (the top limb). A limb whose amount is 0
- * is not touched. The sum of all values added must stay within the limbs' two's complement range.
+ * A value to add, as the limbs it touches: `Width` 32-bit chunks from limb `first` on, in two's
+ * complement (a negative value -m is 2^(32 Width) - m there), and its sign, whose extension (all
+ * ones) every limb above the window takes. A float's 24 bits of mantissa touch at most two limbs
+ * wherever they sit, so a float weight is a window of two at the limb its exponent names: two
+ * adds, where a sum's every limb would take a test (and, lanes apart, a warp the adds of all).
  */
-template <int Limbs, class AddReturning, class Add>
-TALLY_HOST_DEVICE inline void add_chunks(const chunks<Limbs>& value, AddReturning add_returning, Add add) {
+template <int Width>
+struct window {
+  std::uint32_t part[Width] = {};
+  int first = 0;
+  bool negative = false;  ///< only for a non-zero value
+};
+
+/**
+ * Adds `value` to limbs: `add_returning(i, a)` adds a to limb i (modulo 2^32) and returns the
+ * limb's value before; `add(i, a)` adds without returning (the top limb). The window's limbs take
+ * their chunks plus the carry out of the limb below (a chunk of 0 with no carry is not added); a
+ * carry out of an add is whether it wrapped past 2^32. Above the window each limb would take the
+ * sign's extension plus the carry: nothing for a positive value without a carry or a negative one
+ * with one (all ones plus one), else +1 or all ones (-1), which carries or borrows on only past a
+ * limb of all ones or of zero: rarely, so one branch covers it. value.first + Width <= Limbs. The
+ * sum of all values added must stay within the limbs' two's complement range.
+ */
+template <int Limbs, int Width, class AddReturning, class Add>
+TALLY_HOST_DEVICE inline void add_window(const window<Width>& value, AddReturning add_returning, Add add) {
   std::uint32_t carry = 0;
-  for (int i = 0; i < Limbs - 1; ++i) {
-    const std::uint32_t amount = value.part[i] + carry;  // wraps to 0 only for 2^32 - 1 plus 1: the carry goes on
-    carry = amount < carry ? 1u : 0u;
+  for (int j = 0; j < Width; ++j) {
+    const std::uint32_t amount = value.part[j] + carry;
+    carry = amount < carry ? 1u : 0u;  // all ones plus a carry wraps to 0: the carry goes on
     if (amount != 0) {
-      const std::uint32_t old = add_returning(i, value.negative ? 0u - amount : amount);
-      carry += value.negative ? (old < amount ? 1u : 0u) : (old + amount < old ? 1u : 0u);
+      const std::uint32_t old = add_returning(value.first + j, amount);
+      carry += old + amount < old ? 1u : 0u;
     }
   }
-  if (carry != 0) add(Limbs - 1, value.negative ? 0u - carry : carry);
+  std::uint32_t pending = carry - (value.negative ? 1u : 0u);  // 0, 1, or all ones (-1)
+  for (int i = value.first + Width; pending != 0 && i < Limbs; ++i) {
+    if (i == Limbs - 1) {
+      add(i, pending);
+      break;
+    }
+    const std::uint32_t old = add_returning(i, pending);
+    // +1 carries on past a limb of all ones; -1 (adding all ones) borrows on past a limb of zero.
+    pending = pending == 1u ? (old == 0xffffffffu ? 1u : 0u) : (old == 0u ? 0xffffffffu : 0u);
+  }
+}
+
+/// A value given by its chunks as a window over the limbs below the top one.
+template <int Limbs>
+TALLY_HOST_DEVICE inline window<Limbs - 1> to_window(const chunks<Limbs>& value) {
+  window<Limbs - 1> out;
+  std::uint32_t any = 0;
+  std::uint32_t carry = value.negative ? 1u : 0u;  // -m = ~m + 1
+  for (int j = 0; j < Limbs - 1; ++j) {
+    any |= value.part[j];
+    const std::uint32_t t = (value.negative ? ~value.part[j] : value.part[j]) + carry;
+    carry = t < carry ? 1u : 0u;
+    out.part[j] = t;
+  }
+  out.negative = value.negative && any != 0;
+  return out;
+}
+
+/// A window of two at limb 0 for a 64-bit two's complement value.
+TALLY_HOST_DEVICE inline window<2> window_of_bits(std::uint64_t v, int first = 0) {
+  window<2> out;
+  out.part[0] = static_cast<std::uint32_t>(v);
+  out.part[1] = static_cast<std::uint32_t>(v >> 32);
+  out.first = first;
+  out.negative = static_cast<std::int64_t>(v) < 0;
+  return out;
 }
 
 /// The limbs as a 128-bit two's complement integer (up to four limbs).
@@ -72,61 +128,44 @@ TALLY_HOST_DEVICE inline fixed_point_weight::wide_int to_wide(const std::uint32_
 /// than 2^32 of them, so the sum stays below 2^95: 96 bits.
 inline constexpr int fixed_limbs = 3;
 
-/// The chunks of a weight's fixed-point value (one that raised no flag).
-TALLY_HOST_DEVICE inline chunks<fixed_limbs> fixed_chunks(const fixed_point_weight::fixed_weight& f) {
-  const auto v = static_cast<std::int64_t>((f.high << 32) | f.low);  // |v| < 2^63
-  const std::uint64_t m = v < 0 ? 0 - static_cast<std::uint64_t>(v) : static_cast<std::uint64_t>(v);
-  chunks<fixed_limbs> out;
-  out.part[0] = static_cast<std::uint32_t>(m);
-  out.part[1] = static_cast<std::uint32_t>(m >> 32);
-  out.negative = v < 0;
-  return out;
-}
-
-/// fixed_chunks(to_fixed(w)) for a float weight, from its own bits in integer arithmetic (no
-/// double conversions): the same chunks and the same flags (returned; 0 when it is a number).
-TALLY_HOST_DEVICE inline std::uint32_t fixed_chunks_of_float(float w, chunks<fixed_limbs>& out) {
+/// The window of a weight's fixed-point value round(w * 2^32) (below 2^63 in magnitude: limbs 0
+/// and 1, carries into the top limb), and the flags it raises instead (0 when it is a number). A
+/// float's from its own bits in integer arithmetic, with a branch only where its value is rounded
+/// (below 2^-9) and one for the flags; a double's through to_fixed, whose value it is for both.
+TALLY_HOST_DEVICE inline std::uint32_t fixed_window_of(float w, window<2>& out) {
   std::uint32_t bits;
   std::memcpy(&bits, &w, sizeof(bits));
-  out.negative = (bits >> 31) != 0;
-  out.part[0] = out.part[1] = 0;
+  const bool negative = (bits >> 31) != 0;
   const int biased = static_cast<int>((bits >> 23) & 0xff);
-  const std::uint32_t fraction = bits & 0x7fffffu;
-  if (biased == 0xff) {
-    if (fraction != 0) return fixed_point_weight::saw_nan;
-    return out.negative ? fixed_point_weight::saw_minus_inf : fixed_point_weight::saw_plus_inf;
+  if (biased >= 127 + 31) {  // |w| >= 2^31, infinities, NaN
+    out = {};
+    if (biased != 0xff) return fixed_point_weight::saw_out_of_range;
+    if ((bits & 0x7fffffu) != 0) return fixed_point_weight::saw_nan;
+    return negative ? fixed_point_weight::saw_minus_inf : fixed_point_weight::saw_plus_inf;
   }
-  if (biased >= 127 + 31) return fixed_point_weight::saw_out_of_range;  // |w| >= 2^31
-  if (biased == 0) return 0;  // zero, or a subnormal: |w| * 2^32 < 2^-94 rounds to 0
-  const std::uint64_t mantissa = fraction | 0x800000u;
+  // A subnormal (biased 0) takes the leading bit too: shifted 118 places down, it rounds to 0 as
+  // its value, below 2^-94, does.
+  const std::uint32_t mantissa = (bits & 0x7fffffu) | 0x800000u;
   const int shift = biased - 150 + fixed_point_weight::fraction_bits;  // w * 2^32 = mantissa * 2^shift
   std::uint64_t m = 0;
   if (shift >= 0) {
-    m = mantissa << shift;  // below 2^63
-  } else if (shift >= -24) {
-    // Round to nearest, ties to even, as the double path's conversion does.
-    const int k = -shift;
-    const std::uint64_t kept = mantissa >> k;
-    const std::uint64_t dropped = mantissa & ((std::uint64_t{1} << k) - 1);
-    const std::uint64_t half = std::uint64_t{1} << (k - 1);
-    m = kept + ((dropped > half || (dropped == half && (kept & 1) != 0)) ? 1 : 0);
-  }  // else below a quarter of 2^-32's unit: 0
-  out.part[0] = static_cast<std::uint32_t>(m);
-  out.part[1] = static_cast<std::uint32_t>(m >> 32);
+    m = std::uint64_t{mantissa} << shift;  // below 2^63
+  } else {
+    // Round to nearest, ties to even, as the double path's conversion does; 25 places or more
+    // leave less than half a unit: 0.
+    const int k = -shift < 25 ? -shift : 25;
+    const std::uint32_t kept = mantissa >> k;
+    const std::uint32_t dropped = mantissa & ((1u << k) - 1);
+    const std::uint32_t half = 1u << (k - 1);
+    m = kept + ((dropped > half || (dropped == half && (kept & 1u) != 0)) ? 1u : 0u);
+  }
+  out = window_of_bits(negative ? 0 - m : m);
   return 0;
 }
-
-/// The chunks of a float or double weight's fixed-point value and the flags it raises (0 when it is
-/// a number, which alone gives chunks): a float's from its own bits, a double's through to_fixed.
-template <class Weight>
-TALLY_HOST_DEVICE inline std::uint32_t fixed_chunks_of(Weight w, chunks<fixed_limbs>& out) {
-  if constexpr (std::is_same_v<Weight, float>) {
-    return fixed_chunks_of_float(w, out);
-  } else {
-    const fixed_point_weight::fixed_weight f = fixed_point_weight::to_fixed(static_cast<double>(w));
-    if (f.flags == 0) out = fixed_chunks(f);
-    return f.flags;
-  }
+TALLY_HOST_DEVICE inline std::uint32_t fixed_window_of(double w, window<2>& out) {
+  const fixed_point_weight::fixed_weight f = fixed_point_weight::to_fixed(w);
+  out = f.flags == 0 ? window_of_bits((f.high << 32) | f.low) : window<2>{};
+  return f.flags;
 }
 
 /// A deterministic bin's limbs as the fixed-point words of fixed_point_weight (value = high *
@@ -184,36 +223,43 @@ TALLY_HOST_DEVICE inline bool exact_chunks(double w, chunks<exact_limbs>& out) {
   return true;
 }
 
-/// exact_chunks for a float weight, from its own bits (fewer instructions than through double; the
-/// same chunks, and the same answer, as for the float's value as a double).
-TALLY_HOST_DEVICE inline bool exact_chunks(float w, chunks<exact_limbs>& out) {
+/// The window of w * 2^64 for a weight on the grid (exact_chunks' rule), false for any other: a
+/// float's from its own bits (two chunks at the limb its exponent names; one branch for zero,
+/// subnormals and the weights past the grid's range, one for floats below 2^-41), a double's
+/// (three chunks) through exact_chunks.
+TALLY_HOST_DEVICE inline bool exact_window_of(float w, window<2>& out) {
   std::uint32_t bits;
   std::memcpy(&bits, &w, sizeof(bits));
-  out.negative = (bits >> 31) != 0;
   const int biased = static_cast<int>((bits >> 23) & 0xff);
   const std::uint32_t fraction = bits & 0x7fffffu;
-  if (biased == 0) {
-    out.part[0] = out.part[1] = out.part[2] = 0;
-    return fraction == 0;
+  if (biased == 0 || biased >= 127 + 31) {  // zero and subnormals; 2^31 and up, infinities, NaN
+    out = {};
+    return biased == 0 && fraction == 0;  // zero adds nothing; subnormals are off the grid
   }
-  if (biased >= 127 + 31) return false;
   const std::uint32_t mantissa = fraction | 0x800000u;
   const int shift = biased - 150 + exact_fraction_bits;  // w * 2^64 = mantissa * 2^shift, shift <= 71
-  if (shift < 0) {
-    if (shift <= -24 || (mantissa & ((1u << -shift) - 1)) != 0) return false;
-    out.part[0] = mantissa >> -shift;
-    out.part[1] = out.part[2] = 0;
-    return true;
+  std::uint64_t placed = 0;
+  int first = 0;
+  if (shift >= 0) {
+    first = shift >> 5;  // 0, 1 or 2: the window ends at the top limb at most
+    placed = std::uint64_t{mantissa} << (shift & 31);  // below 2^55
+  } else {
+    if (shift <= -24 || (mantissa & ((1u << -shift) - 1)) != 0) return false;  // bits below 2^-64
+    placed = mantissa >> -shift;
   }
-  const int q = shift >> 5;  // 0, 1 or 2; with 2, r <= 7 and t1 is 0
-  const std::uint64_t placed = static_cast<std::uint64_t>(mantissa) << (shift & 31);  // below 2^55
-  const auto t0 = static_cast<std::uint32_t>(placed);
-  const auto t1 = static_cast<std::uint32_t>(placed >> 32);
-  out.part[0] = q == 0 ? t0 : 0u;
-  out.part[1] = q == 0 ? t1 : (q == 1 ? t0 : 0u);
-  out.part[2] = q == 1 ? t1 : (q == 2 ? t0 : 0u);
+  out = window_of_bits((bits >> 31) != 0 ? 0 - placed : placed, first);
   return true;
 }
+TALLY_HOST_DEVICE inline bool exact_window_of(double w, window<exact_limbs - 1>& out) {
+  chunks<exact_limbs> value;
+  if (!exact_chunks(w, value)) return false;
+  out = to_window(value);
+  return true;
+}
+
+/// The window exact_window_of gives a weight of type Weight.
+template <class Weight>
+using exact_window = window<std::is_same_v<Weight, float> ? 2 : exact_limbs - 1>;
 
 /// A double-sum bin's exact part as the double nearest to it (one rounding).
 TALLY_HOST_DEVICE inline double exact_to_double(const std::uint32_t (&limb)[exact_limbs]) {

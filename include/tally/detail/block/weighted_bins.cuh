@@ -262,13 +262,13 @@ __device__ __forceinline__ void shared_add(std::uint32_t address, std::uint32_t 
   asm volatile("red.shared.add.u32 [%0], %1;" ::"r"(address), "r"(value) : "memory");
 }
 
-/// Adds a limb_sum value to word `word` of each of `Limbs` arrays of 32-bit words that start at
+/// Adds a limb_sum window to word `word` of each of `Limbs` arrays of 32-bit words that start at
 /// shared-window address `limbs_address`, `stride` bytes apart.
-template <int Limbs>
+template <int Limbs, int Width>
 __device__ __forceinline__ void add_to_shared_limbs(std::uint32_t limbs_address, std::uint32_t stride,
-                                                    std::uint32_t word, const limb_sum::chunks<Limbs>& value) {
+                                                    std::uint32_t word, const limb_sum::window<Width>& value) {
   const std::uint32_t first = limbs_address + 4 * word;
-  limb_sum::add_chunks<Limbs>(
+  limb_sum::add_window<Limbs>(
       value, [&](int i, std::uint32_t a) { return shared_fetch_add(first + i * stride, a); },
       [&](int i, std::uint32_t a) { shared_add(first + i * stride, a); });
 }
@@ -291,7 +291,7 @@ __device__ __forceinline__ void for_each_limb_bin(const std::uint32_t* limbs, st
 
 /**
  * A block's shared-memory copy of double sums (shared_atomic): each bin's weights that lie on the
- * grid of 2^-64 (limb_sum::exact_chunks: every float from 2^-41 up) summed exactly in four 32-bit
+ * grid of 2^-64 (limb_sum::exact_window_of: every float from 2^-41 up) summed exactly in four 32-bit
  * limbs, the rest (NaN, infinities, finer or larger weights) in a double added by compare-and-swap.
  * Each array holds swizzled_words(num_bins) words and bin b sits at word bank_swizzled(b): bins
  * 32 apart would share a bank.
@@ -320,13 +320,13 @@ struct exact_limb_copy {
       for (int i = 0; i < limb_sum::exact_limbs; ++i) limbs[i * words + w] = 0;
     }
   }
-  /// Adds a float or double weight (a float's chunks come from its own bits).
+  /// Adds a float or double weight (a float's window comes from its own bits).
   template <class Weight>
   __device__ __forceinline__ void add(std::uint32_t bin, Weight weight) const {
     const std::uint32_t word = bank_swizzled(bin);
-    limb_sum::chunks<limb_sum::exact_limbs> value;
-    if (limb_sum::exact_chunks(weight, value)) {
-      add_to_shared_limbs(limbs_address, 4 * words, word, value);
+    limb_sum::exact_window<Weight> value;
+    if (limb_sum::exact_window_of(weight, value)) {
+      add_to_shared_limbs<limb_sum::exact_limbs>(limbs_address, 4 * words, word, value);
     } else {
       atomicAdd(rest + word, static_cast<double>(weight));
     }
@@ -367,12 +367,12 @@ struct fixed_limb_copy {
   template <class Weight>
   __device__ __forceinline__ void add(std::uint32_t bin, Weight weight) const {
     const std::uint32_t word = bank_swizzled(bin);
-    limb_sum::chunks<limb_sum::fixed_limbs> value;
-    if (const std::uint32_t raised = limb_sum::fixed_chunks_of(weight, value); raised != 0) {
+    limb_sum::window<2> value;
+    if (const std::uint32_t raised = limb_sum::fixed_window_of(weight, value); raised != 0) {
       atomicOr(flags() + word, raised);
       return;
     }
-    add_to_shared_limbs(limbs_address, 4 * words, word, value);
+    add_to_shared_limbs<limb_sum::fixed_limbs>(limbs_address, 4 * words, word, value);
   }
   /// Adds each bin's words to `bins` (one atomic per non-zero word), after a __syncthreads.
   __device__ void flush(std::int64_t num_bins, const fixed_point_bins& bins) const {
@@ -459,7 +459,8 @@ struct bin_cache {
     return tag == no_bin || tag == bin;
   }
   /// Adds a value to slot `slot`'s sum.
-  __device__ __forceinline__ void add(int slot, const limb_sum::chunks<Limbs>& value) const {
+  template <int Width>
+  __device__ __forceinline__ void add(int slot, const limb_sum::window<Width>& value) const {
     add_to_shared_limbs<Limbs>(tags_address + 4 * slots, 4 * slots, static_cast<std::uint32_t>(slot), value);
   }
   /// Calls visit(bin, limb) for each claimed slot, with its limbs, and frees it (the block's threads
@@ -481,7 +482,7 @@ struct bin_cache {
   }
 };
 
-/// Double sums through a bin_cache: a weight on the grid of 2^-64 (limb_sum::exact_chunks) adds to
+/// Double sums through a bin_cache: a weight on the grid of 2^-64 (limb_sum::exact_window_of) adds to
 /// its bin's slot; any other weight, and any weight whose bin has no slot, adds to the global
 /// double. A slot's sum is rounded once when the cache is emptied.
 struct exact_cached_sums {
@@ -490,8 +491,8 @@ struct exact_cached_sums {
 
   template <class Weight>
   __device__ __forceinline__ void add(const bin_cache<limbs>& cache, std::uint32_t bin, Weight weight) const {
-    limb_sum::chunks<limbs> value;
-    if (limb_sum::exact_chunks(weight, value)) {
+    limb_sum::exact_window<Weight> value;
+    if (limb_sum::exact_window_of(weight, value)) {
       if (const int slot = cache.slot_of(bin); slot >= 0) {
         cache.add(slot, value);
         return;
@@ -516,8 +517,8 @@ struct fixed_cached_sums {
 
   template <class Weight>
   __device__ __forceinline__ void add(const bin_cache<limbs>& cache, std::uint32_t bin, Weight weight) const {
-    limb_sum::chunks<limbs> value;
-    if (const std::uint32_t raised = limb_sum::fixed_chunks_of(weight, value); raised != 0) {
+    limb_sum::window<2> value;
+    if (const std::uint32_t raised = limb_sum::fixed_window_of(weight, value); raised != 0) {
       atomicOr(bins.flags + bin, raised);
       return;
     }
@@ -525,9 +526,9 @@ struct fixed_cached_sums {
       cache.add(slot, value);
       return;
     }
-    // The value's fixed-point words, as fixed_point_weight::to_fixed gives them (|v| < 2^63).
-    const std::uint64_t magnitude = (static_cast<std::uint64_t>(value.part[1]) << 32) | value.part[0];
-    const auto v = static_cast<std::int64_t>(value.negative ? 0 - magnitude : magnitude);
+    // The value's fixed-point words, as fixed_point_weight::to_fixed gives them: its window at
+    // limb 0 holds v's two's complement bits.
+    const auto v = static_cast<std::int64_t>((static_cast<std::uint64_t>(value.part[1]) << 32) | value.part[0]);
     add_fixed_words(bins, bin, {static_cast<std::uint64_t>(v) & 0xffffffffull, static_cast<std::uint64_t>(v >> 32)});
   }
   __device__ void empty(const bin_cache<limbs>& cache) const {
