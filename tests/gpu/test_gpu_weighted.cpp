@@ -265,8 +265,9 @@ TEST(GpuWeightedHistogram, BinsBeyondSharedMemoryAddExactlyThroughEachBlocksCach
 /// Weights at the edges of shared_atomic's integer sums: the largest below 2^31 of each sign,
 /// powers of two at both ends of the grids (2^-32 deterministic, 2^-64 for double sums), weights
 /// just off the grid (summed in double), zeros of both signs; into 3 bins, most into bin 0, so
-/// that carries and borrows pile up in one bin's limbs, and a fourth value left out. With 3 bins
-/// the sums fit a block's copy; with 65536 they go through its cache of bins.
+/// that carries and borrows pile up in one bin's limbs, and a fourth value left out. With 3 and
+/// 1000 bins the sums fit a block's copy, whose limbs come in replicas (8 and fewer: bin 0's lanes
+/// spread over them, and the flush sums them); with 65536 they go through its cache of bins.
 template <class Weight>
 void check_weights_at_the_limbs_edges(std::size_t n, std::int64_t num_bins) {
   SCOPED_TRACE(type_name<Weight>() + " weights, n=" + std::to_string(n) + ", bins=" + std::to_string(num_bins));
@@ -301,7 +302,7 @@ void check_weights_at_the_limbs_edges(std::size_t n, std::int64_t num_bins) {
 
 TEST(GpuWeightedHistogram, WeightsAtTheEdgesOfTheIntegerSums) {
   for (const std::size_t n : {std::size_t{1000}, quick_mode() ? std::size_t{100003} : (std::size_t{1} << 20) + 7}) {
-    for (const std::int64_t num_bins : {std::int64_t{3}, std::int64_t{65536}}) {
+    for (const std::int64_t num_bins : {std::int64_t{3}, std::int64_t{1000}, std::int64_t{65536}}) {
       check_weights_at_the_limbs_edges<double>(n, num_bins);
       check_weights_at_the_limbs_edges<float>(n, num_bins);
     }

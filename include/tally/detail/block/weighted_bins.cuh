@@ -273,52 +273,55 @@ __device__ __forceinline__ void add_to_shared_limbs(std::uint32_t limbs_address,
       [&](int i, std::uint32_t a) { shared_add(first + i * stride, a); });
 }
 
-/// Calls visit(bin, word, limb) for each bin of a limb copy (exact_limb_copy, fixed_limb_copy):
-/// `Limbs` arrays of `words` swizzled words, bin b at word bank_swizzled(b); `limb` holds the bin's
-/// words of each array. The block's threads together, after a __syncthreads.
-template <int Limbs, class Visit>
-__device__ __forceinline__ void for_each_limb_bin(const std::uint32_t* limbs, std::uint32_t words,
-                                                  std::int64_t num_bins, Visit visit) {
-  for (std::uint32_t w = threadIdx.x; w < words; w += blockDim.x) {
-    const std::uint32_t bin = bank_swizzled(w);
-    if (bin >= num_bins) continue;
-    std::uint32_t limb[Limbs];
-#pragma unroll
-    for (int i = 0; i < Limbs; ++i) limb[i] = limbs[i * words + w];
-    visit(bin, w, limb);
-  }
+/// Words from one replica of a limb array to the next: one more than a replica's words (a whole
+/// number of rows of 32), so that a bin's replicas sit in different banks.
+__host__ __device__ constexpr std::uint32_t limb_replica_pitch(std::int64_t num_bins, int replicas) {
+  return static_cast<std::uint32_t>(swizzled_words(num_bins)) + (replicas > 1 ? 1u : 0u);
+}
+
+/// The shared-window address of this lane's replica of the limb arrays at `limbs`: lane l adds to
+/// replica l mod `replicas` (a power of two), so the lanes of a warp that hold one bin take turns
+/// on `replicas` words, not one: a returning atomic on one word serves its lanes one at a time.
+__device__ __forceinline__ std::uint32_t lane_replica_address(const std::uint32_t* limbs, std::uint32_t pitch,
+                                                              int replicas) {
+  const auto lane = static_cast<std::uint32_t>(threadIdx.x % 32);
+  return static_cast<std::uint32_t>(__cvta_generic_to_shared(limbs)) +
+         4 * pitch * (lane & static_cast<std::uint32_t>(replicas - 1));
 }
 
 /**
  * A block's shared-memory copy of double sums (shared_atomic): each bin's weights that lie on the
  * grid of 2^-64 (limb_sum::exact_window_of: every float from 2^-41 up) summed exactly in four 32-bit
  * limbs, the rest (NaN, infinities, finer or larger weights) in a double added by compare-and-swap.
- * Each array holds swizzled_words(num_bins) words and bin b sits at word bank_swizzled(b): bins
- * 32 apart would share a bank.
+ * Bin b sits at word bank_swizzled(b) of swizzled_words(num_bins) (bins 32 apart would share a
+ * bank). Each limb array holds `replicas` replicas of those words, `pitch` apart (lane_replica_address);
+ * the flush sums a bin's replicas exactly and rounds once.
  */
 struct exact_limb_copy {
   double* rest;
-  std::uint32_t* limbs;  // exact_limbs arrays of `words`
+  std::uint32_t* limbs;  // exact_limbs arrays of `replicas` replicas, `pitch` words apart
   std::uint32_t words;
-  std::uint32_t limbs_address;  // of `limbs` in the shared window
+  std::uint32_t pitch;
+  int replicas;
+  std::uint32_t limbs_address;  // of this lane's replica of `limbs` in the shared window
 
-  /// Shared-memory bytes for num_bins bins.
-  __host__ __device__ static std::size_t bytes(std::int64_t num_bins) {
-    return static_cast<std::size_t>(swizzled_words(num_bins)) * (sizeof(double) + limb_sum::exact_limbs * 4);
+  /// Shared-memory bytes for num_bins bins in `replicas` replicas.
+  __host__ __device__ static std::size_t bytes(std::int64_t num_bins, int replicas = 1) {
+    return static_cast<std::size_t>(swizzled_words(num_bins)) * sizeof(double) +
+           static_cast<std::size_t>(limb_replica_pitch(num_bins, replicas)) * replicas * limb_sum::exact_limbs * 4;
   }
-  __device__ static exact_limb_copy at(void* shared, std::int64_t num_bins) {
+  __device__ static exact_limb_copy at(void* shared, std::int64_t num_bins, int replicas) {
     const auto words = static_cast<std::uint32_t>(swizzled_words(num_bins));
+    const std::uint32_t pitch = limb_replica_pitch(num_bins, replicas);
     double* rest = static_cast<double*>(shared);
     auto* limbs = reinterpret_cast<std::uint32_t*>(rest + words);
-    return {rest, limbs, words, static_cast<std::uint32_t>(__cvta_generic_to_shared(limbs))};
+    return {rest, limbs, words, pitch, replicas, lane_replica_address(limbs, pitch, replicas)};
   }
   /// Zeroes the copy (the block's threads together; a __syncthreads must follow).
   __device__ void zero() const {
-    for (std::uint32_t w = threadIdx.x; w < words; w += blockDim.x) {
-      rest[w] = 0.0;
-#pragma unroll
-      for (int i = 0; i < limb_sum::exact_limbs; ++i) limbs[i * words + w] = 0;
-    }
+    for (std::uint32_t w = threadIdx.x; w < words; w += blockDim.x) rest[w] = 0.0;
+    const std::uint32_t limb_words = pitch * static_cast<std::uint32_t>(replicas) * limb_sum::exact_limbs;
+    for (std::uint32_t w = threadIdx.x; w < limb_words; w += blockDim.x) limbs[w] = 0;
   }
   /// Adds a float or double weight (a float's window comes from its own bits).
   template <class Weight>
@@ -326,7 +329,7 @@ struct exact_limb_copy {
     const std::uint32_t word = bank_swizzled(bin);
     limb_sum::exact_window<Weight> value;
     if (limb_sum::exact_window_of(weight, value)) {
-      add_to_shared_limbs<limb_sum::exact_limbs>(limbs_address, 4 * words, word, value);
+      add_to_shared_limbs<limb_sum::exact_limbs>(limbs_address, 4 * pitch * replicas, word, value);
     } else {
       atomicAdd(rest + word, static_cast<double>(weight));
     }
@@ -334,34 +337,51 @@ struct exact_limb_copy {
   /// Adds each bin's sum, rounded once, to `sums` (one atomic per non-zero bin; NaN is non-zero).
   /// The block's threads together, after a __syncthreads.
   __device__ void flush(std::int64_t num_bins, double* sums) const {
-    for_each_limb_bin<limb_sum::exact_limbs>(
-        limbs, words, num_bins, [this, sums](std::uint32_t bin, std::uint32_t w, const auto& limb) {
-          const double value = limb_sum::exact_to_double(limb) + rest[w];
-          if (value != 0.0) atomicAdd(sums + bin, value);
-        });
+    const std::uint32_t array = pitch * static_cast<std::uint32_t>(replicas);
+    for (std::uint32_t w = threadIdx.x; w < words; w += blockDim.x) {
+      const std::uint32_t bin = bank_swizzled(w);
+      if (bin >= num_bins) continue;
+      fixed_point_weight::wide_int sum = 0;  // each replica below 2^127, and so are they together
+      for (int r = 0; r < replicas; ++r) {
+        std::uint32_t limb[limb_sum::exact_limbs];
+#pragma unroll
+        for (int i = 0; i < limb_sum::exact_limbs; ++i) limb[i] = limbs[i * array + r * pitch + w];
+        sum += limb_sum::to_wide(limb);
+      }
+      const double value = fixed_point_weight::scaled_to_double(sum, limb_sum::exact_fraction_bits) + rest[w];
+      if (value != 0.0) atomicAdd(sums + bin, value);
+    }
   }
 };
 
 /**
  * A block's shared-memory copy of deterministic (fixed-point) sums (shared_atomic): each bin's
- * fixed-point values summed exactly in three 32-bit limbs, and its flags; laid out and swizzled as
- * exact_limb_copy. Flushed into the global fixed-point words, so every grouping gives one sum.
+ * fixed-point values summed exactly in three 32-bit limbs, in replicas, and its flags; laid out and
+ * swizzled as exact_limb_copy. Flushed into the global fixed-point words, so every grouping gives
+ * one sum.
  */
 struct fixed_limb_copy {
-  std::uint32_t* limbs;  // fixed_limbs arrays of `words`, then the flags
+  std::uint32_t* limbs;  // fixed_limbs arrays of `replicas` replicas, `pitch` words apart, then the flags
   std::uint32_t words;
-  std::uint32_t limbs_address;  // of `limbs` in the shared window
+  std::uint32_t pitch;
+  int replicas;
+  std::uint32_t limbs_address;  // of this lane's replica of `limbs` in the shared window
 
-  __host__ __device__ static std::size_t bytes(std::int64_t num_bins) {
-    return static_cast<std::size_t>(swizzled_words(num_bins)) * (limb_sum::fixed_limbs + 1) * 4;
+  __host__ __device__ static std::size_t bytes(std::int64_t num_bins, int replicas = 1) {
+    return (static_cast<std::size_t>(limb_replica_pitch(num_bins, replicas)) * replicas * limb_sum::fixed_limbs +
+            static_cast<std::size_t>(swizzled_words(num_bins))) *
+           4;
   }
-  __device__ static fixed_limb_copy at(void* shared, std::int64_t num_bins) {
-    return {static_cast<std::uint32_t*>(shared), static_cast<std::uint32_t>(swizzled_words(num_bins)),
-            static_cast<std::uint32_t>(__cvta_generic_to_shared(shared))};
+  __device__ static fixed_limb_copy at(void* shared, std::int64_t num_bins, int replicas) {
+    auto* limbs = static_cast<std::uint32_t*>(shared);
+    const std::uint32_t pitch = limb_replica_pitch(num_bins, replicas);
+    return {limbs, static_cast<std::uint32_t>(swizzled_words(num_bins)), pitch, replicas,
+            lane_replica_address(limbs, pitch, replicas)};
   }
-  __device__ std::uint32_t* flags() const { return limbs + limb_sum::fixed_limbs * words; }
+  __device__ std::uint32_t* flags() const { return limbs + pitch * static_cast<std::uint32_t>(replicas) * limb_sum::fixed_limbs; }
   __device__ void zero() const {
-    for (std::uint32_t w = threadIdx.x; w < words * (limb_sum::fixed_limbs + 1); w += blockDim.x) limbs[w] = 0;
+    const std::uint32_t all = pitch * static_cast<std::uint32_t>(replicas) * limb_sum::fixed_limbs + words;
+    for (std::uint32_t w = threadIdx.x; w < all; w += blockDim.x) limbs[w] = 0;
   }
   /// Adds a float or double weight (a float's fixed-point value from its own bits, in integers).
   template <class Weight>
@@ -372,18 +392,29 @@ struct fixed_limb_copy {
       atomicOr(flags() + word, raised);
       return;
     }
-    add_to_shared_limbs<limb_sum::fixed_limbs>(limbs_address, 4 * words, word, value);
+    add_to_shared_limbs<limb_sum::fixed_limbs>(limbs_address, 4 * pitch * replicas, word, value);
   }
   /// Adds each bin's words to `bins` (one atomic per non-zero word), after a __syncthreads.
   __device__ void flush(std::int64_t num_bins, const fixed_point_bins& bins) const {
-    for_each_limb_bin<limb_sum::fixed_limbs>(
-        limbs, words, num_bins, [this, &bins](std::uint32_t bin, std::uint32_t w, const auto& limb) {
-          std::uint64_t low = 0;
-          std::uint64_t high = 0;
-          limb_sum::fixed_words_of_limbs(limb, low, high);
-          add_fixed_words(bins, bin, {low, high});
-          if (flags()[w] != 0) atomicOr(bins.flags + bin, flags()[w]);
-        });
+    const std::uint32_t array = pitch * static_cast<std::uint32_t>(replicas);
+    for (std::uint32_t w = threadIdx.x; w < words; w += blockDim.x) {
+      const std::uint32_t bin = bank_swizzled(w);
+      if (bin >= num_bins) continue;
+      std::uint64_t low = 0;  // the replicas' words, added modulo 2^64 as the global words are
+      std::uint64_t high = 0;
+      for (int r = 0; r < replicas; ++r) {
+        std::uint32_t limb[limb_sum::fixed_limbs];
+#pragma unroll
+        for (int i = 0; i < limb_sum::fixed_limbs; ++i) limb[i] = limbs[i * array + r * pitch + w];
+        std::uint64_t replica_low = 0;
+        std::uint64_t replica_high = 0;
+        limb_sum::fixed_words_of_limbs(limb, replica_low, replica_high);
+        low += replica_low;
+        high += replica_high;
+      }
+      add_fixed_words(bins, bin, {low, high});
+      if (flags()[w] != 0) atomicOr(bins.flags + bin, flags()[w]);
+    }
   }
 };
 

@@ -18,10 +18,11 @@
 namespace tally::detail {
 
 /// Shared memory a block's copy of the bins takes with strategy `s`: shared_atomic's limbs (24
-/// bytes a bin, 16 deterministic), warp_aggregated's double or fixed-point words (8, 20).
-inline std::size_t weighted_copy_bytes(strategy s, std::int64_t num_bins, bool deterministic) {
+/// bytes a bin, 16 deterministic, with one replica of the limbs), warp_aggregated's double or
+/// fixed-point words (8, 20).
+inline std::size_t weighted_copy_bytes(strategy s, std::int64_t num_bins, bool deterministic, int replicas = 1) {
   if (s == strategy::shared_atomic) {
-    return deterministic ? fixed_limb_copy::bytes(num_bins) : exact_limb_copy::bytes(num_bins);
+    return deterministic ? fixed_limb_copy::bytes(num_bins, replicas) : exact_limb_copy::bytes(num_bins, replicas);
   }
   return deterministic ? fixed_point_bins::bytes(num_bins) : static_cast<std::size_t>(num_bins) * sizeof(double);
 }
@@ -117,6 +118,30 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   const std::size_t cache_bytes = deterministic ? bin_cache<limb_sum::fixed_limbs>::bytes(slots)
                                                 : bin_cache<limb_sum::exact_limbs>::bytes(slots);
   const int block_threads = s == strategy::shared_atomic ? tuning::weighted_limb_block_threads : threads;
+  // shared_atomic's copy takes as many replicas of its limbs (up to tuning::weighted_max_replicas)
+  // as leave a multiprocessor the blocks it holds with one: lanes of one bin then take turns on
+  // several words, for nothing that spread data pays.
+  const auto limb_replicas = [&](auto copy_kernel, int& replicas) {
+    replicas = 1;
+    int one = 0;
+    if (cudaError_t e = resident_blocks_per_multiprocessor(copy_kernel, block_threads, copy_bytes, one);
+        e != cudaSuccess) {
+      return e;
+    }
+    for (int r = tuning::weighted_max_replicas; r > 1; r /= 2) {
+      const std::size_t bytes = weighted_copy_bytes(s, num_bins, deterministic, r);
+      if (bytes > props.shared_memory_per_block_optin) continue;
+      int held = 0;
+      if (cudaError_t e = resident_blocks_per_multiprocessor(copy_kernel, block_threads, bytes, held); e != cudaSuccess) {
+        return e;
+      }
+      if (held >= one) {
+        replicas = r;
+        break;
+      }
+    }
+    return cudaSuccess;
+  };
   int blocks = 1;
   // Sizes the grid of a kernel taking `shared_bytes` a block and launches it with `args` after the
   // samples, the weights and their count.
@@ -134,7 +159,10 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
                           auto in_warps_shared_kernel, auto in_warps_global_kernel, auto out) {
     if (s == strategy::shared_atomic) {
       if (cached) return launch_with(cache_kernel, cache_bytes, cached_sums, fast, left_out, slots);
-      return launch_with(copy_kernel, copy_bytes, out, fast, left_out);
+      int replicas = 1;
+      if (cudaError_t e = limb_replicas(copy_kernel, replicas); e != cudaSuccess) return e;
+      return launch_with(copy_kernel, weighted_copy_bytes(s, num_bins, deterministic, replicas), out, fast, left_out,
+                         replicas);
     }
     return launch_with(s == strategy::atomic ? atomic_kernel : in_shared ? in_warps_shared_kernel : in_warps_global_kernel,
                        copy_bytes, out, map, left_out);

@@ -31,15 +31,16 @@ __global__ void weighted_atomic_kernel(const Sample* samples, const Weight* weig
  * integer atomics only, then one global atomic per non-zero bin (or word). `Copy` is
  * exact_limb_copy for double sums (weights on the grid of 2^-64 summed exactly, the others in
  * double; each bin rounded once) into `Sums` = double*, or fixed_limb_copy for deterministic's
- * fixed-point words into `Sums` = fixed_point_bins.
+ * fixed-point words into `Sums` = fixed_point_bins. The limbs in `replicas` replicas, lane l adding to
+ * replica l mod replicas (a power of two).
  */
 template <class Copy, class Sample, class Weight, class Mapper, class Sums>
 __global__ void __launch_bounds__(tuning::weighted_limb_block_threads)
 weighted_limb_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples, Sums sums, Mapper map,
-                     std::uint64_t* left_out) {
+                     std::uint64_t* left_out, int replicas) {
   extern __shared__ std::uint64_t shared_words[];
   const std::int64_t num_bins = map.num_bins();
-  const Copy copy = Copy::at(shared_words, num_bins);
+  const Copy copy = Copy::at(shared_words, num_bins, replicas);
   copy.zero();
   __syncthreads();  // the copy is zero before anyone adds to it
   std::uint64_t mine = 0;
