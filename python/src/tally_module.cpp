@@ -329,11 +329,19 @@ choice_tuple histogram_range(nb::handle samples_in, nb::handle counts_in, nb::nd
   });
 }
 
-/// Weighted even bins: float32 or float64 weights, float64 sums.
+/// (strategy, reason, left out): a choice and the samples its call left out.
+nb::tuple with_left_out(const tally::choice& chose, std::uint64_t left_out) {
+  const choice_tuple strategy_and_reason = to_tuple(chose);
+  return nb::make_tuple(strategy_and_reason[0], strategy_and_reason[1], left_out);
+}
+
+/// Weighted even bins: float32 or float64 weights, float64 sums. With `report_left_out` (not over
+/// streamed samples) it returns (strategy, reason, left out), the GPU's read back: bincount's one
+/// pass for a `minlength` that holds every sample.
 choice_tuple histogram_even_weighted(nb::handle samples_in, nb::handle weights_in, nb::handle sums_in,
                                      std::int64_t num_bins, double lower, double upper, bool float32_edges,
                                      bool inclusive, const std::string& strategy, bool deterministic,
-                                     std::uintptr_t stream, bool streamed) {
+                                     std::uintptr_t stream, bool streamed, bool report_left_out) {
   const array samples = array_from<array>(samples_in, "a");
   const array weights = array_from<array>(weights_in, "weights");
   const output sums = array_from<output>(sums_in, "sums");
@@ -351,42 +359,36 @@ choice_tuple histogram_even_weighted(nb::handle samples_in, nb::handle weights_i
         });
       }
       if (!on_gpu(samples)) {
-        return to_tuple(tally::cpu::histogram_even(const_span_of<Sample>(samples), const_span_of<Weight>(weights),
-                                                   span_of<double>(sums), bins, options)
-                            .chose);
+        const tally::histogram_result r = tally::cpu::histogram_even(
+            const_span_of<Sample>(samples), const_span_of<Weight>(weights), span_of<double>(sums), bins, options);
+        return report_left_out ? with_left_out(r.chose, r.left_out) : to_tuple(r.chose);
       }
-      return on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) {
+      return on_device(samples, stream, [&](tally::gpu::workspace& ws, std::uintptr_t s) -> choice_tuple {
         const tally::choice chose =
             tally::gpu::histogram_even_async(const_span_of<Sample>(samples), const_span_of<Weight>(weights),
                                              span_of<double>(sums), bins, ws, options, as_stream(s));
-        if (deterministic) {
-          // A weight beyond the fixed-point range sets the flag word: waiting for it is the price
-          // of the error numpy users expect (the CPU backend raises too).
+        if (!deterministic && !report_left_out) return to_tuple(chose);
+        // The left-out count (word 0) and, deterministic, the flag of a weight beyond the
+        // fixed-point range (word 1): waiting for the flag is the price of the error numpy users
+        // expect (the CPU backend raises too).
 #if defined(TALLY_WITH_CUDA)
-          std::uint64_t* flags = pinned_results();
-          tally::gpu::detail::copy_words_async(ws.scalar(), flags, 2 * sizeof(std::uint64_t), as_stream(s));
-          const cudaError_t e = cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(s));
-          if (e != cudaSuccess) throw nb::value_error(cudaGetErrorString(e));
+        std::uint64_t* words = pinned_results();
+        tally::gpu::detail::copy_words_async(ws.scalar(), words, 2 * sizeof(std::uint64_t), as_stream(s));
+        const cudaError_t e = cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(s));
+        if (e != cudaSuccess) throw nb::value_error(cudaGetErrorString(e));
 #else
-          const std::uint64_t flags[2] = {0, 0};
+        const std::uint64_t words[2] = {0, 0};
 #endif
-          if (flags[1] != 0) {
-            throw nb::value_error("weights: deterministic sums take weights with |w| < 2^31");
-          }
+        if (deterministic && words[1] != 0) {
+          throw nb::value_error("weights: deterministic sums take weights with |w| < 2^31");
         }
-        return to_tuple(chose);
+        return report_left_out ? with_left_out(chose, words[0]) : to_tuple(chose);
       });
     };
     if (weights.dtype() == nb::dtype<float>()) return run(static_cast<float*>(nullptr));
     if (weights.dtype() == nb::dtype<double>()) return run(static_cast<double*>(nullptr));
     throw nb::type_error("weights: float32 or float64");
   });
-}
-
-/// (strategy, reason, left out): a choice and the samples its call left out.
-nb::tuple with_left_out(const tally::choice& chose, std::uint64_t left_out) {
-  const choice_tuple strategy_and_reason = to_tuple(chose);
-  return nb::make_tuple(strategy_and_reason[0], strategy_and_reason[1], left_out);
 }
 
 /// bincount into `counts`. With `refuse_negative` (signed samples on the GPU, whose maximum the

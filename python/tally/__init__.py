@@ -488,7 +488,7 @@ def histogram(a, bins=10, range=None, weights=None, density=False, *, last_edge=
                 "range bins")
         sums = kind.empty(num_bins, np.float64)
         _local.pending = _tally.histogram_even_weighted(samples, kind.view(w, _dtype_name(w)), kind.view(sums, "float64"),
-                                                        *even, inclusive, strategy, deterministic, s, streamed)
+                                                        *even, inclusive, strategy, deterministic, s, streamed, False)
         # numpy sums in the weights' dtype: float32 weights give float32 sums (here rounded once)
         counts = sums if np.dtype(_dtype_name(w)) == np.float64 else kind.astype(sums, np.float32)
     if density:
@@ -512,6 +512,21 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
     if minlength < 0:
         raise ValueError("minlength: must be non-negative")
     s = kind.stream(stream)
+    if weights is not None:
+        w, weight_kind = take(weights, "weights")
+        if weight_kind.device != kind.device or w.shape[0] != flat.shape[0]:
+            raise ValueError("weights: an array like `x`, of the same size and on the same device")
+    if weights is not None and not streamed and minlength > 0 and flat.shape[0] > 0:
+        # Every sample in [0, minlength) makes numpy's length minlength: sum into that many bins and
+        # read back what was left out (one pass, one wait); anything left out (a negative sample, or
+        # one past minlength), the general way below, which reads the extremes first.
+        sums = kind.empty(minlength, np.float64)
+        *chose, left_out = _tally.histogram_even_weighted(kind.view(flat, name), kind.view(w, _dtype_name(w)),
+                                                          kind.view(sums, "float64"), minlength, 0.0, float(minlength),
+                                                          False, False, strategy, deterministic, s, False, True)
+        if left_out == 0:
+            _local.pending = tuple(chose)
+            return _chose(kind, sums, return_choice)
     if weights is None and not streamed and minlength > 0 and flat.shape[0] > 0:
         # Every sample in [0, minlength) makes numpy's length minlength: count into that many bins and
         # read back what was left out (one pass, one wait); anything left out, or a negative sample
@@ -560,14 +575,11 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
                                           refuse_negative, s, streamed, False) if length > 0
                           else ("automatic", "no bins"))
         return _chose(kind, counts, return_choice)
-    w, weight_kind = take(weights, "weights")
-    if weight_kind.device != kind.device or w.shape[0] != flat.shape[0]:
-        raise ValueError("weights: an array like `x`, of the same size and on the same device")
     sums = kind.empty(length, np.float64)
     if length > 0:
         _local.pending = _tally.histogram_even_weighted(kind.view(flat, _dtype_name(flat)), kind.view(w, _dtype_name(w)),
                                                         kind.view(sums, "float64"), length, 0.0, float(length), False,
-                                                        False, strategy, deterministic, s, streamed)
+                                                        False, strategy, deterministic, s, streamed, False)
     else:
         _local.pending = ("automatic", "no bins")
     return _chose(kind, sums, return_choice)

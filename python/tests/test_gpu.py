@@ -199,11 +199,20 @@ def test_bincount_with_a_minlength_that_holds_every_sample_or_not(framework, dty
     host = (host_samples("int64", 1 << 16) % 200).astype(dtype)
     host[:2] = 0, 199
     x = to_device(framework, host)
+    host_w = host_samples("float32", 1 << 16)
+    w = to_device(framework, host_w)
     for minlength in (200, 201, 256, 5000, 199, 150, 1):
         counts, chose = tally.bincount(x, minlength=minlength, return_choice=True)
         assert_like(framework, counts, x)
         assert chose.strategy and tally.last_choice() == chose
         np.testing.assert_array_equal(to_host(framework, counts), np.bincount(host, minlength=minlength))
+        # Weighted the same way: sums over minlength bins, read back, or the general way.
+        want = np.bincount(host, weights=host_w.astype(np.float64), minlength=minlength)
+        for deterministic in (False, True):
+            sums, chose = tally.bincount(x, weights=w, minlength=minlength, deterministic=deterministic,
+                                         return_choice=True)
+            assert chose.strategy and tally.last_choice() == chose
+            np.testing.assert_allclose(to_host(framework, sums), want, rtol=1e-9, atol=1e-6)
     narrow = tally.bincount(x, minlength=256, dtype="uint32")
     assert to_host(framework, narrow).dtype == np.uint32
     np.testing.assert_array_equal(to_host(framework, narrow), np.bincount(host, minlength=256))
@@ -211,6 +220,8 @@ def test_bincount_with_a_minlength_that_holds_every_sample_or_not(framework, dty
         host[len(host) // 2] = -3
         with pytest.raises(ValueError, match="^x: bincount takes non-negative"):
             tally.bincount(to_device(framework, host), minlength=5000)
+        with pytest.raises(ValueError, match="^x: bincount takes non-negative"):
+            tally.bincount(to_device(framework, host), weights=w, minlength=5000)
 
 
 @pytest.mark.parametrize("framework", [f for f in FRAMEWORKS if f != "jax"])

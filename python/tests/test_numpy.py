@@ -165,12 +165,22 @@ def test_bincount_with_a_minlength_that_holds_every_sample_or_not(dtype):
     top = min(200, int(np.iinfo(dtype).max) + 1)  # values 0 to top - 1, both present
     x = RNG.integers(0, top, 1 << 16).astype(dtype)
     x[:2] = 0, top - 1
+    w = RNG.standard_normal(x.shape[0])
     for minlength in (top, top + 1, 256, 5000, top - 1, top * 3 // 4, 1):
         for strategy in ("automatic", "sequential", "privatized"):
             counts, chose = tally.bincount(x, minlength=minlength, strategy=strategy, return_choice=True)
             assert chose.strategy and tally.last_choice() == chose
             np.testing.assert_array_equal(counts, np.bincount(x, minlength=minlength))
             assert counts.dtype == np.int64
+            # Weighted the same way: sums over minlength bins, or the general way.
+            want = np.bincount(x, weights=w, minlength=minlength)
+            sums, chose = tally.bincount(x, weights=w, minlength=minlength, strategy=strategy, return_choice=True)
+            assert chose.strategy and tally.last_choice() == chose and sums.dtype == np.float64
+            np.testing.assert_allclose(sums, want, rtol=1e-12, atol=1e-12)
+            # Deterministic sums round each weight to 2^-32: within count * 2^-33 of numpy's.
+            exact = tally.bincount(x, weights=w, minlength=minlength, strategy=strategy, deterministic=True)
+            bound = np.bincount(x, minlength=minlength) * 2.0**-33 + 1e-12 * np.abs(want)
+            assert exact.shape == want.shape and np.all(np.abs(exact - want) <= bound)
     narrow = tally.bincount(x, minlength=256, dtype="uint32")
     assert narrow.dtype == np.uint32
     np.testing.assert_array_equal(narrow, np.bincount(x, minlength=256))
@@ -180,6 +190,8 @@ def test_bincount_with_a_minlength_that_holds_every_sample_or_not(dtype):
         x[len(x) // 2] = -3
         with pytest.raises(ValueError, match="^x: bincount takes non-negative"):
             tally.bincount(x, minlength=5000)
+        with pytest.raises(ValueError, match="^x: bincount takes non-negative"):
+            tally.bincount(x, weights=w, minlength=5000)
 
 
 @pytest.mark.parametrize("dtype", ["int32", "uint32", "int64", "float32", "float64"])
