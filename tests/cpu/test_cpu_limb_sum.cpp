@@ -172,15 +172,11 @@ TEST(LimbSum, WindowsOfTwoAtAnyLimbHoldTheExactSumInAnyOrder) {
       ASSERT_EQ(text(value_of(values.back())), text(v));
       exact += v;
     }
-    std::vector<std::uint32_t> first;
     for (int order = 0; order < 4; ++order) {
       std::shuffle(values.begin(), values.end(), rng);
       host_limbs<4> limbs;
       for (const auto& v : values) limbs.add(v);
       ASSERT_EQ(text(ls::to_wide<4>(limbs.limb)), text(exact)) << "trial " << trial << ", order " << order;
-      std::vector<std::uint32_t> got(limbs.limb, limbs.limb + 4);
-      if (order == 0) first = got;
-      EXPECT_EQ(got, first) << "another order left other limbs";
     }
   }
 }

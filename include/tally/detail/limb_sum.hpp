@@ -39,7 +39,8 @@ struct chunks {
  * complement (a negative value -m is 2^(32 Width) - m there), and its sign, whose extension (all
  * ones) every limb above the window takes. A float's 24 bits of mantissa touch at most two limbs
  * wherever they sit, so a float weight is a window of two at the limb its exponent names: two
- * adds, where a sum's every limb would take a test (and, lanes apart, a warp the adds of all).
+ * adds, where adding limb by limb up the whole sum tests every limb (and a warp whose lanes'
+ * weights sit at different limbs runs the adds of all of them).
  */
 template <int Width>
 struct window {

@@ -273,10 +273,12 @@ __device__ __forceinline__ void add_to_shared_limbs(std::uint32_t limbs_address,
       [&](int i, std::uint32_t a) { shared_add(first + i * stride, a); });
 }
 
-/// Words from one replica of a limb array to the next: one more than a replica's words (a whole
-/// number of rows of 32), so that a bin's replicas sit in different banks.
-__host__ __device__ constexpr std::uint32_t limb_replica_pitch(std::int64_t num_bins, int replicas) {
-  return static_cast<std::uint32_t>(swizzled_words(num_bins)) + (replicas > 1 ? 1u : 0u);
+/// Words from one replica of a limb array to the next: a replica's words (whole rows of 32) and,
+/// with more than one replica, one word more, so that a bin's replicas sit in different banks. In
+/// `Words`: 32 bits in shared memory, std::size_t where a copy is sized for any number of bins.
+template <class Words = std::uint32_t>
+__host__ __device__ constexpr Words limb_replica_pitch(std::int64_t num_bins, int replicas) {
+  return static_cast<Words>(swizzled_words(num_bins)) + static_cast<Words>(replicas > 1 ? 1 : 0);
 }
 
 /// The shared-window address of this lane's replica of the limb arrays at `limbs`: lane l adds to
@@ -308,7 +310,7 @@ struct exact_limb_copy {
   /// Shared-memory bytes for num_bins bins in `replicas` replicas.
   __host__ __device__ static std::size_t bytes(std::int64_t num_bins, int replicas = 1) {
     return static_cast<std::size_t>(swizzled_words(num_bins)) * sizeof(double) +
-           static_cast<std::size_t>(limb_replica_pitch(num_bins, replicas)) * replicas * limb_sum::exact_limbs * 4;
+           limb_replica_pitch<std::size_t>(num_bins, replicas) * replicas * limb_sum::exact_limbs * 4;
   }
   __device__ static exact_limb_copy at(void* shared, std::int64_t num_bins, int replicas) {
     const auto words = static_cast<std::uint32_t>(swizzled_words(num_bins));
@@ -368,7 +370,7 @@ struct fixed_limb_copy {
   std::uint32_t limbs_address;  // of this lane's replica of `limbs` in the shared window
 
   __host__ __device__ static std::size_t bytes(std::int64_t num_bins, int replicas = 1) {
-    return (static_cast<std::size_t>(limb_replica_pitch(num_bins, replicas)) * replicas * limb_sum::fixed_limbs +
+    return (limb_replica_pitch<std::size_t>(num_bins, replicas) * replicas * limb_sum::fixed_limbs +
             static_cast<std::size_t>(swizzled_words(num_bins))) *
            4;
   }
@@ -378,7 +380,9 @@ struct fixed_limb_copy {
     return {limbs, static_cast<std::uint32_t>(swizzled_words(num_bins)), pitch, replicas,
             lane_replica_address(limbs, pitch, replicas)};
   }
-  __device__ std::uint32_t* flags() const { return limbs + pitch * static_cast<std::uint32_t>(replicas) * limb_sum::fixed_limbs; }
+  __device__ std::uint32_t* flags() const {
+    return limbs + pitch * static_cast<std::uint32_t>(replicas) * limb_sum::fixed_limbs;
+  }
   __device__ void zero() const {
     const std::uint32_t all = pitch * static_cast<std::uint32_t>(replicas) * limb_sum::fixed_limbs + words;
     for (std::uint32_t w = threadIdx.x; w < all; w += blockDim.x) limbs[w] = 0;

@@ -120,22 +120,23 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   const int block_threads = s == strategy::shared_atomic ? tuning::weighted_limb_block_threads : threads;
   // shared_atomic's copy takes as many replicas of its limbs (up to tuning::weighted_max_replicas)
   // as leave a multiprocessor the blocks it holds with one: lanes of one bin then take turns on
-  // several words, for nothing that spread data pays.
+  // several words, and the replicas cost spread data no occupancy.
   const auto limb_replicas = [&](auto copy_kernel, int& replicas) {
     replicas = 1;
-    int one = 0;
-    if (cudaError_t e = resident_blocks_per_multiprocessor(copy_kernel, block_threads, copy_bytes, one);
+    int blocks_with_one = 0;
+    if (cudaError_t e = resident_blocks_per_multiprocessor(copy_kernel, block_threads, copy_bytes, blocks_with_one);
         e != cudaSuccess) {
       return e;
     }
     for (int r = tuning::weighted_max_replicas; r > 1; r /= 2) {
       const std::size_t bytes = weighted_copy_bytes(s, num_bins, deterministic, r);
       if (bytes > props.shared_memory_per_block_optin) continue;
-      int held = 0;
-      if (cudaError_t e = resident_blocks_per_multiprocessor(copy_kernel, block_threads, bytes, held); e != cudaSuccess) {
+      int blocks_with_r = 0;
+      if (cudaError_t e = resident_blocks_per_multiprocessor(copy_kernel, block_threads, bytes, blocks_with_r);
+          e != cudaSuccess) {
         return e;
       }
-      if (held >= one) {
+      if (blocks_with_r >= blocks_with_one) {
         replicas = r;
         break;
       }

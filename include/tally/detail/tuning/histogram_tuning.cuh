@@ -77,7 +77,8 @@ inline constexpr int weighted_limb_block_threads = 512;
 /// Samples (and weights) each lane of that kernel loads a step, all before any is used.
 inline constexpr int weighted_limb_items_per_lane = 4;
 /// At most this many replicas of shared_atomic's weighted limbs (a power of two), as many as cost
-/// no blocks a multiprocessor: a warp's lanes of one bin take turns on 32 / replicas words each.
+/// no blocks a multiprocessor: a warp's lanes of one bin take turns on `replicas` words, 32 /
+/// replicas lanes on each.
 inline constexpr int weighted_max_replicas = 8;
 /// Where a whole copy does not fit, shared_atomic's block keeps a cache of this many bins (80 KiB
 /// for double sums, 64 deterministic: at least two blocks a multiprocessor)...
