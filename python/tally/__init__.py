@@ -516,32 +516,31 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
         w, weight_kind = take(weights, "weights")
         if weight_kind.device != kind.device or w.shape[0] != flat.shape[0]:
             raise ValueError("weights: an array like `x`, of the same size and on the same device")
-    if weights is not None and not streamed and minlength > 0 and flat.shape[0] > 0:
-        # Every sample in [0, minlength) makes numpy's length minlength: sum into that many bins and
-        # read back what was left out (one pass, one wait); anything left out (a negative sample, or
-        # one past minlength), the general way below, which reads the extremes first.
-        sums = kind.empty(minlength, np.float64)
-        *chose, left_out = _tally.histogram_even_weighted(kind.view(flat, name), kind.view(w, _dtype_name(w)),
-                                                          kind.view(sums, "float64"), minlength, 0.0, float(minlength),
-                                                          False, False, strategy, deterministic, s, False, True)
+    if weights is not None:
+        def weigh(sums, length, report_left_out):
+            return _tally.histogram_even_weighted(kind.view(flat, name), kind.view(w, _dtype_name(w)),
+                                                  kind.view(sums, "float64"), length, 0.0, float(length), False,
+                                                  False, strategy, deterministic, s, streamed, report_left_out)
+    if not streamed and minlength > 0 and flat.shape[0] > 0:
+        # Every sample in [0, minlength) makes numpy's length minlength: count (or sum) into that many
+        # bins and read back what was left out (one pass, one wait); anything left out, or a negative
+        # sample (which the CPU backend's bincount refuses), the general way below, which names it as
+        # numpy does.
+        if weights is None:
+            count_dtype, count_name = _count_dtype(dtype)
+            out = _fresh_row(kind, minlength, count_name, s, "counts") if kind.on_gpu else kind.empty(minlength,
+                                                                                                   count_dtype)
+            try:
+                *chose, left_out = _tally.bincount(kind.view(flat, name), kind.view(out, count_name), strategy, False,
+                                                   s, False, True)
+            except ValueError:
+                left_out = 1
+        else:
+            out = kind.empty(minlength, np.float64)
+            *chose, left_out = weigh(out, minlength, True)
         if left_out == 0:
             _local.pending = tuple(chose)
-            return _chose(kind, sums, return_choice)
-    if weights is None and not streamed and minlength > 0 and flat.shape[0] > 0:
-        # Every sample in [0, minlength) makes numpy's length minlength: count into that many bins and
-        # read back what was left out (one pass, one wait); anything left out, or a negative sample
-        # (which the CPU backend refuses), the general way below, which names it as numpy does.
-        count_dtype, count_name = _count_dtype(dtype)
-        counts = _fresh_row(kind, minlength, count_name, s, "counts") if kind.on_gpu else kind.empty(minlength,
-                                                                                                      count_dtype)
-        try:
-            *chose, left_out = _tally.bincount(kind.view(flat, name), kind.view(counts, count_name), strategy, False,
-                                               s, False, True)
-        except ValueError:
-            left_out = 1
-        if left_out == 0:
-            _local.pending = tuple(chose)
-            return _chose(kind, counts, return_choice)
+            return _chose(kind, out, return_choice)
     dtype_of_x = np.dtype(name)
     # Unweighted on the GPU: the maximum alone sizes the counts, and the count's left-out samples,
     # waited for, are exactly the negative ones (one pass fewer than a minimum); small signed
@@ -577,9 +576,7 @@ def bincount(x, weights=None, minlength=0, *, strategy="automatic", deterministi
         return _chose(kind, counts, return_choice)
     sums = kind.empty(length, np.float64)
     if length > 0:
-        _local.pending = _tally.histogram_even_weighted(kind.view(flat, _dtype_name(flat)), kind.view(w, _dtype_name(w)),
-                                                        kind.view(sums, "float64"), length, 0.0, float(length), False,
-                                                        False, strategy, deterministic, s, streamed, False)
+        _local.pending = weigh(sums, length, False)
     else:
         _local.pending = ("automatic", "no bins")
     return _chose(kind, sums, return_choice)
