@@ -267,7 +267,8 @@ TEST(GpuWeightedHistogram, BinsBeyondSharedMemoryAddExactlyThroughEachBlocksCach
 /// just off the grid (summed in double), zeros of both signs; into 3 bins, most into bin 0, so
 /// that carries and borrows pile up in one bin's limbs, and a fourth value left out. With 3 and
 /// 1000 bins the sums fit a block's copy, whose limbs come in replicas (8 and fewer: bin 0's lanes
-/// spread over them, and the flush sums them); with 65536 they go through its cache of bins.
+/// spread over them, and the flush sums them); 4096 and 6000 take wide blocks (two replicas, or one
+/// of double sums at 6000, shared by 1024 threads); with 65536 they go through its cache of bins.
 template <class Weight>
 void check_weights_at_the_limbs_edges(std::size_t n, std::int64_t num_bins) {
   SCOPED_TRACE(type_name<Weight>() + " weights, n=" + std::to_string(n) + ", bins=" + std::to_string(num_bins));
@@ -302,7 +303,8 @@ void check_weights_at_the_limbs_edges(std::size_t n, std::int64_t num_bins) {
 
 TEST(GpuWeightedHistogram, WeightsAtTheEdgesOfTheIntegerSums) {
   for (const std::size_t n : {std::size_t{1000}, quick_mode() ? std::size_t{100003} : (std::size_t{1} << 20) + 7}) {
-    for (const std::int64_t num_bins : {std::int64_t{3}, std::int64_t{1000}, std::int64_t{65536}}) {
+    for (const std::int64_t num_bins : {std::int64_t{3}, std::int64_t{1000}, std::int64_t{4096}, std::int64_t{6000},
+                                        std::int64_t{65536}}) {
       check_weights_at_the_limbs_edges<double>(n, num_bins);
       check_weights_at_the_limbs_edges<float>(n, num_bins);
     }

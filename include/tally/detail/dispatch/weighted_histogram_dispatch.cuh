@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <tuple>
 
 #include <cuda_runtime.h>
 
@@ -117,36 +118,48 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   if (cached && slots == 0) return cudaErrorInvalidValue;
   const std::size_t cache_bytes = deterministic ? bin_cache<limb_sum::fixed_limbs>::bytes(slots)
                                                 : bin_cache<limb_sum::exact_limbs>::bytes(slots);
-  const int block_threads = s == strategy::shared_atomic ? tuning::weighted_limb_block_threads : threads;
-  // shared_atomic's copy takes as many replicas of its limbs (up to tuning::weighted_max_replicas)
-  // as leave a multiprocessor the blocks it holds with one: lanes of one bin then take turns on
-  // several words, and the replicas cost spread data no occupancy.
-  const auto limb_replicas = [&](auto copy_kernel, int& replicas) {
-    replicas = 1;
-    int blocks_with_one = 0;
-    if (cudaError_t e = resident_blocks_per_multiprocessor(copy_kernel, block_threads, copy_bytes, blocks_with_one);
-        e != cudaSuccess) {
-      return e;
-    }
-    for (int r = tuning::weighted_max_replicas; r > 1; r /= 2) {
-      const std::size_t bytes = weighted_copy_bytes(s, num_bins, deterministic, r);
-      if (bytes > props.shared_memory_per_block_optin) continue;
-      int blocks_with_r = 0;
-      if (cudaError_t e = resident_blocks_per_multiprocessor(copy_kernel, block_threads, bytes, blocks_with_r);
-          e != cudaSuccess) {
+  // shared_atomic's copy: its block size and the replicas of its limbs (up to
+  // tuning::weighted_max_replicas), of narrow blocks (weighted_limb_block_threads) and wide ones
+  // (twice the threads on one copy). A warp's lanes of one bin take turns on a word, so two
+  // replicas or more let crowded data run as spread data does, but each is a whole copy of shared
+  // memory, and fewer blocks fit; spread data wants threads enough to keep the adds in flight.
+  // Of the shapes that fit, the most threads a multiprocessor up to
+  // tuning::weighted_limb_enough_threads, then two replicas or more, then the most threads, then
+  // narrow blocks (their code is the faster), then the most replicas.
+  struct limb_shape {
+    int block_threads = tuning::weighted_limb_block_threads;
+    int replicas = 1;
+  };
+  const auto choose_limb_shape = [&](auto narrow_kernel, auto wide_kernel, limb_shape& shape) {
+    shape = {};
+    auto best = std::make_tuple(-1, false, -1, false, 0);
+    const auto consider = [&](auto kernel, int block_threads, int replicas) {
+      const std::size_t bytes = weighted_copy_bytes(s, num_bins, deterministic, replicas);
+      if (bytes > props.shared_memory_per_block_optin) return cudaSuccess;
+      int blocks = 0;
+      if (cudaError_t e = resident_blocks_per_multiprocessor(kernel, block_threads, bytes, blocks); e != cudaSuccess) {
         return e;
       }
-      if (blocks_with_r >= blocks_with_one) {
-        replicas = r;
-        break;
+      const int held = blocks * block_threads;
+      if (held == 0) return cudaSuccess;
+      const auto key = std::make_tuple(std::min(held, tuning::weighted_limb_enough_threads), replicas > 1, held,
+                                       block_threads == tuning::weighted_limb_block_threads, replicas);
+      if (key > best) {
+        best = key;
+        shape = {block_threads, replicas};
       }
+      return cudaSuccess;
+    };
+    for (int r = 1; r <= tuning::weighted_max_replicas; r *= 2) {
+      if (cudaError_t e = consider(narrow_kernel, tuning::weighted_limb_block_threads, r); e != cudaSuccess) return e;
+      if (cudaError_t e = consider(wide_kernel, tuning::weighted_limb_wide_block_threads, r); e != cudaSuccess) return e;
     }
     return cudaSuccess;
   };
   int blocks = 1;
-  // Sizes the grid of a kernel taking `shared_bytes` a block and launches it with `args` after the
-  // samples, the weights and their count.
-  const auto launch_with = [&](auto kernel, std::size_t shared_bytes, const auto&... args) {
+  // Sizes the grid of a kernel taking `shared_bytes` a block in blocks of `block_threads` and
+  // launches it with `args` after the samples, the weights and their count.
+  const auto launch_with = [&](auto kernel, int block_threads, std::size_t shared_bytes, const auto&... args) {
     if (cudaError_t e = histogram_grid(kernel, num_samples, shared_bytes, props, 1 << 30, blocks, block_threads);
         e != cudaSuccess) {
       return e;
@@ -154,25 +167,32 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
     kernel<<<blocks, block_threads, shared_bytes, stream>>>(samples, weights, num_samples, args...);
     return cudaGetLastError();
   };
-  // The kernels for shared_atomic (a copy or a cache, whose policy `cached_sums` holds where its
-  // sums go), atomic, and warp_aggregated with a shared copy or without, into `out`.
-  const auto launch = [&](auto copy_kernel, auto cache_kernel, auto cached_sums, auto atomic_kernel,
-                          auto in_warps_shared_kernel, auto in_warps_global_kernel, auto out) {
+  // The kernels for shared_atomic (a copy in narrow or wide blocks, or a cache, whose policy
+  // `cached_sums` holds where its sums go), atomic, and warp_aggregated with a shared copy or
+  // without, into `out`.
+  const auto launch = [&](auto narrow_copy_kernel, auto wide_copy_kernel, auto cache_kernel, auto cached_sums,
+                          auto atomic_kernel, auto in_warps_shared_kernel, auto in_warps_global_kernel, auto out) {
     if (s == strategy::shared_atomic) {
-      if (cached) return launch_with(cache_kernel, cache_bytes, cached_sums, fast, left_out, slots);
-      int replicas = 1;
-      if (cudaError_t e = limb_replicas(copy_kernel, replicas); e != cudaSuccess) return e;
-      return launch_with(copy_kernel, weighted_copy_bytes(s, num_bins, deterministic, replicas), out, fast, left_out,
-                         replicas);
+      constexpr int narrow = tuning::weighted_limb_block_threads;
+      if (cached) return launch_with(cache_kernel, narrow, cache_bytes, cached_sums, fast, left_out, slots);
+      limb_shape shape;
+      if (cudaError_t e = choose_limb_shape(narrow_copy_kernel, wide_copy_kernel, shape); e != cudaSuccess) return e;
+      const std::size_t bytes = weighted_copy_bytes(s, num_bins, deterministic, shape.replicas);
+      return shape.block_threads == narrow
+                 ? launch_with(narrow_copy_kernel, narrow, bytes, out, fast, left_out, shape.replicas)
+                 : launch_with(wide_copy_kernel, shape.block_threads, bytes, out, fast, left_out, shape.replicas);
     }
     return launch_with(s == strategy::atomic ? atomic_kernel : in_shared ? in_warps_shared_kernel : in_warps_global_kernel,
-                       copy_bytes, out, map, left_out);
+                       threads, copy_bytes, out, map, left_out);
   };
 
   if (!deterministic) {
     if (cudaError_t e = cudaMemsetAsync(sums, 0, sizeof(double) * num_bins, stream); e != cudaSuccess) return e;
     if (num_samples == 0) return cudaSuccess;
-    return launch(weighted_limb_kernel<exact_limb_copy, Sample, Weight, FastMapper, double*>,
+    return launch(weighted_limb_kernel<tuning::weighted_limb_block_threads, exact_limb_copy, Sample, Weight, FastMapper,
+                                       double*>,
+                  weighted_limb_kernel<tuning::weighted_limb_wide_block_threads, exact_limb_copy, Sample, Weight,
+                                       FastMapper, double*>,
                   weighted_cache_kernel<exact_cached_sums, Sample, Weight, FastMapper>, exact_cached_sums{sums},
                   weighted_atomic_kernel<Sample, Weight, Mapper>,
                   weighted_warp_aggregated_kernel<true, Sample, Weight, Mapper>,
@@ -182,7 +202,10 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   const fixed_point_bins bins = fixed_point_bins::at(static_cast<std::uint64_t*>(temp), num_bins);
   if (cudaError_t e = cudaMemsetAsync(temp, 0, fixed_point_bins::bytes(num_bins), stream); e != cudaSuccess) return e;
   if (num_samples > 0) {
-    if (cudaError_t e = launch(weighted_limb_kernel<fixed_limb_copy, Sample, Weight, FastMapper, fixed_point_bins>,
+    if (cudaError_t e = launch(weighted_limb_kernel<tuning::weighted_limb_block_threads, fixed_limb_copy, Sample, Weight,
+                                                    FastMapper, fixed_point_bins>,
+                               weighted_limb_kernel<tuning::weighted_limb_wide_block_threads, fixed_limb_copy, Sample,
+                                                    Weight, FastMapper, fixed_point_bins>,
                                weighted_cache_kernel<fixed_cached_sums, Sample, Weight, FastMapper>,
                                fixed_cached_sums{bins}, fixed_atomic_kernel<Sample, Weight, Mapper>,
                                fixed_warp_aggregated_kernel<true, Sample, Weight, Mapper>,

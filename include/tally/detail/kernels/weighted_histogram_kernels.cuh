@@ -32,10 +32,11 @@ __global__ void weighted_atomic_kernel(const Sample* samples, const Weight* weig
  * exact_limb_copy for double sums (weights on the grid of 2^-64 summed exactly, the others in
  * double; each bin rounded once) into `Sums` = double*, or fixed_limb_copy for deterministic's
  * fixed-point words into `Sums` = fixed_point_bins. The limbs in `replicas` replicas, lane l adding to
- * replica l mod replicas (a power of two).
+ * replica l mod replicas (a power of two). Blocks of `BlockThreads` (the dispatch launches that
+ * many): the bound shapes the code, so each block size is a kernel of its own.
  */
-template <class Copy, class Sample, class Weight, class Mapper, class Sums>
-__global__ void __launch_bounds__(tuning::weighted_limb_block_threads)
+template <int BlockThreads, class Copy, class Sample, class Weight, class Mapper, class Sums>
+__global__ void __launch_bounds__(BlockThreads)
 weighted_limb_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples, Sums sums, Mapper map,
                      std::uint64_t* left_out, int replicas) {
   extern __shared__ std::uint64_t shared_words[];

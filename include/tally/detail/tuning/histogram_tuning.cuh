@@ -74,6 +74,15 @@ inline constexpr int weighted_block_threads = 256;
 /// Threads per block of shared_atomic's weighted kernel, whose copy in integer limbs takes 16
 /// (deterministic) or 24 bytes a bin: 512 keep 1024 threads a multiprocessor at 4096 bins.
 inline constexpr int weighted_limb_block_threads = 512;
+/// ...and of its wide blocks, where a 512-thread block's copy has room for one replica of its
+/// limbs only: twice the threads share one copy, so a copy in two replicas takes the shared memory
+/// a thread had with one (at 2048-4096 bins), and past that one replica serves twice the threads.
+inline constexpr int weighted_limb_wide_block_threads = 1024;
+/// Threads a multiprocessor that keep the limb kernel's adds in flight where samples spread: with
+/// fewer it waits (8192 bins, one 512-thread block a multiprocessor: 0.31 of an H200's bandwidth,
+/// 0.47 with 1024 threads); more gained little (4096 bins, deterministic: 0.55 with 1536, 0.54 with
+/// 1024), so past this many the dispatch takes replicas first.
+inline constexpr int weighted_limb_enough_threads = 1024;
 /// Samples (and weights) each lane of that kernel loads a step, all before any is used.
 inline constexpr int weighted_limb_items_per_lane = 4;
 /// At most this many replicas of shared_atomic's weighted limbs (a power of two), as many as cost
