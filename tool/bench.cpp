@@ -55,6 +55,7 @@ struct bench_config : result_files {
   std::vector<std::string> sizes;
   std::vector<std::string> range_kinds{"exact"};        ///< --range-kind: even bins' ranges
   std::vector<std::string> edge_layouts{"log", "random"};  ///< --edges: histogram_range's edges
+  std::vector<std::string> weight_types{"float"};           ///< --weights: weighted_histogram's weights
   timing_options given;     ///< --runs, --warmup and --timing as given
   int runs = 0;             ///< timed runs per case: given, or the backend's default
   int warmup = 0;           ///< warm-up runs per case: likewise
@@ -67,9 +68,8 @@ void add_bench_options(CLI::App& command, bench_config& cfg) {
   add_list_option(command, "--ops", cfg.ops,
                   "Operations: histogram (default), histogram_range, weighted_histogram, reduce, count_if, "
                   "find_first_if; histogram_range counts into range bins (sorted edges, see --edges) on the "
-                  "histogram cases, CUB's HistogramRange the peer; weighted_histogram sums float weights over the "
-                  "histogram cases, every weighted strategy, in "
-                  "double and deterministic; reductions run on the types of --types that reduce takes (not uint8), "
+                  "histogram cases, CUB's HistogramRange the peer; weighted_histogram sums weights (see --weights) "
+                  "over the histogram cases, every weighted strategy, in double and deterministic; reductions run on the types of --types that reduce takes (not uint8), "
                   "every strategy, on uniform data");
   command
       .add_option("--strategies", cfg.strategies,
@@ -91,6 +91,10 @@ void add_bench_options(CLI::App& command, bench_config& cfg) {
   add_list_option(command, "--edges", cfg.edge_layouts,
                   "Edges of histogram_range's B bins over [0, B]: log, e_k = (B + 1)^(k / B) - 1; random, "
                   "B - 1 interior edges drawn uniformly from (0, B) from the seed");
+  add_list_option(command, "--weights", cfg.weight_types,
+                  "Weight types of weighted_histogram: float (uniform in [0, 1) on a grid of 2^-24) and double "
+                  "(uniform in [0, 1], every bit of the mantissa drawn at its magnitude, as computed data has: a "
+                  "weight below 2^-12 has bits below 2^-64)");
   add_list_option(command, "--types", cfg.types,
                   "Sample types: " + dtype_names() +
                       "; the narrow ones count the bins their values reach (int8: 128, uint8: 256, float16: 2048, "
@@ -598,11 +602,11 @@ verification check_weighted(std::span<const double> got, std::uint64_t got_left_
   return {deterministic ? "exact" : "within bound", false};
 }
 
-/// Weighted histograms of T samples with float weights (uniform in [0, 1), seeded), summed in
+/// Weighted histograms of T samples with Weight weights (generate_weights, seeded), summed in
 /// double and, with `deterministic`, in fixed point; every strategy of the backend and automatic,
 /// on the cases (sizes, bins, distributions) of the histogram rows. Bytes read: samples + weights.
-template <class T>
-void run_weighted_type(const bench_case& bc, const std::string& type_name) {
+template <class T, class Weight>
+void run_weighted_type(const bench_case& bc, const std::string& type_name, const std::string& weight_name) {
   const bench_config& cfg = bc.config;
   const bool on_gpu = bc.where == backend::gpu;
   const std::int64_t max_bins = *std::max_element(bc.bins.begin(), bc.bins.end());
@@ -610,9 +614,9 @@ void run_weighted_type(const bench_case& bc, const std::string& type_name) {
   gpu::device_buffer<double> device_sums;
   if (on_gpu) device_sums = gpu::device_buffer<double>(static_cast<std::size_t>(max_bins));
   gpu::workspace ws;
-  std::vector<float> weights;
+  std::vector<Weight> weights;
   gpu::device_buffer<T> device_samples;
-  gpu::device_buffer<float> device_weights;
+  gpu::device_buffer<Weight> device_weights;
   weighted_reference reference;
   // The reference runs on the CPU: its automatic choice on a GPU machine (privatized while the
   // private copies fit, so fast at 2^28; deterministic sums are the same bits whatever the
@@ -625,19 +629,19 @@ void run_weighted_type(const bench_case& bc, const std::string& type_name) {
                                                                                      const histogram_bins& case_bins) {
     const even_bins& bins = std::get<even_bins>(case_bins);  // weighted rows take even bins' kinds only
     if (weights.size() != host_samples.size()) {  // a new size: new weights
-      weights.assign(host_samples.size(), 0.0f);
+      weights.assign(host_samples.size(), Weight{0});
       generate_weights(cfg.seed, weights);
       reference.max_abs_weight = 0;
-      for (const float w : weights) reference.max_abs_weight = std::max(reference.max_abs_weight, std::fabs(double{w}));
+      for (const Weight w : weights) reference.max_abs_weight = std::max(reference.max_abs_weight, std::fabs(double{w}));
       if (on_gpu) {
         device_samples = gpu::device_buffer<T>();  // free the last size's buffers before taking the next
-        device_weights = gpu::device_buffer<float>();
+        device_weights = gpu::device_buffer<Weight>();
         device_samples = gpu::device_buffer<T>(host_samples.size());
-        device_weights = gpu::device_buffer<float>(std::span<const float>(weights));
+        device_weights = gpu::device_buffer<Weight>(std::span<const Weight>(weights));
       }
     }
     if (on_gpu) device_samples.upload(host_samples);
-    const std::span<const float> host_weights(weights);
+    const std::span<const Weight> host_weights(weights);
     const auto num_bins = static_cast<std::size_t>(bins.num_bins);
     reference.sums.assign(num_bins, 0.0);
     reference.counts.assign(num_bins, 0);
@@ -648,12 +652,12 @@ void run_weighted_type(const bench_case& bc, const std::string& type_name) {
         cpu::histogram_even(host_samples, host_weights, reference_sums, bins, deterministic_reference).left_out;
     (void)cpu::histogram_even(host_samples, std::span<std::uint64_t>(reference.counts), bins, reference_options);
     const std::span<double> have(got.data(), num_bins);
-    const std::int64_t bytes = base.num_samples * static_cast<std::int64_t>(sizeof(T) + sizeof(float));
+    const std::int64_t bytes = base.num_samples * static_cast<std::int64_t>(sizeof(T) + sizeof(Weight));
 
     for (const bool deterministic : {false, true}) {
       for (const strategy s : with_automatic(bc.where, operation::weighted_histogram)) {
         bench_row row = base;
-        row.variant = deterministic ? "float weights, deterministic" : "float weights";
+        row.variant = weight_name + (deterministic ? " weights, deterministic" : " weights");
         row.strategy = std::string(to_string(s));
         histogram_options options{s};
         options.deterministic = deterministic;
@@ -753,6 +757,14 @@ int run_bench(const bench_config& cfg) {
     }
   }
   if (cfg.range_kinds.empty()) throw_invalid_argument("tally bench", "--range-kind", "needs at least one kind");
+  for (const std::string& weight : cfg.weight_types) {
+    if (weight != "float" && weight != "double") {
+      throw_invalid_argument("tally bench", "--weights", "has an unknown weight type '" + weight + "' (float, double)");
+    }
+  }
+  if (cfg.weight_types.empty()) throw_invalid_argument("tally bench", "--weights", "needs at least one type");
+  const bool double_weights =
+      std::find(cfg.weight_types.begin(), cfg.weight_types.end(), "double") != cfg.weight_types.end();
   for (const std::string& layout : cfg.edge_layouts) {
     if (!parse_edge_layout(layout)) {
       throw_invalid_argument("tally bench", "--edges", "has an unknown edge layout '" + layout + "' (log, random)");
@@ -822,11 +834,13 @@ int run_bench(const bench_config& cfg) {
     }
   }
   const double sample_bytes = static_cast<double>(largest) * static_cast<double>(widest);
-  const double input_bytes = sample_bytes + (weighted ? static_cast<double>(largest) * sizeof(float) : 0.0);
+  const std::size_t weight_bytes = double_weights ? sizeof(double) : sizeof(float);
+  const double input_bytes = sample_bytes + (weighted ? static_cast<double>(largest) * weight_bytes : 0.0);
   const double counter_bytes =
       static_cast<double>(*std::max_element(bin_counts.begin(), bin_counts.end())) * sizeof(std::uint64_t);
   check_memory_fits("tally bench", "--sizes",
-                    fmt::format("{} {} samples{}", largest, widest_name, weighted ? " and their float weights" : ""),
+                    fmt::format("{} {} samples{}", largest, widest_name,
+                                weighted ? (double_weights ? " and their double weights" : " and their float weights") : ""),
                     where, input_bytes + 2 * counter_bytes, input_bytes + counter_bytes);
 
   bench_environment env;
@@ -854,7 +868,15 @@ int run_bench(const bench_config& cfg) {
   if (histograms) run_histograms("histogram", cfg.range_kinds);
   if (range_bins) run_histograms("histogram_range", cfg.edge_layouts);
   for (const std::string& type : weighted ? cfg.types : std::vector<std::string>{}) {
-    with_sample_type(type, [&]<class T>() { run_weighted_type<T>(run, type); });
+    with_sample_type(type, [&]<class T>() {
+      for (const std::string& weight : cfg.weight_types) {
+        if (weight == "float") {
+          run_weighted_type<T, float>(run, type, weight);
+        } else {
+          run_weighted_type<T, double>(run, type, weight);
+        }
+      }
+    });
   }
   // Reductions: every type asked for that reduce takes (uint8 is left out); min and max for the
   // first of them only, sums and counts for all.

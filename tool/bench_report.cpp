@@ -64,7 +64,7 @@ void print_binned_table(std::FILE* out, const std::vector<bench_row>& rows, cons
   const auto left = [&](const std::string& type, const auto& samples, const std::string& dist, const auto& bins,
                         const std::string& kind, const std::string& variant) {
     return fmt::format("{:<8} {:>11} {:<10} {:>8} {:<7}  ", type, samples, dist, bins, kind) +
-           (with_variant ? fmt::format("{:<28}  ", variant) : std::string());
+           (with_variant ? fmt::format("{:<29}  ", variant) : std::string());
   };
   fmt::print(out, "{}{:<34} {:<16} {:>10} {:>6} {:>10} {:>9} {:>6}\n",
              left("type", "samples", "dist", "bins", "kind", "variant"), "strategy", "check", "median ms", "noise",
@@ -95,8 +95,8 @@ void print_table(std::FILE* out, const std::vector<bench_row>& rows) {
     print_binned_table(out, rows, "histogram_range");
   }
   if (has_operation(rows, "weighted_histogram")) {
-    fmt::print(out, "\nweighted histograms: float weights, bytes read = samples + weights (CUB has no weighted "
-                    "histogram: no peer)\n");
+    fmt::print(out, "\nweighted histograms: bytes read = samples + weights (CUB has no weighted histogram: no "
+                    "peer)\n");
     print_binned_table(out, rows, "weighted_histogram");
   }
 }
@@ -190,7 +190,7 @@ void print_binned_summary(std::FILE* out, const bench_environment& env, const st
     fmt::print(out, "\nsummary of weighted histograms ({} backend, fraction of the {:.0f} GB/s read bandwidth; "
                     "verified results only; CUB has no weighted histogram)\n",
                env.backend, env.read_bytes_per_s * 1e-9);
-    fmt::print(out, "{:<8} {:>11} {:>8} {:<7} {:<10}  {:<28}  {:<20} {:>6}  {:<28} {:>6}\n", "type", "samples",
+    fmt::print(out, "{:<8} {:>11} {:>8} {:<7} {:<10}  {:<29}  {:<20} {:>6}  {:<28} {:>6}\n", "type", "samples",
                "bins", "kind", "dist", "variant", "best", "read", "automatic", "read");
   } else {
     fmt::print(out, "\nsummary{} ({} backend, fraction of the {:.0f} GB/s read bandwidth; exact results only)\n",
@@ -204,7 +204,7 @@ void print_binned_summary(std::FILE* out, const bench_environment& env, const st
     const auto fraction = [](const bench_row* r) { return r ? fmt::format("{:.3f}", r->read_fraction) : std::string("-"); };
     const std::string start = fmt::format("{:<8} {:>11} {:>8} {:<7} {:<10}  ", std::get<1>(k), std::get<2>(k),
                                           std::get<3>(k), std::get<5>(k), std::get<4>(k)) +
-                              (weighted ? fmt::format("{:<28}  ", std::get<0>(k)) : std::string());
+                              (weighted ? fmt::format("{:<29}  ", std::get<0>(k)) : std::string());
     fmt::print(out, "{}{:<20} {:>6}  {:<28} {:>6}{}\n", start, c.best ? c.best->strategy : "-", fraction(c.best),
                c.automatic ? "automatic->" + c.automatic->used : "-", fraction(c.automatic),
                weighted ? std::string() : fmt::format("  {:>6}", fraction(c.cub)));

@@ -214,6 +214,15 @@ void generate_weights(std::uint64_t seed, std::span<float> out) {
   });
 }
 
+void generate_weights(std::uint64_t seed, std::span<double> out) {
+  const auto size = static_cast<std::int64_t>(out.size());
+  fill_in_chunks(size, seed ^ 0x5851f42d4c957f2dull, [&](std::int64_t i, splitmix64& rng) {
+    const double high = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;  // a multiple of 2^-53
+    const double low = static_cast<double>(rng.next() >> 11) * 0x1.0p-106;  // the bits below it
+    out[static_cast<std::size_t>(i)] = high + low;  // at most 1 (1 - 2^-53 and low rounding up)
+  });
+}
+
 template std::pair<double, double> finite_extremes<std::int8_t>(std::span<const std::int8_t>);
 template std::pair<double, double> finite_extremes<std::int16_t>(std::span<const std::int16_t>);
 template std::pair<double, double> finite_extremes<std::uint16_t>(std::span<const std::uint16_t>);

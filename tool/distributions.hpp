@@ -110,5 +110,11 @@ std::pair<double, double> finite_extremes(std::span<const T> samples);
  * float), from a stream of `seed` apart from the samples' (so weights do not follow bins).
  */
 void generate_weights(std::uint64_t seed, std::span<float> out);
+/**
+ * @brief Fills `out` with weights drawn uniformly from [0, 1] with every bit of a double's
+ * mantissa at its magnitude (two 53-bit draws added, rounded once), as computed data has: those
+ * below 2^-12 have bits below 2^-64. From the same stream as the float weights of `seed`.
+ */
+void generate_weights(std::uint64_t seed, std::span<double> out);
 
 }  // namespace tally::cli

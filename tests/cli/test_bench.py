@@ -234,6 +234,28 @@ def test_cpu_bench_weighted_histograms_verify_every_strategy_both_ways(tmp_path)
     assert all(float(row["read_fraction"]) > 0 for row in table)
 
 
+def test_cpu_bench_weighted_histograms_with_double_weights(tmp_path):
+    """--weights float,double: rows of each weight type, both ways, bytes read counting 8-byte
+    weights; double weights below 2^-12 have bits below 2^-64 (the double sums' exact grid), so
+    the rows cover weights summed aside too."""
+    json_path = tmp_path / "bench.json"
+    result = run("bench", "--backend", "cpu", "--ops", "weighted_histogram", "--weights", "float,double",
+                 "--types", "int32", "--dists", "uniform,single", "--sizes", "20000", "--bins", "7,300",
+                 "--runs", "1", "--json", str(json_path))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.rstrip().endswith("0 verification mismatches")
+    rows = json.loads(json_path.read_text())["rows"]
+    variants = {"float weights": 4, "float weights, deterministic": 4, "double weights": 8,
+                "double weights, deterministic": 8}
+    assert {r["variant"] for r in rows} == set(variants)
+    assert len(rows) == 2 * 2 * len(variants) * 3  # bins, distributions, variants, strategies
+    for r in rows:
+        assert r["check"] == ("exact" if r["variant"].endswith("deterministic") else "within bound"), r
+        weight_bytes = variants[r["variant"]]
+        assert r["bytes_per_s"] == pytest.approx(r["samples"] * (4 + weight_bytes) / (r["median_ms"] * 1e-3),
+                                                 rel=1e-6)
+
+
 # The narrow types: bytes a sample, and how many bins of [0, bins) their values reach (int8: 0..127;
 # float16 holds every integer to 2048, bfloat16 to 256).
 NARROW_TYPES = {"int8": (1, 128), "int16": (2, 32768), "uint16": (2, 65536), "float16": (2, 2048),
@@ -298,6 +320,8 @@ def test_cpu_bench_runs_the_narrow_types_on_every_operation(tmp_path):
     (("--range-kind", "numpy"), "--range-kind"),
     (("--range-kind", "exact,log"), "--range-kind"),  # log is a layout of edges, not an even range
     (("--edges", "linear"), "--edges"),
+    (("--ops", "weighted_histogram", "--weights", "half"), "--weights"),
+    (("--ops", "weighted_histogram", "--weights", "float,int32"), "--weights"),
     (("--ops", "weighted_histogram", "--sizes", "2^32"), "--sizes"),
     (("--strategies", "nonsense"), "--strategies"),
     (("--strategies", "shared_atomic", "--backend", "cpu"), "--strategies"),
