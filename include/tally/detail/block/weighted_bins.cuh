@@ -440,40 +440,56 @@ __device__ __forceinline__ void add_counted(Sample sample, Weight weight, bool v
 /**
  * A block's cache of the bins it meets, for weighted sums whose bins do not fit its shared memory
  * (shared_atomic past the copy): `slots` slots (a power of two), each a bin's tag and its sum in
- * `Limbs` 32-bit limbs (limb_sum.hpp, added to with integer atomics as a whole copy's are). The
- * slots form sets of two; bin b may sit only in the set hash(b) names (a multiplicative hash: bins
- * a stride apart spread over the sets), in whichever of its two slots the first of its samples to
- * find one free claims. A sample whose set two other bins hold adds straight to the global sums;
- * two ways keep a hot bin from missing just because one other bin took its slot first. A claimed
- * slot keeps its bin until the block empties the cache (`empty_into`, after a __syncthreads), so
- * every add to a slot is to its bin's sum, and the sums stay exact in any order. Crowded data (a
- * few hot bins, sorted runs) then adds in shared memory, as a whole copy would; spread data mostly
- * misses, and costs what global atomics cost.
+ * `Limbs` 32-bit limbs (limb_sum.hpp, added to with integer atomics as a whole copy's are), the
+ * limbs in `replicas` replicas as a copy's are (lane l adds to replica l mod replicas, a bin's
+ * replicas in different banks). The slots form sets of two; bin b may sit only in the set hash(b)
+ * names (a multiplicative hash: bins a stride apart spread over the sets), in whichever of its two
+ * slots the first of its samples to find one free claims. A sample whose set two other bins hold
+ * adds straight to the global sums; two ways keep a hot bin from missing just because one other
+ * bin took its slot first. A claimed slot keeps its bin until the block empties the cache
+ * (`empty_into`, after a __syncthreads), so every add to a slot is to its bin's sum, and the sums
+ * stay exact in any order. Crowded data (a few hot bins, sorted runs) then adds in shared memory,
+ * as a whole copy would; spread data mostly misses, and costs what global atomics cost.
  */
 template <int Limbs>
 struct bin_cache {
   static constexpr std::uint32_t no_bin = 0xffffffffu;
-  std::uint32_t* tags;           // `slots` words, then Limbs arrays of `slots` words
+  std::uint32_t* tags;           // `slots` words, then Limbs arrays of `replicas` replicas, `pitch` words apart
   std::uint32_t slots;
+  std::uint32_t pitch;
+  int replicas;
   std::uint32_t tags_address;    // of `tags` in the shared window
+  std::uint32_t limbs_address;   // of this lane's replica of the limb arrays in the shared window
   int hash_shift;                // 33 - log2(slots): the hash's top bits name one of slots / 2 sets
 
-  /// Shared-memory bytes for `slots` slots.
-  __host__ __device__ static std::size_t bytes(std::uint32_t slots) {
-    return static_cast<std::size_t>(slots) * (Limbs + 1) * sizeof(std::uint32_t);
+  /// Words from one replica of a limb array to the next: one more than the slots with more than
+  /// one replica, so that a slot's replicas sit in different banks.
+  __host__ __device__ static constexpr std::uint32_t replica_pitch(std::uint32_t slots, int replicas) {
+    return slots + (replicas > 1 ? 1u : 0u);
   }
-  __device__ static bin_cache at(void* shared, std::uint32_t slots) {
-    return {static_cast<std::uint32_t*>(shared), slots, static_cast<std::uint32_t>(__cvta_generic_to_shared(shared)),
+  /// Shared-memory bytes for `slots` slots in `replicas` replicas.
+  __host__ __device__ static std::size_t bytes(std::uint32_t slots, int replicas = 1) {
+    return (static_cast<std::size_t>(slots) +
+            static_cast<std::size_t>(replica_pitch(slots, replicas)) * static_cast<std::size_t>(replicas) * Limbs) *
+           sizeof(std::uint32_t);
+  }
+  __device__ static bin_cache at(void* shared, std::uint32_t slots, int replicas) {
+    auto* tags = static_cast<std::uint32_t*>(shared);
+    const std::uint32_t pitch = replica_pitch(slots, replicas);
+    return {tags,
+            slots,
+            pitch,
+            replicas,
+            static_cast<std::uint32_t>(__cvta_generic_to_shared(shared)),
+            lane_replica_address(tags + slots, pitch, replicas),
             33 - (31 - __clz(static_cast<int>(slots)))};
   }
   /// Marks every slot free and its limbs zero (the block's threads together; a __syncthreads must
   /// follow).
   __device__ void clear() const {
-    for (std::uint32_t s = threadIdx.x; s < slots; s += blockDim.x) {
-      tags[s] = no_bin;
-#pragma unroll
-      for (int i = 0; i < Limbs; ++i) tags[(i + 1) * slots + s] = 0;
-    }
+    for (std::uint32_t s = threadIdx.x; s < slots; s += blockDim.x) tags[s] = no_bin;
+    const std::uint32_t limb_words = pitch * static_cast<std::uint32_t>(replicas) * Limbs;
+    for (std::uint32_t w = threadIdx.x; w < limb_words; w += blockDim.x) tags[slots + w] = 0;
   }
   /// The slot that holds `bin` now, claimed if it was free, or -1 if other bins hold both slots of
   /// its set.
@@ -493,24 +509,36 @@ struct bin_cache {
     }
     return tag == no_bin || tag == bin;
   }
-  /// Adds a value to slot `slot`'s sum.
+  /// Adds a value to this lane's replica of slot `slot`'s sum.
   template <int Width>
   __device__ __forceinline__ void add(int slot, const limb_sum::window<Width>& value) const {
-    add_to_shared_limbs<Limbs>(tags_address + 4 * slots, 4 * slots, static_cast<std::uint32_t>(slot), value);
+    add_to_shared_limbs<Limbs>(limbs_address, 4 * pitch * static_cast<std::uint32_t>(replicas),
+                               static_cast<std::uint32_t>(slot), value);
   }
-  /// Calls visit(bin, limb) for each claimed slot, with its limbs, and frees it (the block's threads
-  /// together, after a __syncthreads; another must follow before the cache is used again).
+  /// Calls visit(bin, limb) for each claimed slot, with its limbs (its replicas summed exactly,
+  /// modulo 2^(32 Limbs), where the sum lies), and frees it (the block's threads together, after a
+  /// __syncthreads; another must follow before the cache is used again).
   template <class Visit>
   __device__ void empty_into(Visit visit) const {
+    std::uint32_t* const limbs = tags + slots;
+    const std::uint32_t array = pitch * static_cast<std::uint32_t>(replicas);
     for (std::uint32_t s = threadIdx.x; s < slots; s += blockDim.x) {
       const std::uint32_t bin = tags[s];
       if (bin == no_bin) continue;
+      fixed_point_weight::wide_uint sum = 0;  // modulo 2^128: the replicas' sum, whose low limbs are the slot's
+      for (int r = 0; r < replicas; ++r) {
+        std::uint32_t limb[Limbs];
+#pragma unroll
+        for (int i = 0; i < Limbs; ++i) {
+          std::uint32_t& word = limbs[i * array + static_cast<std::uint32_t>(r) * pitch + s];
+          limb[i] = word;
+          word = 0;
+        }
+        sum += static_cast<fixed_point_weight::wide_uint>(limb_sum::to_wide(limb));
+      }
       std::uint32_t limb[Limbs];
 #pragma unroll
-      for (int i = 0; i < Limbs; ++i) {
-        limb[i] = tags[(i + 1) * slots + s];
-        tags[(i + 1) * slots + s] = 0;
-      }
+      for (int i = 0; i < Limbs; ++i) limb[i] = static_cast<std::uint32_t>(sum >> (32 * i));
       tags[s] = no_bin;
       visit(bin, limb);
     }

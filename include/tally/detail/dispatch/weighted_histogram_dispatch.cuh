@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <tuple>
+#include <type_traits>
 
 #include <cuda_runtime.h>
 
@@ -116,16 +117,20 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   const bool cached = s == strategy::shared_atomic && !in_shared;
   const std::uint32_t slots = cached ? weighted_cache_slots(num_bins, deterministic, props) : 0;
   if (cached && slots == 0) return cudaErrorInvalidValue;
-  const std::size_t cache_bytes = deterministic ? bin_cache<limb_sum::fixed_limbs>::bytes(slots)
-                                                : bin_cache<limb_sum::exact_limbs>::bytes(slots);
-  // shared_atomic's copy: its block size and the replicas of its limbs (up to
-  // tuning::weighted_max_replicas), of narrow blocks (weighted_limb_block_threads) and wide ones
-  // (twice the threads on one copy). A warp's lanes of one bin take turns on a word, so two
-  // replicas or more let crowded data run as spread data does, but each is a whole copy of shared
-  // memory, and fewer blocks fit; spread data wants threads enough to keep the adds in flight.
-  // Of the shapes that fit, the most threads a multiprocessor up to
-  // tuning::weighted_limb_enough_threads, then two replicas or more, then the most threads, then
-  // narrow blocks (their code is the faster), then the most replicas.
+  // Shared memory of shared_atomic's copy, or of its cache where the copy does not fit, with
+  // `replicas` replicas of the limbs.
+  const auto limb_bytes = [&](int replicas) {
+    if (!cached) return weighted_copy_bytes(s, num_bins, deterministic, replicas);
+    return deterministic ? bin_cache<limb_sum::fixed_limbs>::bytes(slots, replicas)
+                         : bin_cache<limb_sum::exact_limbs>::bytes(slots, replicas);
+  };
+  // shared_atomic's block size and the replicas of its limbs (up to tuning::weighted_max_replicas),
+  // of narrow blocks (weighted_limb_block_threads) and wide ones (twice the threads on one copy or
+  // cache; the cache comes in wide blocks only, `narrow_kernel` nullptr). A warp's lanes of one bin take turns on a word, so two replicas or more let crowded
+  // data run as spread data does, but each is a whole copy of the limbs, and fewer blocks fit;
+  // spread data wants threads enough to keep the adds in flight. Of the shapes that fit, the most
+  // threads a multiprocessor up to tuning::weighted_limb_enough_threads, then two replicas or more,
+  // then the most threads, then narrow blocks (their code is the faster), then the most replicas.
   struct limb_shape {
     int block_threads = tuning::weighted_limb_block_threads;
     int replicas = 1;
@@ -134,7 +139,7 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
     shape = {};
     auto best = std::make_tuple(-1, false, -1, false, 0);
     const auto consider = [&](auto kernel, int block_threads, int replicas) {
-      const std::size_t bytes = weighted_copy_bytes(s, num_bins, deterministic, replicas);
+      const std::size_t bytes = limb_bytes(replicas);
       if (bytes > props.shared_memory_per_block_optin) return cudaSuccess;
       int blocks = 0;
       if (cudaError_t e = resident_blocks_per_multiprocessor(kernel, block_threads, bytes, blocks); e != cudaSuccess) {
@@ -151,7 +156,11 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
       return cudaSuccess;
     };
     for (int r = 1; r <= tuning::weighted_max_replicas; r *= 2) {
-      if (cudaError_t e = consider(narrow_kernel, tuning::weighted_limb_block_threads, r); e != cudaSuccess) return e;
+      if constexpr (!std::is_null_pointer_v<decltype(narrow_kernel)>) {
+        if (cudaError_t e = consider(narrow_kernel, tuning::weighted_limb_block_threads, r); e != cudaSuccess) {
+          return e;
+        }
+      }
       if (cudaError_t e = consider(wide_kernel, tuning::weighted_limb_wide_block_threads, r); e != cudaSuccess) return e;
     }
     return cudaSuccess;
@@ -172,18 +181,25 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   // without, into `out`.
   const auto launch = [&](auto narrow_copy_kernel, auto wide_copy_kernel, auto cache_kernel, auto cached_sums,
                           auto atomic_kernel, auto in_warps_shared_kernel, auto in_warps_global_kernel, auto out) {
-    if (s == strategy::shared_atomic) {
-      constexpr int narrow = tuning::weighted_limb_block_threads;
-      if (cached) return launch_with(cache_kernel, narrow, cache_bytes, cached_sums, fast, left_out, slots);
-      limb_shape shape;
-      if (cudaError_t e = choose_limb_shape(narrow_copy_kernel, wide_copy_kernel, shape); e != cudaSuccess) return e;
-      const std::size_t bytes = weighted_copy_bytes(s, num_bins, deterministic, shape.replicas);
-      return shape.block_threads == narrow
-                 ? launch_with(narrow_copy_kernel, narrow, bytes, out, fast, left_out, shape.replicas)
-                 : launch_with(wide_copy_kernel, shape.block_threads, bytes, out, fast, left_out, shape.replicas);
+    if (s != strategy::shared_atomic) {
+      return launch_with(
+          s == strategy::atomic ? atomic_kernel : in_shared ? in_warps_shared_kernel : in_warps_global_kernel,
+          threads, copy_bytes, out, map, left_out);
     }
-    return launch_with(s == strategy::atomic ? atomic_kernel : in_shared ? in_warps_shared_kernel : in_warps_global_kernel,
-                       threads, copy_bytes, out, map, left_out);
+    constexpr int narrow = tuning::weighted_limb_block_threads;
+    limb_shape shape;
+    if (cudaError_t e = cached ? choose_limb_shape(nullptr, cache_kernel, shape)
+                               : choose_limb_shape(narrow_copy_kernel, wide_copy_kernel, shape);
+        e != cudaSuccess) {
+      return e;
+    }
+    const std::size_t bytes = limb_bytes(shape.replicas);
+    if (cached) {
+      return launch_with(cache_kernel, shape.block_threads, bytes, cached_sums, fast, left_out, slots, shape.replicas);
+    }
+    return shape.block_threads == narrow
+               ? launch_with(narrow_copy_kernel, narrow, bytes, out, fast, left_out, shape.replicas)
+               : launch_with(wide_copy_kernel, shape.block_threads, bytes, out, fast, left_out, shape.replicas);
   };
 
   if (!deterministic) {

@@ -56,17 +56,19 @@ weighted_limb_kernel(const Sample* samples, const Weight* weights, std::int64_t 
 
 /**
  * shared_atomic where a block's copy of the sums does not fit its shared memory: a cache of
- * `slots` bins per block (bin_cache), `Sums` exact_cached_sums (double sums) or fixed_cached_sums
- * (deterministic). The cache is emptied into the global sums every
- * tuning::weighted_cache_period_steps steps of the block, and at the end, so that each stretch of
- * the data gets slots for its own bins (sorted data moves from bin to bin).
+ * `slots` bins per block (bin_cache) with its limbs in `replicas` replicas, `Sums`
+ * exact_cached_sums (double sums) or fixed_cached_sums (deterministic), in wide blocks (a cache
+ * large enough to hit takes the room that leaves narrow blocks fewer threads than one wide one).
+ * The cache is emptied into the global sums every tuning::weighted_cache_period_steps steps of
+ * the block, and at the end, so that each stretch of the data gets slots for its own bins (sorted
+ * data moves from bin to bin).
  */
 template <class Sums, class Sample, class Weight, class Mapper>
-__global__ void __launch_bounds__(tuning::weighted_limb_block_threads)
+__global__ void __launch_bounds__(tuning::weighted_limb_wide_block_threads)
 weighted_cache_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples, Sums sums, Mapper map,
-                      std::uint64_t* left_out, std::uint32_t slots) {
+                      std::uint64_t* left_out, std::uint32_t slots, int replicas) {
   extern __shared__ std::uint64_t shared_words[];
-  const auto cache = bin_cache<Sums::limbs>::at(shared_words, slots);
+  const auto cache = bin_cache<Sums::limbs>::at(shared_words, slots, replicas);
   cache.clear();
   __syncthreads();  // every slot is free before anyone claims one
   std::uint64_t mine = 0;
