@@ -77,7 +77,7 @@ inline choice choose_gpu_weighted(strategy requested, std::int64_t num_bins, boo
   if (weighted_cache_slots(num_bins, deterministic, props) != 0) {
     return {strategy::shared_atomic,
             "too many bins for shared memory: each block keeps the bins it meets in a cache, summed exactly as "
-            "integers in 32-bit parts with integer atomics and emptied into the global sums every 32768 samples; "
+            "integers in 32-bit parts with integer atomics and emptied into the global sums every 65536 samples; "
             "a sample whose two cache slots other bins hold adds straight to the global sums"};
   }
   return {strategy::warp_aggregated,

@@ -95,7 +95,7 @@ inline constexpr std::uint32_t weighted_cache_slots = 4096;
 /// ...or the largest power of two below it that fits the device, down to this many...
 inline constexpr std::uint32_t weighted_cache_min_slots = 256;
 /// ...and empties it every this many steps (a step: weighted_limb_items_per_lane samples a thread),
-/// 32768 samples a block.
+/// 65536 samples a block (the cache runs in blocks of weighted_limb_wide_block_threads).
 inline constexpr int weighted_cache_period_steps = 16;
 /// Samples (and weights) each lane of warp_aggregated's weighted kernels loads a step, all loads
 /// issued before the first is used.
