@@ -93,8 +93,8 @@ void add_bench_options(CLI::App& command, bench_config& cfg) {
                   "B - 1 interior edges drawn uniformly from (0, B) from the seed");
   add_list_option(command, "--weights", cfg.weight_types,
                   "Weight types of weighted_histogram: float (uniform in [0, 1) on a grid of 2^-24) and double "
-                  "(uniform in [0, 1], every bit of the mantissa drawn at its magnitude, as computed data has: a "
-                  "weight below 2^-12 has bits below 2^-64)");
+                  "(uniform in [0, 1], every bit of the mantissa drawn at its magnitude, as computed data has: most "
+                  "weights below 2^-12 have bits below 2^-64)");
   add_list_option(command, "--types", cfg.types,
                   "Sample types: " + dtype_names() +
                       "; the narrow ones count the bins their values reach (int8: 128, uint8: 256, float16: 2048, "

@@ -112,8 +112,8 @@ std::pair<double, double> finite_extremes(std::span<const T> samples);
 void generate_weights(std::uint64_t seed, std::span<float> out);
 /**
  * @brief Fills `out` with weights drawn uniformly from [0, 1] with every bit of a double's
- * mantissa at its magnitude (two 53-bit draws added, rounded once), as computed data has: those
- * below 2^-12 have bits below 2^-64. From the same stream as the float weights of `seed`.
+ * mantissa at its magnitude (two 53-bit draws added, rounded once), as computed data has: most of
+ * those below 2^-12 have bits below 2^-64. From the same stream as the float weights of `seed`.
  */
 void generate_weights(std::uint64_t seed, std::span<double> out);
 

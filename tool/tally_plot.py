@@ -184,8 +184,11 @@ def bench_panels(rows):
         elif operation == "histogram_range":
             title = "range bins, {} edges: {}, {}".format(kind, sample_type, bins)
         elif operation == "weighted_histogram":
-            # "float weights" or "float weights, deterministic": short enough for a panel's width
-            weighted = "weighted, deterministic" if "deterministic" in variant else "weighted"
+            # "float weights" or "double weights, deterministic": the weights' type and the mode,
+            # short enough for a panel's width
+            weighted = "{} weights".format(variant.split()[0])
+            if "deterministic" in variant:
+                weighted += ", deterministic"
             title = "{}: {}, {} bins{}".format(weighted, sample_type, bins, range_text)
         else:
             title = "{}, {}".format(operation, sample_type)

@@ -235,9 +235,8 @@ def test_cpu_bench_weighted_histograms_verify_every_strategy_both_ways(tmp_path)
 
 
 def test_cpu_bench_weighted_histograms_with_double_weights(tmp_path):
-    """--weights float,double: rows of each weight type, both ways, bytes read counting 8-byte
-    weights; double weights below 2^-12 have bits below 2^-64 (the double sums' exact grid), so
-    the rows cover weights summed aside too."""
+    """--weights float,double: rows of each weight type, both ways, verified, bytes read counting
+    8-byte weights."""
     json_path = tmp_path / "bench.json"
     result = run("bench", "--backend", "cpu", "--ops", "weighted_histogram", "--weights", "float,double",
                  "--types", "int32", "--dists", "uniform,single", "--sizes", "20000", "--bins", "7,300",

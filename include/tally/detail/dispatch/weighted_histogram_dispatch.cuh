@@ -126,17 +126,20 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   };
   // shared_atomic's block size and the replicas of its limbs (up to tuning::weighted_max_replicas),
   // of narrow blocks (weighted_limb_block_threads) and wide ones (twice the threads on one copy or
-  // cache; the cache comes in wide blocks only, `narrow_kernel` nullptr). A warp's lanes of one bin take turns on a word, so two replicas or more let crowded
-  // data run as spread data does, but each is a whole copy of the limbs, and fewer blocks fit;
-  // spread data wants threads enough to keep the adds in flight. Of the shapes that fit, the most
-  // threads a multiprocessor up to tuning::weighted_limb_enough_threads, then two replicas or more,
-  // then the most threads, then narrow blocks (their code is the faster), then the most replicas.
+  // cache; the cache comes in wide blocks only: `narrow_kernel` nullptr). A warp's lanes of one bin
+  // take turns on a word, so two replicas or more let crowded data run as spread data does, but
+  // each is a whole copy of the limbs, and fewer blocks fit; spread data wants threads enough to
+  // keep the adds in flight. Of the shapes that fit, the most threads a multiprocessor up to
+  // tuning::weighted_limb_enough_threads, then two replicas or more, then the most threads, then
+  // narrow blocks (their code is the faster), then the most replicas. Where none fits (no device
+  // does so today), one replica in the blocks of the kernel there is.
   struct limb_shape {
     int block_threads = tuning::weighted_limb_block_threads;
     int replicas = 1;
   };
   const auto choose_limb_shape = [&](auto narrow_kernel, auto wide_kernel, limb_shape& shape) {
-    shape = {};
+    constexpr bool only_wide = std::is_null_pointer_v<decltype(narrow_kernel)>;
+    shape = {only_wide ? tuning::weighted_limb_wide_block_threads : tuning::weighted_limb_block_threads, 1};
     auto best = std::make_tuple(-1, false, -1, false, 0);
     const auto consider = [&](auto kernel, int block_threads, int replicas) {
       const std::size_t bytes = limb_bytes(replicas);
@@ -156,7 +159,7 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
       return cudaSuccess;
     };
     for (int r = 1; r <= tuning::weighted_max_replicas; r *= 2) {
-      if constexpr (!std::is_null_pointer_v<decltype(narrow_kernel)>) {
+      if constexpr (!only_wide) {
         if (cudaError_t e = consider(narrow_kernel, tuning::weighted_limb_block_threads, r); e != cudaSuccess) {
           return e;
         }

@@ -85,12 +85,12 @@ inline constexpr int weighted_limb_wide_block_threads = 1024;
 inline constexpr int weighted_limb_enough_threads = 1024;
 /// Samples (and weights) each lane of that kernel loads a step, all before any is used.
 inline constexpr int weighted_limb_items_per_lane = 4;
-/// At most this many replicas of shared_atomic's weighted limbs (a power of two), as many as cost
-/// no blocks a multiprocessor: a warp's lanes of one bin take turns on `replicas` words, 32 /
-/// replicas lanes on each.
+/// At most this many replicas of shared_atomic's weighted limbs (a power of two; the dispatch ranks
+/// the shapes, weighted_limb_enough_threads): a warp's lanes of one bin take turns on `replicas`
+/// words, 32 / replicas lanes on each.
 inline constexpr int weighted_max_replicas = 8;
 /// Where a whole copy does not fit, shared_atomic's block keeps a cache of this many bins (80 KiB
-/// for double sums, 64 deterministic: at least two blocks a multiprocessor)...
+/// for double sums, 64 deterministic, with one replica of its limbs; 144 and 112 with two)...
 inline constexpr std::uint32_t weighted_cache_slots = 4096;
 /// ...or the largest power of two below it that fits the device, down to this many...
 inline constexpr std::uint32_t weighted_cache_min_slots = 256;
