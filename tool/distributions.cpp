@@ -206,17 +206,20 @@ std::pair<double, double> finite_extremes(std::span<const T> samples) {
   return {lower, upper};
 }
 
+// Weights come from another stream than the samples' of the same seed: the chunk seeds of seed ^
+// this constant.
+constexpr std::uint64_t weight_stream = 0x5851f42d4c957f2dull;
+
 void generate_weights(std::uint64_t seed, std::span<float> out) {
-  // Another stream than the samples' of the same seed: the chunk seeds of seed ^ this constant.
   const auto size = static_cast<std::int64_t>(out.size());
-  fill_in_chunks(size, seed ^ 0x5851f42d4c957f2dull, [&](std::int64_t i, splitmix64& rng) {
+  fill_in_chunks(size, seed ^ weight_stream, [&](std::int64_t i, splitmix64& rng) {
     out[static_cast<std::size_t>(i)] = static_cast<float>(rng.next() >> 40) * 0x1.0p-24f;  // 24 bits: exact
   });
 }
 
 void generate_weights(std::uint64_t seed, std::span<double> out) {
   const auto size = static_cast<std::int64_t>(out.size());
-  fill_in_chunks(size, seed ^ 0x5851f42d4c957f2dull, [&](std::int64_t i, splitmix64& rng) {
+  fill_in_chunks(size, seed ^ weight_stream, [&](std::int64_t i, splitmix64& rng) {
     const double high = static_cast<double>(rng.next() >> 11) * 0x1.0p-53;  // a multiple of 2^-53
     const double low = static_cast<double>(rng.next() >> 11) * 0x1.0p-106;  // the bits below it
     out[static_cast<std::size_t>(i)] = high + low;  // at most 1 (1 - 2^-53 and low rounding up)

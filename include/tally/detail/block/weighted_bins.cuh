@@ -291,6 +291,19 @@ __device__ __forceinline__ std::uint32_t lane_replica_address(const std::uint32_
          4 * pitch * (lane & static_cast<std::uint32_t>(replicas - 1));
 }
 
+/// Reads replica `r` of word `word` of `Limbs` limb arrays `array` words apart, whose replicas are
+/// `pitch` words apart, into `limb`; with `Clear`, zeroes the words read.
+template <int Limbs, bool Clear = false>
+__device__ __forceinline__ void read_limb_replica(std::uint32_t* limbs, std::uint32_t array, std::uint32_t pitch, int r,
+                                                  std::uint32_t word, std::uint32_t (&limb)[Limbs]) {
+#pragma unroll
+  for (int i = 0; i < Limbs; ++i) {
+    std::uint32_t& at = limbs[i * array + static_cast<std::uint32_t>(r) * pitch + word];
+    limb[i] = at;
+    if constexpr (Clear) at = 0;
+  }
+}
+
 /**
  * A block's shared-memory copy of double sums (shared_atomic): each bin's weights that lie on the
  * grid of 2^-64 (limb_sum::exact_window_of: every float from 2^-41 up) summed exactly in four 32-bit
@@ -346,8 +359,7 @@ struct exact_limb_copy {
       fixed_point_weight::wide_int sum = 0;  // each replica below 2^127, and so are they together
       for (int r = 0; r < replicas; ++r) {
         std::uint32_t limb[limb_sum::exact_limbs];
-#pragma unroll
-        for (int i = 0; i < limb_sum::exact_limbs; ++i) limb[i] = limbs[i * array + r * pitch + w];
+        read_limb_replica(limbs, array, pitch, r, w, limb);
         sum += limb_sum::to_wide(limb);
       }
       const double value = fixed_point_weight::scaled_to_double(sum, limb_sum::exact_fraction_bits) + rest[w];
@@ -408,8 +420,7 @@ struct fixed_limb_copy {
       std::uint64_t high = 0;
       for (int r = 0; r < replicas; ++r) {
         std::uint32_t limb[limb_sum::fixed_limbs];
-#pragma unroll
-        for (int i = 0; i < limb_sum::fixed_limbs; ++i) limb[i] = limbs[i * array + r * pitch + w];
+        read_limb_replica(limbs, array, pitch, r, w, limb);
         std::uint64_t replica_low = 0;
         std::uint64_t replica_high = 0;
         limb_sum::fixed_words_of_limbs(limb, replica_low, replica_high);
@@ -528,12 +539,7 @@ struct bin_cache {
       fixed_point_weight::wide_uint sum = 0;  // modulo 2^128: the replicas' sum, whose low limbs are the slot's
       for (int r = 0; r < replicas; ++r) {
         std::uint32_t limb[Limbs];
-#pragma unroll
-        for (int i = 0; i < Limbs; ++i) {
-          std::uint32_t& word = limbs[i * array + static_cast<std::uint32_t>(r) * pitch + s];
-          limb[i] = word;
-          word = 0;
-        }
+        read_limb_replica<Limbs, true>(limbs, array, pitch, r, s, limb);
         sum += static_cast<fixed_point_weight::wide_uint>(limb_sum::to_wide(limb));
       }
       std::uint32_t limb[Limbs];
