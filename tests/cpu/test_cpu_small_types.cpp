@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -324,6 +325,20 @@ void expect_table_maps_alike(const Reference& reference, double first_edge, doub
   expect_every_value_maps_alike<T>(by_swizzled_bits, reference);
 }
 
+/// The ratio of even bins over a 16-bit integer type (ratio_for), where one is found, gives every
+/// value the type's own mapper's bin; returns whether one was found.
+template <class T>
+bool expect_ratio_maps_alike(const tally::even_bin_mapper<T>& map, bool inclusive) {
+  using values = tally::detail::small_values<T>;
+  const tally::detail::value_window window = tally::detail::counted_values<T>(
+      static_cast<double>(map.edge(0)), static_cast<double>(map.edge(map.num_bins())), inclusive);
+  const auto ratio = tally::detail::ratio_for(map, window);
+  if (!ratio) return false;
+  expect_every_value_maps_alike<T>(
+      tally::detail::value_ratio_mapper(values::key_at(window.first), *ratio, map.num_bins()), map);
+  return true;
+}
+
 TYPED_TEST(CpuSmallTypes, TheGpusValueMappersGiveTheTypesOwnBins) {
   using T = TypeParam;
   if constexpr (sizeof(T) == 1) {
@@ -356,6 +371,9 @@ TYPED_TEST(CpuSmallTypes, TheGpusValueMappersGiveTheTypesOwnBins) {
           if (const auto stepped = tally::detail::whole_step_for(map, bins, mode == upper_edge::inclusive)) {
             expect_every_value_maps_alike<T>(*stepped, map);
           }
+          if (bins.num_bins <= tally::detail::value_table_mapper<tally::detail::value_order::bits>::max_bins) {
+            expect_ratio_maps_alike<T>(map, mode == upper_edge::inclusive);
+          }
         }
         if (bins.num_bins <= tally::detail::value_table_mapper<tally::detail::value_order::bits>::max_bins) {
           expect_table_maps_alike<T>(map, static_cast<double>(map.edge(0)), static_cast<double>(map.edge(bins.num_bins)),
@@ -367,6 +385,60 @@ TYPED_TEST(CpuSmallTypes, TheGpusValueMappersGiveTheTypesOwnBins) {
     const tally::range_bin_mapper<T> range(edges.data(), static_cast<std::int64_t>(edges.size()), upper_edge::inclusive);
     expect_table_maps_alike<T>(range, edges.front(), edges.back(), true, static_cast<std::int64_t>(edges.size()) - 1);
   }
+}
+
+// Even bins over 16-bit integers by a fixed-point ratio (value_ratio_mapper), as blocks whose samples
+// spread over the table's banks count them: where ratio_for finds one it gives every value of the
+// type the mapper's bin. Ranges with integer edges (numpy's default over integer data, the data's
+// minimum and maximum, closed last bin) and random float edges, with steps from 0.01 to 64 values
+// a bin, nearly always have one. The rest keep the table: where edges that are whole numbers in
+// exact arithmetic round to just above them in double (0 + 1437 * 65535 / 7185 gives
+// 13107.000000000002), the integer below joins the lower bin, as numpy counts it, and no one
+// ratio follows such edges and the exact ones too.
+template <class T>
+void expect_ratios_for_random_ranges(std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const double lowest = std::numeric_limits<T>::lowest();
+  const double highest = std::numeric_limits<T>::max();
+  const auto uniform = [&](double a, double b) { return std::uniform_real_distribution<double>(a, b)(rng); };
+  int integer_cases = 0;
+  int integer_found = 0;
+  int float_cases = 0;
+  int float_found = 0;
+  for (int i = 0; i < 300; ++i) {
+    const auto num_bins = static_cast<std::int64_t>(std::exp2(uniform(1.0, 14.0)));
+    const double step = std::exp2(uniform(std::log2(0.01), 6.0));
+    const double width = std::min(step * static_cast<double>(num_bins), highest - lowest);
+    const double lower = uniform(lowest, highest - width);
+    SCOPED_TRACE(::testing::Message() << "case " << i << " bins=" << num_bins << " width=" << width);
+    {
+      // The data's minimum and maximum, both integers; a closed last bin, as numpy takes them.
+      const double low = std::floor(lower);
+      const double high = std::max(std::floor(lower + width), low + 1.0);
+      const tally::even_bin_mapper<T> map({num_bins, low, high}, upper_edge::inclusive);
+      if (map.shortcut() != tally::even_shortcut::integer_step) {  // whole steps take the multiply-high
+        ++integer_cases;
+        integer_found += expect_ratio_maps_alike<T>(map, true) ? 1 : 0;
+      }
+    }
+    for (const upper_edge mode : {upper_edge::exclusive, upper_edge::inclusive}) {
+      const tally::even_bin_mapper<T> map({num_bins, lower, lower + width}, mode);
+      const bool inclusive = mode == upper_edge::inclusive;
+      if (tally::detail::counted_values<T>(lower, lower + width, inclusive).span == 0) continue;  // nothing to map
+      ++float_cases;
+      float_found += expect_ratio_maps_alike<T>(map, inclusive) ? 1 : 0;
+    }
+  }
+  EXPECT_GT(integer_cases, 200);
+  EXPECT_GE(integer_found, integer_cases * 19 / 20) << integer_found << " of " << integer_cases;
+  EXPECT_GE(float_found, float_cases * 9 / 10) << float_found << " of " << float_cases;
+  std::printf("%s: a ratio for %d of %d ranges with integer edges, %d of %d with random ones\n",
+              tally_test::small_type_name<T>().c_str(), integer_found, integer_cases, float_found, float_cases);
+}
+
+TEST(ValueRatios, GiveEveryValueItsBinOverRandomRanges) {
+  expect_ratios_for_random_ranges<std::int16_t>(11);
+  expect_ratios_for_random_ranges<std::uint16_t>(12);
 }
 
 // A block's swizzled copy of a table places each entry within its 128-byte row (a permutation of

@@ -18,6 +18,7 @@
 
 #include "common/small_values.hpp"
 #include "gpu/gpu_test_support.hpp"
+#include "tally/detail/value_tables.hpp"
 
 namespace tally::test {
 namespace {
@@ -216,6 +217,70 @@ TYPED_TEST(GpuSmallTypes, EveryStrategyMatchesTheCpuReference) {
         expect_matches(host, 0, l, s, mode);
       }
     }
+  }
+}
+
+/// Even bins over 16-bit integers with a step that is not whole take a ratio as well as the table
+/// (from 2^20 samples on, up to 8192 bins), and each block of the shared kernel chooses between
+/// them by its first samples. Samples in runs, in order, so that blocks of every choice count in one
+/// launch: values spread over the bins' window with one in 16 outside it (the ratio, its clamp
+/// leaving those out), one value (the table), values 64 apart (the ratio, its copy swizzled), a few
+/// neighbouring values (the table). Bins with a ratio (the whole range in 4096 bins, a step just
+/// over one value, a step below one: a whole part of one, a step of 255) and without one (7185 bins
+/// over the whole range: edges that round past whole numbers; int16 bins past 32767) are counted
+/// exactly by every strategy, and `automatic` says which it took.
+TYPED_TEST(GpuSmallTypes, BlocksCountingByTheRatioOrTheTableAgreeWithTheCpu) {
+  using T = TypeParam;
+  if constexpr (!std::is_integral_v<T> || sizeof(T) != 2) {
+    GTEST_SKIP() << "the ratio is for even bins over 16-bit integers";
+  } else {
+    const double lo = std::numeric_limits<T>::lowest();
+    const double hi = std::numeric_limits<T>::max();
+    const std::size_t n = quick_mode() ? (std::size_t{1} << 20) + 77 : (std::size_t{1} << 22) + 77;
+    const std::vector<even_bins> cases{{4096, lo, hi},           {1000, 0.5, 1000.3}, {3000, -100.25, 2000.0},
+                                       {257, lo + 7.0, hi - 3.0}, {7185, lo, hi},      {8192, 0.0, 60000.0}};
+    int with_ratio = 0;
+    for (const even_bins& bins : cases) {
+      const double first = std::max(std::ceil(bins.lower), lo);
+      const double last = std::min(std::floor(bins.upper), hi);
+      const auto width = static_cast<std::uint64_t>(last - first) + 1;
+      std::mt19937_64 rng(seed + static_cast<std::uint64_t>(bins.num_bins));
+      std::vector<T> host(n);
+      const std::size_t run = 40000;  // several blocks' first samples a run
+      for (std::size_t i = 0; i < n; ++i) {
+        const std::uint64_t draw = rng();
+        const auto in_window = [&](std::uint64_t k) { return static_cast<T>(first + static_cast<double>(k % width)); };
+        switch ((i / run) % 4) {
+          case 0: host[i] = draw % 16 == 0 ? from_bits<T>(static_cast<std::uint32_t>(draw >> 40)) : in_window(draw >> 8); break;
+          case 1: host[i] = in_window(width / 2); break;
+          case 2: host[i] = in_window(64 * (draw >> 8)); break;
+          default: host[i] = in_window(draw % 8); break;
+        }
+      }
+      auto samples = to_device(host);
+      for (const upper_edge mode : {upper_edge::inclusive, upper_edge::exclusive}) {
+        SCOPED_TRACE(::testing::Message() << tally_test::small_type_name<T>() << " bins=" << bins.num_bins << " ["
+                                          << bins.lower << ", " << bins.upper
+                                          << "] inclusive=" << (mode == upper_edge::inclusive));
+        for (const strategy s : {strategy::automatic, strategy::shared_atomic, strategy::replicated}) {
+          SCOPED_TRACE(to_string(s));
+          expect_matches(host, 0, layout{layout::even, bins, {}}, s, mode);
+          expect_matches(host, 1, layout{layout::even, bins, {}}, s, mode);
+        }
+        // The host finds a ratio where the CPU's search does, and `automatic` says it counts by it.
+        const even_bin_mapper<T> map(bins, mode);
+        const bool has_ratio = tally::detail::ratio_for(
+                                   map, tally::detail::counted_values<T>(static_cast<double>(map.edge(0)),
+                                                                         static_cast<double>(map.edge(bins.num_bins)),
+                                                                         mode == upper_edge::inclusive))
+                                   .has_value();
+        with_ratio += has_ratio ? 1 : 0;
+        gpu::device_buffer<std::uint64_t> counts(static_cast<std::size_t>(bins.num_bins));
+        const histogram_result got = gpu::histogram_even(samples.const_span(), counts.span(), bins, {strategy::automatic, mode});
+        EXPECT_EQ(got.chose.reason.find("fixed-point ratio") != std::string::npos, has_ratio) << got.chose.reason;
+      }
+    }
+    EXPECT_GE(with_ratio, 8);  // four of the six binnings, both modes
   }
 }
 

@@ -306,23 +306,33 @@ __device__ __forceinline__ bool lane_crowds_bank(int word, int lane) {
   return __popc(same_bank) - __popc(same_word) >= 4;
 }
 
-/// Whether a lane whose table word is `word` (negative: none) reads a bank that 4 or more words of
-/// its warp's reads share: a read that takes 4 turns or more. Lanes on one word are served
-/// together, so it counts words, not lanes: two words in a bank (values 0 and 32 at 64 bins) cost
-/// the warp a turn, less than the instructions a swizzled table's loop spends every sample.
-__device__ __forceinline__ bool lane_reads_crowded_bank(int word, int lane) {
+/// Whether a lane whose table word is `word` (negative: none) reads a bank that `words` or more
+/// words of its warp's reads share: a read that takes that many turns or more. Lanes on one word
+/// are served together, so it counts words, not lanes: two words in a bank (values 0 and 32 at 64
+/// bins) cost the warp a turn, less than the instructions a swizzled table's loop spends every
+/// sample, so a table is swizzled from 4 words on.
+__device__ __forceinline__ bool lane_reads_crowded_bank(int word, int lane, int words) {
   const unsigned same_bank = __match_any_sync(0xffffffffu, word >= 0 ? (word & 31) : 32 + lane);
   const unsigned same_word = __match_any_sync(0xffffffffu, word >= 0 ? word : -1 - lane);
   const bool leads_word = word >= 0 && __ffs(static_cast<int>(same_word)) - 1 == lane;
   const unsigned leaders = __ballot_sync(0xffffffffu, leads_word);
-  return word >= 0 && __popc(leaders & same_bank) >= 4;
+  return word >= 0 && __popc(leaders & same_bank) >= words;
 }
 
+/// Whether a mapper also computes each sample's bin without its table (value_table_mapper with a
+/// value_ratio): a block whose samples spread over the table's banks counts with that instead.
+template <class Mapper>
+inline constexpr bool has_ratio_twin = requires(const Mapper& map) {
+  { map.has_ratio() } -> std::same_as<bool>;
+  map.ratio_mapper();
+};
+
 /// Which of a block's layouts its samples crowd (block_crowds_banks): the copy's counters, and the
-/// mapper's table (has_bank_swizzled_table).
+/// mapper's table (has_bank_swizzled_table); and whether they spread over the table's banks.
 struct crowded_banks {
   bool copy = false;
   bool table = false;
+  bool spread = false;
 };
 
 /// Whether a block's samples crowd the banks of its copy: each thread maps the first sample it
@@ -331,12 +341,16 @@ struct crowded_banks {
 /// (lane_crowds_bank); with `check_table`, whether they crowd the words of the mapper's table that
 /// the lanes read (has_bank_swizzled_table), voted apart and by words (lane_reads_crowded_bank): a
 /// table swizzled costs its instructions every sample, worth it only where its own reads take
-/// turns. The copy, or the table, is crowded when a quarter of the block's lanes are. Every thread
-/// must call it (a barrier), with one `check_table`.
+/// turns. The copy, or the table, is crowded when a quarter of the block's lanes are. With
+/// `check_spread`, whether a third of the lanes read a bank with another word of their warp's
+/// reads in it: uniform data over a table of 256 entries or more does (about half of the lanes, or
+/// more), data of a few values or of neighbouring ones does not (their reads broadcast, or fall in
+/// different banks). Every thread must call it (a barrier), with one `check_table` and one
+/// `check_spread`.
 template <class Sample, class Mapper, class WordOf>
 __device__ __forceinline__ crowded_banks block_crowds_banks(const Sample* samples, std::int64_t num_samples,
                                                             const Mapper& map, int unroll, WordOf word_of,
-                                                            bool check_table = false) {
+                                                            bool check_table = false, bool check_spread = false) {
   constexpr int items = sample_vector<Sample>::items;
   const vector_split<Sample> split(samples, num_samples);
   const int lane = static_cast<int>(threadIdx.x % 32);
@@ -355,7 +369,11 @@ __device__ __forceinline__ crowded_banks block_crowds_banks(const Sample* sample
   crowded.copy = __syncthreads_count(lane_crowds_bank(word, lane) ? 1 : 0) >= quarter;
   if constexpr (has_bank_swizzled_table<Mapper, Sample>) {
     if (check_table) {
-      crowded.table = __syncthreads_count(lane_reads_crowded_bank(table_word, lane) ? 1 : 0) >= quarter;
+      crowded.table = __syncthreads_count(lane_reads_crowded_bank(table_word, lane, 4) ? 1 : 0) >= quarter;
+    }
+    if (check_spread) {
+      const int third = (static_cast<int>(blockDim.x) + 2) / 3;
+      crowded.spread = __syncthreads_count(lane_reads_crowded_bank(table_word, lane, 2) ? 1 : 0) >= third;
     }
   }
   return crowded;

@@ -66,19 +66,37 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
     // read one bank), the copy where they crowd the copy's or the table is swizzled.
     bool swizzle_table = false;
     if constexpr (has_bank_swizzled_table<Mapper, Sample>) swizzle_table = table_words >= 0;
+    // Even bins over 16-bit integers also carry a ratio (value_ratio_mapper): where a block's
+    // samples spread over the table's banks, each table read takes turns on them, and the ratio's
+    // arithmetic costs less than the read (uniform data: docs/performance.md, "16-bit general
+    // ranges: the ratio where a block's samples spread"). Where they crowd few values the reads
+    // broadcast and the table stays.
+    bool by_ratio = false;
+    if constexpr (Aggregate == aggregation::none && has_ratio_twin<Mapper>) by_ratio = map.has_ratio();
     // A launch of one block (a small call) keeps the copy's swizzle, and a plain table, rather
     // than wait for a first load to choose: the swizzle costs its few samples little, the load a
     // round trip to memory.
     if (mask == 0u || owns_output) {
       swizzle_table = false;
+      by_ratio = false;
     } else {
       const crowded_banks crowded = block_crowds_banks(
           samples, num_samples, block_map, loads, [copies, replica](int bin) { return bin * copies + replica; },
-          swizzle_table);
-      swizzle_table = swizzle_table && crowded.table;
+          swizzle_table, by_ratio);
+      by_ratio = by_ratio && crowded.spread;
+      swizzle_table = swizzle_table && crowded.table && !by_ratio;
       if (!crowded.copy && !swizzle_table) mask = 0u;  // a swizzled table's loop swizzles the copy too
     }
     // One loop per layout: a swizzle chosen at run time would cost its instructions in both.
+    if constexpr (Aggregate == aggregation::none && has_ratio_twin<Mapper>) {
+      if (by_ratio) {
+        const auto ratio_map = map.ratio_mapper();
+        tally = mask != 0u ? count_vectorized<Aggregate, Tuning, copy_memory::shared, 31u>(samples, num_samples,
+                                                                                           ratio_map, shared_copy, copies)
+                           : count_vectorized<Aggregate, Tuning, copy_memory::shared, 0u>(samples, num_samples,
+                                                                                          ratio_map, shared_copy, copies);
+      }
+    }
     if constexpr (has_bank_swizzled_table<Mapper, Sample>) {
       if (swizzle_table) {
         const auto swizzled_map = swizzle_table_in_block(map, shared_copy, table_words);
@@ -87,7 +105,7 @@ shared_atomic_histogram_kernel(const Sample* samples, std::int64_t num_samples, 
                                                                               shared_copy, copies);
       }
     }
-    if (!swizzle_table) {
+    if (!swizzle_table && !by_ratio) {
       tally = mask != 0u ? count_vectorized<Aggregate, Tuning, copy_memory::shared, 31u>(samples, num_samples,
                                                                                          block_map, shared_copy, copies)
                          : count_vectorized<Aggregate, Tuning, copy_memory::shared, 0u>(samples, num_samples,
