@@ -119,6 +119,53 @@ TYPED_TEST(CpuSmallTypes, EveryValueInEvenBinsMatchesTheOracle) {
   }
 }
 
+// With four samples or more for each value the bins count, 16-bit samples go through a table of
+// each value's bin (cpu/edge_tables.hpp, value_table_slots): every value five times, shuffled, so
+// that every range takes it, in even and range bins, against the oracle.
+TYPED_TEST(CpuSmallTypes, ManySamplesCountThroughATableOfEachValueLikeTheOracle) {
+  using T = TypeParam;
+  if constexpr (sizeof(T) != 2) {
+    GTEST_SKIP() << "bytes have no table on the CPU";
+  } else {
+    std::vector<T> values;
+    for (int copy = 0; copy < 5; ++copy) {
+      const auto all = every_value<T>();
+      values.insert(values.end(), all.begin(), all.end());
+    }
+    std::mt19937_64 rng(tally_test::test_seed());
+    SCOPED_TRACE(tally_test::seed_trace(tally_test::test_seed()));
+    std::shuffle(values.begin(), values.end(), rng);
+    const std::span<const T> samples(values);
+    for (const tally::even_bins& bins : ranges_for<T>()) {
+      for (const upper_edge mode : {upper_edge::exclusive, upper_edge::inclusive}) {
+        SCOPED_TRACE(::testing::Message() << tally_test::small_type_name<T>() << " bins=" << bins.num_bins << " ["
+                                          << bins.lower << ", " << bins.upper
+                                          << ") inclusive=" << (mode == upper_edge::inclusive));
+        const auto want = tally_test::reference_histogram_even(samples, bins, mode);
+        expect_strategies_match(want, [&](std::span<std::uint64_t> counts, tally::strategy s) {
+          return tally::cpu::histogram_even(samples, counts, bins, {s, mode});
+        });
+      }
+    }
+    std::vector<double> log_edges;
+    for (int i = 0; i <= 300; ++i) log_edges.push_back(std::pow(10.0, -3.0 + 7.0 * i / 300.0));
+    std::vector<double> random_edges(2000);
+    std::uniform_real_distribution<double> position(-70000.0, 70000.0);
+    for (double& e : random_edges) e = std::round(position(rng) * 4.0) / 4.0;
+    std::sort(random_edges.begin(), random_edges.end());
+    for (const std::vector<double>& edges : {log_edges, random_edges}) {
+      for (const upper_edge mode : {upper_edge::exclusive, upper_edge::inclusive}) {
+        SCOPED_TRACE(::testing::Message() << tally_test::small_type_name<T>() << " edges=" << edges.size()
+                                          << " inclusive=" << (mode == upper_edge::inclusive));
+        const auto want = tally_test::reference_histogram_range(samples, std::span<const double>(edges), mode);
+        expect_strategies_match(want, [&](std::span<std::uint64_t> counts, tally::strategy s) {
+          return tally::cpu::histogram_range(samples, counts, std::span<const double>(edges), {s, mode});
+        });
+      }
+    }
+  }
+}
+
 TYPED_TEST(CpuSmallTypes, EveryValueInRangeBinsMatchesTheOracle) {
   using T = TypeParam;
   const auto values = every_value<T>();

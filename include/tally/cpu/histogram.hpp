@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <type_traits>
@@ -133,6 +134,26 @@ histogram_result run_histogram(std::span<const Sample> samples, std::span<Counte
     default: left_out = count_sequential(samples, counts.data(), as_slots<Sample>(map)); break;
   }
   return {chose, left_out};
+}
+
+/// Counts 16-bit samples through a table of each value's bin (value_table_slots), filled by
+/// `reference` (the bins' own mapper) over the values from `first_edge` to `last_edge`, where
+/// enough samples repay its fill (value_table_samples_per_entry) and a table entry holds the bins;
+/// else none, and the caller counts by the mapper.
+template <class Sample, class Counter, class Reference>
+std::optional<histogram_result> run_value_table(std::span<const Sample> samples, std::span<Counter> counts,
+                                                std::int64_t num_bins, const Reference& reference,
+                                                double first_edge, double last_edge,
+                                                const histogram_options& options) {
+  using slots = value_table_slots<Sample>;
+  if (num_bins > slots::table_mapper::max_bins) return std::nullopt;
+  const tally::detail::value_window window = tally::detail::counted_values<Sample>(
+      first_edge, last_edge, options.last_edge == upper_edge::inclusive);
+  if (samples.size() < value_table_samples_per_entry * (std::size_t{window.span} + 1)) return std::nullopt;
+  const std::vector<std::uint16_t> table = fill_value_table<Sample>(window, num_bins, reference);
+  const typename slots::table_mapper map(tally::detail::small_values<Sample>::key_at(window.first), window.span,
+                                         num_bins, reinterpret_cast<const std::byte*>(table.data()));
+  return run_histogram(samples, counts, slots(map), options.algorithm);
 }
 
 /**
@@ -379,8 +400,19 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<Count
     tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
     const even_bin_mapper<Sample> even(bins, options.last_edge);
     if constexpr (is_small_sample_v<Sample>) {
-      // Few values, so no grid: the shortcuts or the general rule (the GPU's value tables are filled
-      // from this same mapper).
+      // Few values, so no grid: 16-bit samples through a table of each value's bin where the bins
+      // have no integer shortcut and samples repay its fill; else the shortcuts or the general
+      // rule (the tables, here and on the GPU, are filled from this same mapper).
+      if constexpr (sizeof(Sample) == 2) {
+        const bool integer_shortcut = std::is_integral_v<Sample> && even.shortcut() == even_shortcut::integer_step;
+        if (!integer_shortcut) {
+          if (auto counted = detail::run_value_table(samples, counts, bins.num_bins, even,
+                                                     static_cast<double>(even.edge(0)),
+                                                     static_cast<double>(even.edge(bins.num_bins)), options)) {
+            return *counted;
+          }
+        }
+      }
       return tally::detail::with_fastest_mapper(even, [&](const auto& map) {
         return detail::run_histogram(samples, counts, map, options.algorithm);
       });
@@ -451,8 +483,16 @@ histogram_result histogram_range(std::span<const Sample> samples, std::span<Coun
     tally::detail::check_histogram_buffers(function, samples, counts, static_cast<std::int64_t>(edges.size()) - 1);
     tally::detail::check_strategy(function, backend::cpu, operation::histogram, options.algorithm);
     if constexpr (is_small_sample_v<Sample>) {
-      return detail::run_histogram(samples, counts, range_bin_mapper<Sample>(edges.data(), static_cast<std::int64_t>(edges.size()), options.last_edge),
-                                   options.algorithm);
+      // 16-bit samples through a table of each value's bin where samples repay its fill; else a
+      // search of the edges a sample.
+      const range_bin_mapper<Sample> range(edges.data(), static_cast<std::int64_t>(edges.size()), options.last_edge);
+      if constexpr (sizeof(Sample) == 2) {
+        if (auto counted = detail::run_value_table(samples, counts, range.num_bins(), range, edges.front(),
+                                                   edges.back(), options)) {
+          return *counted;
+        }
+      }
+      return detail::run_histogram(samples, counts, range, options.algorithm);
     } else {
       // A table or grid over the edges: a sample costs an estimate or a cell and a compare or two,
       // where a search over all the edges costs log2(edges) dependent loads.

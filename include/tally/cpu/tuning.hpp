@@ -37,4 +37,11 @@ inline constexpr std::size_t prefetch_distance = std::size_t{4} << 10;
 /// bins over few integers on the CPU").
 inline constexpr std::size_t integer_table_samples_per_entry = 32;
 
+/// 16-bit samples take a table of each value's bin (value_table_slots) where there are at least
+/// this many samples for each entry and the bins have no shortcut of a few integer instructions
+/// (float16 and bfloat16 always; 16-bit integers over a step that is not whole). The team fills it
+/// by the bins' own mapper, at the mapper's cost a value; the table then saves most of that cost a
+/// sample (docs/performance.md, "16-bit samples on the CPU: a table of each value's bin").
+inline constexpr std::size_t value_table_samples_per_entry = 4;
+
 }  // namespace tally::cpu::detail
