@@ -231,27 +231,31 @@ TYPED_TEST(CpuSmallTypes, BincountOfEveryNonNegativeValueMatchesTheOracle) {
   }
 }
 
+// 20000 samples map each by the bins' own mapper; 300000 take the table of each value's bin
+// (16-bit samples, four an entry or more).
 TYPED_TEST(CpuSmallTypes, WeightedEvenBinsAddTheWeightsOfTheOraclesBins) {
   using T = TypeParam;
-  const auto values = random_values<T>(20000, tally_test::test_seed());
-  std::vector<double> weights(values.size());
-  std::mt19937_64 rng(tally_test::test_seed() + 1);
-  for (double& w : weights) w = static_cast<double>(rng() % 1000) / 8.0;  // exact sums in any order
-  const tally::even_bins bins = ranges_for<T>().front();
-  const tally_test::reference_even<T> oracle(bins, upper_edge::inclusive);
-  std::vector<double> want(static_cast<std::size_t>(bins.num_bins), 0.0);
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    const std::int64_t bin = oracle.bin(values[i]);
-    if (bin >= 0) want[static_cast<std::size_t>(bin)] += weights[i];
-  }
-  for (const bool deterministic : {false, true}) {
-    std::vector<double> sums(want.size(), -1.0);
-    tally::histogram_options options;
-    options.last_edge = upper_edge::inclusive;
-    options.deterministic = deterministic;
-    (void)tally::cpu::histogram_even(std::span<const T>(values), std::span<const double>(weights),
-                                     std::span<double>(sums), bins, options);
-    EXPECT_EQ(sums, want) << "deterministic=" << deterministic;
+  for (const std::size_t n : {std::size_t{20000}, std::size_t{300000}}) {
+    const auto values = random_values<T>(n, tally_test::test_seed());
+    std::vector<double> weights(values.size());
+    std::mt19937_64 rng(tally_test::test_seed() + 1);
+    for (double& w : weights) w = static_cast<double>(rng() % 1000) / 8.0;  // exact sums in any order
+    const tally::even_bins bins = ranges_for<T>().front();
+    const tally_test::reference_even<T> oracle(bins, upper_edge::inclusive);
+    std::vector<double> want(static_cast<std::size_t>(bins.num_bins), 0.0);
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      const std::int64_t bin = oracle.bin(values[i]);
+      if (bin >= 0) want[static_cast<std::size_t>(bin)] += weights[i];
+    }
+    for (const bool deterministic : {false, true}) {
+      std::vector<double> sums(want.size(), -1.0);
+      tally::histogram_options options;
+      options.last_edge = upper_edge::inclusive;
+      options.deterministic = deterministic;
+      (void)tally::cpu::histogram_even(std::span<const T>(values), std::span<const double>(weights),
+                                       std::span<double>(sums), bins, options);
+      EXPECT_EQ(sums, want) << "n=" << n << " deterministic=" << deterministic;
+    }
   }
 }
 

@@ -3,8 +3,10 @@
 // takes, numpy's float32 edges of a data range, evenly spread range bins); the GPU's grid, its
 // tables filled by the host, for other range bins of float and small integer samples; and the
 // float grid's cells over a table of double edges for double and int64 samples, whose own grid
-// entries hold one threshold each. Each is exact against the edges: the estimate or cell only
-// picks where the compares start. Host-only: no CUDA header is included here.
+// entries hold one threshold each; the GPU's tables of each integer's bin (range bins over few
+// integers) and of each 16-bit value's bin, filled by the bins' own mapper. Each is exact against
+// the edges: the estimate or cell only picks where the compares start. Host-only: no CUDA header
+// is included here.
 #pragma once
 
 #include <cmath>

@@ -136,26 +136,6 @@ histogram_result run_histogram(std::span<const Sample> samples, std::span<Counte
   return {chose, left_out};
 }
 
-/// Counts 16-bit samples through a table of each value's bin (value_table_slots), filled by
-/// `reference` (the bins' own mapper) over the values from `first_edge` to `last_edge`, where
-/// enough samples repay its fill (value_table_samples_per_entry) and a table entry holds the bins;
-/// else none, and the caller counts by the mapper.
-template <class Sample, class Counter, class Reference>
-std::optional<histogram_result> run_value_table(std::span<const Sample> samples, std::span<Counter> counts,
-                                                std::int64_t num_bins, const Reference& reference,
-                                                double first_edge, double last_edge,
-                                                const histogram_options& options) {
-  using slots = value_table_slots<Sample>;
-  if (num_bins > slots::table_mapper::max_bins) return std::nullopt;
-  const tally::detail::value_window window = tally::detail::counted_values<Sample>(
-      first_edge, last_edge, options.last_edge == upper_edge::inclusive);
-  if (samples.size() < value_table_samples_per_entry * (std::size_t{window.span} + 1)) return std::nullopt;
-  const std::vector<std::uint16_t> table = fill_value_table<Sample>(window, num_bins, reference);
-  const typename slots::table_mapper map(tally::detail::small_values<Sample>::key_at(window.first), window.span,
-                                         num_bins, reinterpret_cast<const std::byte*>(table.data()));
-  return run_histogram(samples, counts, slots(map), options.algorithm);
-}
-
 /**
  * Counts over the sorted, finite edges `edge_at(0)` to `edge_at(num_bins)` (doubles) with the
  * CPU's mapper for them: evenly spaced edges (as samples compare with them) through the estimate
@@ -336,6 +316,40 @@ histogram_result run_weighted(std::string_view function, std::span<const Sample>
   return {chose, left_out};
 }
 
+/// Runs `run(slots)` with 16-bit samples' slots through a table of each value's bin
+/// (value_table_slots), filled by `reference` (the bins' own mapper) over the values from
+/// `first_edge` to `last_edge`, where enough samples repay its fill (value_table_samples_per_entry)
+/// and a table entry holds the bins; else none, and the caller maps each sample by the mapper.
+template <class Sample, class Reference, class Run>
+std::optional<histogram_result> with_value_table(std::size_t num_samples, std::int64_t num_bins,
+                                                 const Reference& reference, double first_edge, double last_edge,
+                                                 upper_edge last_edge_mode, Run&& run) {
+  using slots = value_table_slots<Sample>;
+  if (num_bins > slots::table_mapper::max_bins) return std::nullopt;
+  const tally::detail::value_window window =
+      tally::detail::counted_values<Sample>(first_edge, last_edge, last_edge_mode == upper_edge::inclusive);
+  if (num_samples < value_table_samples_per_entry * (std::size_t{window.span} + 1)) return std::nullopt;
+  const std::vector<std::uint16_t> table = fill_value_table<Sample>(window, num_bins, reference);
+  const typename slots::table_mapper map(tally::detail::small_values<Sample>::key_at(window.first), window.span,
+                                         num_bins, reinterpret_cast<const std::byte*>(table.data()));
+  return run(slots(map));
+}
+
+/// Even bins over 16-bit samples with no integer shortcut (float16 and bfloat16 always) through a
+/// table of each value's bin where samples repay its fill (with_value_table); else none.
+template <class Sample, class Run>
+std::optional<histogram_result> with_even_value_table(std::size_t num_samples, const even_bin_mapper<Sample>& even,
+                                                      upper_edge last_edge_mode, Run&& run) {
+  if constexpr (sizeof(Sample) == 2) {
+    if (std::is_integral_v<Sample> && even.shortcut() == even_shortcut::integer_step) return std::nullopt;
+    return with_value_table<Sample>(num_samples, even.num_bins(), even, static_cast<double>(even.edge(0)),
+                                    static_cast<double>(even.edge(even.num_bins())), last_edge_mode,
+                                    std::forward<Run>(run));
+  } else {
+    return std::nullopt;
+  }
+}
+
 template <class Sample>
 void check_no_negative(std::string_view function, std::span<const Sample> samples) {
   if constexpr (std::is_signed_v<Sample>) {
@@ -403,15 +417,10 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<Count
       // Few values, so no grid: 16-bit samples through a table of each value's bin where the bins
       // have no integer shortcut and samples repay its fill; else the shortcuts or the general
       // rule (the tables, here and on the GPU, are filled from this same mapper).
-      if constexpr (sizeof(Sample) == 2) {
-        const bool integer_shortcut = std::is_integral_v<Sample> && even.shortcut() == even_shortcut::integer_step;
-        if (!integer_shortcut) {
-          if (auto counted = detail::run_value_table(samples, counts, bins.num_bins, even,
-                                                     static_cast<double>(even.edge(0)),
-                                                     static_cast<double>(even.edge(bins.num_bins)), options)) {
-            return *counted;
-          }
-        }
+      if (auto counted = detail::with_even_value_table(samples.size(), even, options.last_edge, [&](const auto& map) {
+            return detail::run_histogram(samples, counts, map, options.algorithm);
+          })) {
+        return *counted;
       }
       return tally::detail::with_fastest_mapper(even, [&](const auto& map) {
         return detail::run_histogram(samples, counts, map, options.algorithm);
@@ -462,9 +471,12 @@ histogram_result histogram_even(std::span<const Sample> samples, std::span<const
     tally::detail::check_weighted_buffers(function, samples, weights, sums, bins.num_bins, options.deterministic);
     tally::detail::check_strategy(function, backend::cpu, operation::weighted_histogram, options.algorithm);
     // The cheapest mapper that bins alike, as unweighted histograms take it.
-    return tally::detail::with_fastest_mapper(even_bin_mapper<Sample>(bins, options.last_edge), [&](const auto& map) {
+    const auto weigh = [&](const auto& map) {
       return detail::run_weighted(function, samples, weights, std::span<double>(sums), map, options);
-    });
+    };
+    const even_bin_mapper<Sample> even(bins, options.last_edge);
+    if (auto weighed = detail::with_even_value_table(samples.size(), even, options.last_edge, weigh)) return *weighed;
+    return tally::detail::with_fastest_mapper(even, weigh);
   });
 }
 
@@ -487,8 +499,9 @@ histogram_result histogram_range(std::span<const Sample> samples, std::span<Coun
       // search of the edges a sample.
       const range_bin_mapper<Sample> range(edges.data(), static_cast<std::int64_t>(edges.size()), options.last_edge);
       if constexpr (sizeof(Sample) == 2) {
-        if (auto counted = detail::run_value_table(samples, counts, range.num_bins(), range, edges.front(),
-                                                   edges.back(), options)) {
+        if (auto counted = detail::with_value_table<Sample>(
+                samples.size(), range.num_bins(), range, edges.front(), edges.back(), options.last_edge,
+                [&](const auto& map) { return detail::run_histogram(samples, counts, map, options.algorithm); })) {
           return *counted;
         }
       }
