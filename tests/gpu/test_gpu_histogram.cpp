@@ -916,6 +916,42 @@ TEST(GpuHistogramStrategies, Packed16CountersSpillExactlyBeforeTheyOverflow) {
   expect_packed16_spills_exactly<std::uint8_t>(255, 3, 3 + 128, 200, 255);  // odd bin count: 128 words
 }
 
+/// packed16 in return mode, where 16-bit samples count as the 65536 values themselves, issues all
+/// of a vector's additions before it looks at their returned values, so a counter may pass further
+/// multiples of 2^12 before the spills of earlier ones subtract. Here every lane's vector (4 int32
+/// or 8 16-bit samples) holds one of four hot bins (two of them the halves of one packed word, one
+/// the last bin) and its neighbour another, so blocks stay in return mode while the four counters
+/// cross multiples of 2^12 in many warps at once; one vector in 13 is spread over the bins (or
+/// left out, for int32), and the input ends in a part of a warp's chunk and a tail. Every count
+/// must match the CPU: int32 and uint16 over [0, 65536), int16 over [-32768, 32768).
+TEST(GpuHistogramStrategies, Packed16CountsEveryValueExactlyWhileAVectorsAdditionsAreInFlight) {
+  const std::size_t n = (std::size_t{1} << (quick_mode() ? 21 : 24)) + 8 * 37 + 3;  // 37 vectors of a chunk, a tail
+  std::mt19937_64 rng(seed + 11);
+  const std::int32_t hot[4] = {5, 5 + 32768, 40000, 65535};
+  const auto make = [&](std::size_t items, std::int32_t lowest) {
+    std::vector<std::int32_t> out(n);
+    std::uniform_int_distribution<std::int32_t> any(lowest, 65535 + 7);
+    for (std::size_t i = 0; i < n; ++i) out[i] = (i / items) % 13 == 12 ? any(rng) : hot[(i / items) % 4];
+    return out;
+  };
+  const even_bins bins{65536, 0.0, 65536.0};
+  const auto ints = make(4, -7);
+  expect_even_matches<std::int32_t, std::uint32_t>(ints, bins, strategy::packed16, upper_edge::exclusive);
+  expect_even_matches<std::int32_t, std::uint64_t>(ints, bins, strategy::automatic, upper_edge::exclusive);
+  const auto wide = make(8, 0);
+  std::vector<std::uint16_t> halves(n);
+  for (std::size_t i = 0; i < n; ++i) halves[i] = static_cast<std::uint16_t>(std::min(wide[i], 65535));
+  expect_even_matches<std::uint16_t, std::uint32_t>(halves, bins, strategy::packed16, upper_edge::exclusive);
+  expect_even_matches<std::uint16_t, std::uint64_t>(halves, bins, strategy::automatic, upper_edge::inclusive);
+  std::vector<std::int16_t> signed_halves(n);
+  for (std::size_t i = 0; i < n; ++i) signed_halves[i] = static_cast<std::int16_t>(halves[i] - 32768);
+  const even_bins signed_bins{65536, -32768.0, 32768.0};
+  expect_even_matches<std::int16_t, std::uint32_t>(signed_halves, signed_bins, strategy::packed16,
+                                                   upper_edge::exclusive);
+  expect_even_matches<std::int16_t, std::uint64_t>(signed_halves, signed_bins, strategy::automatic,
+                                                   upper_edge::exclusive);
+}
+
 /// packed16 under data that changes mid-input (the adversarial inputs of large-bin histograms):
 /// bins that turn hot half-way, hot bins in a uniform tail (two of them sharing a packed word, one
 /// the last bin), hot bins that cool down again, with left-out samples. 2^24 samples, over 100000
@@ -941,7 +977,7 @@ TEST(GpuHistogramStrategies, Packed16CountsExactlyWhenDataChangesMidInput) {
 }
 
 /// packed16 where many counters spill: geometric data over 65536 bins (half the samples in one bin:
-/// blocks switch to scan mode), also before and after uniform data,
+/// blocks switch to scan mode), also before and after uniform data, as int32 and 16-bit samples,
 /// and bytes over 256 bins where, with 2^28 samples, every value passes 2^12 in every block (quick
 /// mode: 2^22, where fewer do), in random order and in runs.
 TEST(GpuHistogramStrategies, Packed16CountsExactlyWhenEveryBinSpills) {
@@ -964,6 +1000,19 @@ TEST(GpuHistogramStrategies, Packed16CountsExactlyWhenEveryBinSpills) {
   }
   for (const auto* host : {&geometric_then_uniform, &uniform_then_geometric}) {
     expect_even_matches<std::int32_t, std::uint32_t>(*host, int_bins, strategy::packed16, upper_edge::exclusive);
+  }
+  // 16-bit samples over their 65536 values (a loop of its own in each mode): uint16 over
+  // [0, 65536) and int16 over [-32768, 32768), the hot bins of int16 in the copy's high halves.
+  for (const auto* host : {&geometric, &geometric_then_uniform, &uniform_then_geometric}) {
+    std::vector<std::uint16_t> halves(n);
+    std::vector<std::int16_t> signed_halves(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      halves[i] = static_cast<std::uint16_t>((*host)[i]);  // -100 .. -1 wrap to the top values
+      signed_halves[i] = static_cast<std::int16_t>((*host)[i]);
+    }
+    expect_even_matches<std::uint16_t, std::uint32_t>(halves, int_bins, strategy::packed16, upper_edge::exclusive);
+    expect_even_matches<std::int16_t, std::uint64_t>(signed_halves, even_bins{65536, -32768.0, 32768.0},
+                                                     strategy::packed16, upper_edge::exclusive);
   }
 
   const std::size_t bytes = std::size_t{1} << (quick_mode() ? 22 : 28);

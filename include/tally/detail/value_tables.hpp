@@ -130,6 +130,20 @@ class value_window_mapper {
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
+  /// Whether the bins are the 65536 values themselves, bin (bits - first) mod 2^16, none left out
+  /// (uint16 over [0, 65536), int16 over [-32768, 32768), a bincount of 65536, the counts of
+  /// every value that are then folded into bins): kernels may then skip every test a sample.
+  TALLY_HOST_DEVICE bool counts_every_value() const
+    requires(!ClosedLast)
+  {
+    return span_ == 0x10000u && bin_offset_ == 0 && num_bins_ == 0x10000;
+  }
+  TALLY_HOST_DEVICE std::uint32_t first_bits() const
+    requires(!ClosedLast)
+  {
+    return first_;
+  }
+
   TALLY_HOST_DEVICE std::int64_t operator()(std::uint16_t bits) const { return bin_of_slot(slot(bits), num_bins_); }
   /// The bin, or num_bins() where the sample is left out (the shared kernels' left-out word).
   TALLY_HOST_DEVICE int slot(std::uint16_t bits) const {

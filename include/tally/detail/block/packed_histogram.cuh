@@ -21,9 +21,17 @@
 // 2^16 - 2^12. The scan costs a pass over the copy per period, so spread-out data stays in
 // return mode.
 // (Geometric 0.58 -> 0.81, uniform 0.88 -> 0.75; docs/performance.md, "65536 bins: packed16")
+//
+// 16-bit samples whose bins are the 65536 values themselves (uint16 over [0, 65536), int16 over
+// [-32768, 32768), the value counts that other bins are folded from) take loops of their own in
+// both modes: nothing is left out, so a sample is a subtraction, its word and half, and the add,
+// about 15 instructions where the general loop's tests took 28 (docs/performance.md, "packed16:
+// the 65536 values of 16-bit samples").
 #pragma once
 
+#include <concepts>
 #include <cstdint>
+#include <type_traits>
 
 #include "tally/detail/block/block_histogram.cuh"
 #include "tally/detail/block/vectorized_walk.cuh"
@@ -63,6 +71,82 @@ __device__ __forceinline__ void add_packed(std::uint32_t* words, int half_bins, 
   if (before / packed_spill != (before + count) / packed_spill) {
     atomicSub(words + word, packed_spill << shift);
     add_to_global_count(counts + bin, Counter{packed_spill});
+  }
+}
+
+/// Whether a mapper may count 16-bit samples as the 65536 values themselves (value_window_mapper:
+/// `counts_every_value`, bin (bits - first_bits) mod 2^16, none left out).
+template <class Mapper>
+inline constexpr bool may_count_every_value = requires(const Mapper& map) {
+  { map.counts_every_value() } -> std::same_as<bool>;
+  { map.first_bits() } -> std::same_as<std::uint32_t>;
+};
+
+/// The bins of the eight 16-bit samples in `raw` where every value is a bin: (bits - first) mod 2^16.
+__device__ __forceinline__ void every_value_bins(const uint4& raw, std::uint32_t first, std::uint32_t (&bins)[8]) {
+  const std::uint32_t parts[4] = {raw.x, raw.y, raw.z, raw.w};
+#pragma unroll
+  for (int j = 0; j < 8; ++j) bins[j] = ((parts[j / 2] >> (16 * (j % 2))) - first) & 0xffffu;
+}
+
+/// Adds one to the counter of each of the eight 16-bit values in `raw` (bin (bits - first) mod
+/// 2^16 of 65536, half_bins 32768: the bin's low 15 bits name its word, its top bit the half),
+/// with add_packed's spill rule. Nothing is left out and the caller's chunk holds only samples,
+/// so a sample costs about 15 instructions, where the general loop's tests and branches took 28
+/// (an issue-bound loop: docs/performance.md, "packed16: the 65536 values of 16-bit samples").
+/// Every addition is issued before any returned value is looked at, and a crossing's spill comes
+/// after the vector's additions: a counter may pass another multiple of packed_spill before an
+/// earlier spill subtracts, and the bound holds all the same (each crossing is seen by exactly one
+/// addition and takes exactly packed_spill away, so at the period's barrier, every spill done,
+/// every counter is below packed_spill again). All lanes of the warp must call it (the vote).
+template <std::uint32_t Swizzle, class Counter>
+__device__ __forceinline__ void add_every_value_vector(std::uint32_t* words, Counter* counts, std::uint32_t first,
+                                                       const uint4& raw) {
+  std::uint32_t bins[8];
+  every_value_bins(raw, first, bins);
+  bool uniform = true;
+#pragma unroll
+  for (int j = 1; j < 8; ++j) uniform = uniform && bins[j] == bins[0];
+  const std::uint32_t warp_bin = __shfl_sync(0xffffffffu, bins[0], 0);
+  if (__all_sync(0xffffffffu, uniform && bins[0] == warp_bin)) {  // the warp-wide vote, as warp_adds_once
+    if (threadIdx.x % 32 == 0) add_packed<Swizzle>(words, 0x8000, counts, static_cast<int>(warp_bin), 256u);
+    return;
+  }
+  std::uint32_t crossed = 0;  // bit j: sample j carried its counter over a multiple of packed_spill
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    const std::uint32_t word = bank_swizzled(bins[j] & 0x7fffu, Swizzle);
+    const std::uint32_t shift = (bins[j] >> 11) & 16u;
+    const std::uint32_t before = atomicAdd(words + word, 1u << shift) >> shift;
+    crossed |= (before & (packed_spill - 1)) == packed_spill - 1 ? 1u << j : 0u;
+  }
+  // A rare path (one addition in 4096 of a bin), rolled, each bin again from the loaded words:
+  // unrolled, it kept eight bins alive and spilled at the kernel's 64 registers.
+#pragma unroll 1
+  for (; crossed != 0; crossed &= crossed - 1) {
+    const int j = __ffs(static_cast<int>(crossed)) - 1;
+    const std::uint32_t part = j < 2 ? raw.x : j < 4 ? raw.y : j < 6 ? raw.z : raw.w;
+    const std::uint32_t bin = ((part >> (16 * (j & 1))) - first) & 0xffffu;
+    atomicSub(words + bank_swizzled(bin & 0x7fffu, Swizzle), packed_spill << ((bin >> 11) & 16u));
+    add_to_global_count(counts + bin, Counter{packed_spill});
+  }
+}
+
+/// Scan mode's add_every_value_vector: increments whose result is unused, a constant for each half
+/// (merged across a warp's lanes on one word), no test; the period's scan spills.
+template <std::uint32_t Swizzle>
+__device__ __forceinline__ void add_every_value_vector_unchecked(std::uint32_t* words, std::uint32_t first,
+                                                                 const uint4& raw) {
+  std::uint32_t bins[8];
+  every_value_bins(raw, first, bins);
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    std::uint32_t* const word = words + bank_swizzled(bins[j] & 0x7fffu, Swizzle);
+    if (bins[j] >= 0x8000u) {
+      atomicAdd(word, 0x10000u);
+    } else {
+      atomicAdd(word, 1u);
+    }
   }
 }
 
@@ -198,25 +282,72 @@ __device__ __forceinline__ std::uint64_t count_packed(const Sample* samples, std
     atomicAdd(mode_votes + 1, seen);
   }
   __syncthreads();  // every spill and tally of the first period is done; every counter is below 2^12
-  // Read by every thread after the barrier: one choice per block.
-  if (2 * mode_votes[0] > mode_votes[1]) {
-    int tiles = 0;
-    for (; tile_base < split.vectors; tile_base += stride) {
-      visit_warp_chunk<Unroll, Sample>(body, split.vectors, tile_base + warp_offset, visit_scan);
-      if (++tiles == tiles_per_period) {
-        tiles = 0;
-        __syncthreads();  // the period's increments are in
-        spill_large_counters<Threads, Swizzle>(words, half_bins, counts);
-        __syncthreads();  // every counter is below 2^12 before the next period counts
+  if constexpr (sizeof(Sample) == 2 && may_count_every_value<Mapper>) {
+    // 16-bit samples over a window of unit bins, which may be the 65536 values: the periods after
+    // the first, a warp's chunk of Unroll x 32 vectors a tile, through `count_whole` where the
+    // samples count as the values and the chunk holds only samples (the same for the whole warp),
+    // else through `visit`; `period_end` at each period's end. With `LoadFirst` the next tile's
+    // loads go out before the period's end, so a barrier's wait overlaps them (a bare kernel:
+    // 0.69 -> 0.74 of the read bandwidth; docs/performance.md); beside scan mode's scan, the
+    // loaded tile spilled registers. Other mappers and widths keep the loops below, whose code
+    // this would change (4-byte samples 1-5% slower through it).
+    const auto walk_periods = [&]<bool LoadFirst>(std::bool_constant<LoadFirst>, const auto& visit,
+                                                  const auto& count_whole, const auto& period_end) {
+      uint4 raw[Unroll];
+      load_warp_chunk(body, split.vectors, tile_base + warp_offset, raw);
+      int tiles = 0;
+      for (; tile_base < split.vectors; tile_base += stride) {
+        if (map.counts_every_value() && tile_base + warp_offset + 32 * Unroll <= split.vectors) {
+#pragma unroll
+          for (int u = 0; u < Unroll; ++u) count_whole(raw[u]);
+        } else {
+          visit_loaded_chunk<Unroll, Sample>(raw, split.vectors, tile_base + warp_offset, visit);
+        }
+        const bool ends_period = ++tiles == tiles_per_period;
+        if (ends_period) tiles = 0;
+        if constexpr (LoadFirst) load_warp_chunk(body, split.vectors, tile_base + stride + warp_offset, raw);
+        if (ends_period) period_end();
+        if constexpr (!LoadFirst) load_warp_chunk(body, split.vectors, tile_base + stride + warp_offset, raw);
       }
+    };
+    const std::uint32_t first_bits = map.first_bits();
+    // Read by every thread after the barrier: one choice per block.
+    if (2 * mode_votes[0] > mode_votes[1]) {
+      walk_periods(
+          std::false_type{}, visit_scan,
+          [&](const uint4& raw) { add_every_value_vector_unchecked<Swizzle>(words, first_bits, raw); },
+          [&] {
+            __syncthreads();  // the period's increments are in
+            spill_large_counters<Threads, Swizzle>(words, half_bins, counts);
+            __syncthreads();  // every counter is below 2^12 before the next period counts
+          });
+    } else {
+      walk_periods(
+          std::true_type{}, visit_return,
+          [&](const uint4& raw) { add_every_value_vector<Swizzle>(words, counts, first_bits, raw); },
+          [] { __syncthreads(); });  // every spill of this period is done before the next period counts
     }
   } else {
-    int tiles = 0;
-    for (; tile_base < split.vectors; tile_base += stride) {
-      visit_warp_chunk<Unroll, Sample>(body, split.vectors, tile_base + warp_offset, visit_return);
-      if (++tiles == tiles_per_period) {
-        tiles = 0;
-        __syncthreads();  // every spill of this period is done before the next period counts
+    // Read by every thread after the barrier: one choice per block.
+    if (2 * mode_votes[0] > mode_votes[1]) {
+      int tiles = 0;
+      for (; tile_base < split.vectors; tile_base += stride) {
+        visit_warp_chunk<Unroll, Sample>(body, split.vectors, tile_base + warp_offset, visit_scan);
+        if (++tiles == tiles_per_period) {
+          tiles = 0;
+          __syncthreads();  // the period's increments are in
+          spill_large_counters<Threads, Swizzle>(words, half_bins, counts);
+          __syncthreads();  // every counter is below 2^12 before the next period counts
+        }
+      }
+    } else {
+      int tiles = 0;
+      for (; tile_base < split.vectors; tile_base += stride) {
+        visit_warp_chunk<Unroll, Sample>(body, split.vectors, tile_base + warp_offset, visit_return);
+        if (++tiles == tiles_per_period) {
+          tiles = 0;
+          __syncthreads();  // every spill of this period is done before the next period counts
+        }
       }
     }
   }
