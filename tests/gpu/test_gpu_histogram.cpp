@@ -916,16 +916,25 @@ TEST(GpuHistogramStrategies, Packed16CountersSpillExactlyBeforeTheyOverflow) {
   expect_packed16_spills_exactly<std::uint8_t>(255, 3, 3 + 128, 200, 255);  // odd bin count: 128 words
 }
 
-/// packed16 in return mode, where 16-bit samples count as the 65536 values themselves, issues all
-/// of a vector's additions before it looks at their returned values, so a counter may pass further
-/// multiples of 2^12 before the spills of earlier ones subtract. Here every lane's vector (4 int32
-/// or 8 16-bit samples) holds one of four hot bins (two of them the halves of one packed word, one
-/// the last bin) and its neighbour another, so blocks stay in return mode while the four counters
-/// cross multiples of 2^12 in many warps at once; one vector in 13 is spread over the bins (or
-/// left out, for int32), and the input ends in a part of a warp's chunk and a tail. Every count
-/// must match the CPU: int32 and uint16 over [0, 65536), int16 over [-32768, 32768).
+/// Samples of 16-bit types that reach packed16's periods after the first even in quick mode (the
+/// sanitizers' runs): a 16-bit tile is 32768 samples a block, one period, and the grid holds one
+/// block a multiprocessor, so 2^23 samples (256 tiles) give most blocks of a 132-multiprocessor
+/// chip a tile after their first. 37 vectors of a warp's chunk and a tail of three end it.
+std::size_t samples_past_the_first_period() {
+  return (std::size_t{1} << (quick_mode() ? 23 : 24)) + 8 * 37 + 3;
+}
+
+/// packed16 where 16-bit samples count as the 65536 values themselves (uint16 over [0, 65536),
+/// int16 over [-32768, 32768): a loop of their own) issues all of a vector's additions before it
+/// looks at their returned values, so a counter may pass further multiples of 2^12 before the
+/// spills of earlier ones subtract. Here every lane's vector holds one of four hot bins (two of
+/// them the halves of one packed word, one the last bin) and its neighbour another, so blocks stay
+/// in return mode while the four counters cross multiples of 2^12 in many warps at once; one
+/// vector in 13 is spread over the bins. Then data that is spread and turns to one value half-way
+/// (blocks in return mode whose warps then all hold one bin: the warp's vote). int32 samples, in
+/// the general loop, run the first pattern too. Every count must match the CPU.
 TEST(GpuHistogramStrategies, Packed16CountsEveryValueExactlyWhileAVectorsAdditionsAreInFlight) {
-  const std::size_t n = (std::size_t{1} << (quick_mode() ? 21 : 24)) + 8 * 37 + 3;  // 37 vectors of a chunk, a tail
+  const std::size_t n = samples_past_the_first_period();
   std::mt19937_64 rng(seed + 11);
   const std::int32_t hot[4] = {5, 5 + 32768, 40000, 65535};
   const auto make = [&](std::size_t items, std::int32_t lowest) {
@@ -938,18 +947,24 @@ TEST(GpuHistogramStrategies, Packed16CountsEveryValueExactlyWhileAVectorsAdditio
   const auto ints = make(4, -7);
   expect_even_matches<std::int32_t, std::uint32_t>(ints, bins, strategy::packed16, upper_edge::exclusive);
   expect_even_matches<std::int32_t, std::uint64_t>(ints, bins, strategy::automatic, upper_edge::exclusive);
-  const auto wide = make(8, 0);
-  std::vector<std::uint16_t> halves(n);
-  for (std::size_t i = 0; i < n; ++i) halves[i] = static_cast<std::uint16_t>(std::min(wide[i], 65535));
-  expect_even_matches<std::uint16_t, std::uint32_t>(halves, bins, strategy::packed16, upper_edge::exclusive);
-  expect_even_matches<std::uint16_t, std::uint64_t>(halves, bins, strategy::automatic, upper_edge::inclusive);
-  std::vector<std::int16_t> signed_halves(n);
-  for (std::size_t i = 0; i < n; ++i) signed_halves[i] = static_cast<std::int16_t>(halves[i] - 32768);
+  std::vector<std::int32_t> spread_then_one(n);
+  std::uniform_int_distribution<std::int32_t> any_value(0, 65535);
+  for (std::size_t i = 0; i < n; ++i) spread_then_one[i] = i < n / 2 ? any_value(rng) : 40001;
   const even_bins signed_bins{65536, -32768.0, 32768.0};
-  expect_even_matches<std::int16_t, std::uint32_t>(signed_halves, signed_bins, strategy::packed16,
-                                                   upper_edge::exclusive);
-  expect_even_matches<std::int16_t, std::uint64_t>(signed_halves, signed_bins, strategy::automatic,
-                                                   upper_edge::exclusive);
+  for (const auto& wide : {make(8, 0), spread_then_one}) {
+    std::vector<std::uint16_t> halves(n);
+    std::vector<std::int16_t> signed_halves(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      halves[i] = static_cast<std::uint16_t>(std::min(wide[i], 65535));
+      signed_halves[i] = static_cast<std::int16_t>(halves[i] - 32768);
+    }
+    expect_even_matches<std::uint16_t, std::uint32_t>(halves, bins, strategy::packed16, upper_edge::exclusive);
+    expect_even_matches<std::uint16_t, std::uint64_t>(halves, bins, strategy::automatic, upper_edge::inclusive);
+    expect_even_matches<std::int16_t, std::uint32_t>(signed_halves, signed_bins, strategy::packed16,
+                                                     upper_edge::exclusive);
+    expect_even_matches<std::int16_t, std::uint64_t>(signed_halves, signed_bins, strategy::automatic,
+                                                     upper_edge::exclusive);
+  }
 }
 
 /// packed16 under data that changes mid-input (the adversarial inputs of large-bin histograms):
@@ -1002,13 +1017,16 @@ TEST(GpuHistogramStrategies, Packed16CountsExactlyWhenEveryBinSpills) {
     expect_even_matches<std::int32_t, std::uint32_t>(*host, int_bins, strategy::packed16, upper_edge::exclusive);
   }
   // 16-bit samples over their 65536 values (a loop of its own in each mode): uint16 over
-  // [0, 65536) and int16 over [-32768, 32768), the hot bins of int16 in the copy's high halves.
+  // [0, 65536) and int16 over [-32768, 32768), the hot bins of int16 in the copy's high halves;
+  // long enough to reach the periods after the first, and ending in part of a warp's chunk.
+  const std::size_t n16 = samples_past_the_first_period();
   for (const auto* host : {&geometric, &geometric_then_uniform, &uniform_then_geometric}) {
-    std::vector<std::uint16_t> halves(n);
-    std::vector<std::int16_t> signed_halves(n);
-    for (std::size_t i = 0; i < n; ++i) {
-      halves[i] = static_cast<std::uint16_t>((*host)[i]);  // -100 .. -1 wrap to the top values
-      signed_halves[i] = static_cast<std::int16_t>((*host)[i]);
+    std::vector<std::uint16_t> halves(n16);
+    std::vector<std::int16_t> signed_halves(n16);
+    for (std::size_t i = 0; i < n16; ++i) {
+      const std::int32_t x = (*host)[i * n / n16];  // stretched: each part keeps its share
+      halves[i] = static_cast<std::uint16_t>(x);  // -100 .. -1 wrap to the top values
+      signed_halves[i] = static_cast<std::int16_t>(x);
     }
     expect_even_matches<std::uint16_t, std::uint32_t>(halves, int_bins, strategy::packed16, upper_edge::exclusive);
     expect_even_matches<std::int16_t, std::uint64_t>(signed_halves, even_bins{65536, -32768.0, 32768.0},

@@ -131,8 +131,8 @@ class value_window_mapper {
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
   /// Whether the bins are the 65536 values themselves, bin (bits - first) mod 2^16, none left out
-  /// (uint16 over [0, 65536), int16 over [-32768, 32768), a bincount of 65536, the counts of
-  /// every value that are then folded into bins): kernels may then skip every test a sample.
+  /// (uint16 over [0, 65536), int16 over [-32768, 32768), a uint16 bincount of 65536, the counts
+  /// of every value that more bins are folded from): kernels may then skip each sample's range test.
   TALLY_HOST_DEVICE bool counts_every_value() const
     requires(!ClosedLast)
   {

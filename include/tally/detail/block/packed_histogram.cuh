@@ -24,9 +24,9 @@
 //
 // 16-bit samples whose bins are the 65536 values themselves (uint16 over [0, 65536), int16 over
 // [-32768, 32768), the value counts that other bins are folded from) take loops of their own in
-// both modes: nothing is left out, so a sample is a subtraction, its word and half, and the add,
-// about 15 instructions where the general loop's tests took 28 (docs/performance.md, "packed16:
-// the 65536 values of 16-bit samples").
+// both modes: nothing is left out, so a sample is a subtraction, its word and half, the add and
+// (in return mode) the spill test, about 15 instructions where the general loop's range tests and
+// branches took 28 (docs/performance.md, "packed16: the 65536 values of 16-bit samples").
 #pragma once
 
 #include <concepts>
@@ -282,72 +282,74 @@ __device__ __forceinline__ std::uint64_t count_packed(const Sample* samples, std
     atomicAdd(mode_votes + 1, seen);
   }
   __syncthreads();  // every spill and tally of the first period is done; every counter is below 2^12
+  // 16-bit samples counted as the 65536 values (the same for every thread of the grid): the
+  // periods after the first, a warp's chunk of Unroll x 32 vectors a tile, through `count_whole`
+  // where the chunk holds only samples (the same for the whole warp), else through `visit`;
+  // `period_end` at each period's end. With `LoadFirst` the next tile's loads go out before the
+  // period's end, so a barrier's wait overlaps them (a bare kernel: 0.69 -> 0.74 of the read
+  // bandwidth; docs/performance.md); beside scan mode's scan, the loaded tile spilled registers.
+  // Every other binning keeps the loops after it: through this walk, 4-byte samples ran up to 5%
+  // slower.
   if constexpr (sizeof(Sample) == 2 && may_count_every_value<Mapper>) {
-    // 16-bit samples over a window of unit bins, which may be the 65536 values: the periods after
-    // the first, a warp's chunk of Unroll x 32 vectors a tile, through `count_whole` where the
-    // samples count as the values and the chunk holds only samples (the same for the whole warp),
-    // else through `visit`; `period_end` at each period's end. With `LoadFirst` the next tile's
-    // loads go out before the period's end, so a barrier's wait overlaps them (a bare kernel:
-    // 0.69 -> 0.74 of the read bandwidth; docs/performance.md); beside scan mode's scan, the
-    // loaded tile spilled registers. Other mappers and widths keep the loops below, whose code
-    // this would change (4-byte samples 1-5% slower through it).
-    const auto walk_periods = [&]<bool LoadFirst>(std::bool_constant<LoadFirst>, const auto& visit,
-                                                  const auto& count_whole, const auto& period_end) {
-      uint4 raw[Unroll];
-      load_warp_chunk(body, split.vectors, tile_base + warp_offset, raw);
-      int tiles = 0;
-      for (; tile_base < split.vectors; tile_base += stride) {
-        if (map.counts_every_value() && tile_base + warp_offset + 32 * Unroll <= split.vectors) {
+    if (map.counts_every_value()) {
+      const auto walk_periods = [&]<bool LoadFirst>(std::bool_constant<LoadFirst>, const auto& visit,
+                                                    const auto& count_whole, const auto& period_end) {
+        uint4 raw[Unroll];
+        load_warp_chunk(body, split.vectors, tile_base + warp_offset, raw);
+        int tiles = 0;
+        for (; tile_base < split.vectors; tile_base += stride) {
+          if (tile_base + warp_offset + 32 * Unroll <= split.vectors) {
 #pragma unroll
-          for (int u = 0; u < Unroll; ++u) count_whole(raw[u]);
-        } else {
-          visit_loaded_chunk<Unroll, Sample>(raw, split.vectors, tile_base + warp_offset, visit);
+            for (int u = 0; u < Unroll; ++u) count_whole(raw[u]);
+          } else {
+            visit_loaded_chunk<Unroll, Sample>(raw, split.vectors, tile_base + warp_offset, visit);
+          }
+          const bool ends_period = ++tiles == tiles_per_period;
+          if (ends_period) tiles = 0;
+          if constexpr (LoadFirst) load_warp_chunk(body, split.vectors, tile_base + stride + warp_offset, raw);
+          if (ends_period) period_end();
+          if constexpr (!LoadFirst) load_warp_chunk(body, split.vectors, tile_base + stride + warp_offset, raw);
         }
-        const bool ends_period = ++tiles == tiles_per_period;
-        if (ends_period) tiles = 0;
-        if constexpr (LoadFirst) load_warp_chunk(body, split.vectors, tile_base + stride + warp_offset, raw);
-        if (ends_period) period_end();
-        if constexpr (!LoadFirst) load_warp_chunk(body, split.vectors, tile_base + stride + warp_offset, raw);
+      };
+      const std::uint32_t first_bits = map.first_bits();
+      // Read by every thread after the barrier: one choice per block.
+      if (2 * mode_votes[0] > mode_votes[1]) {
+        walk_periods(
+            std::false_type{}, visit_scan,
+            [&](const uint4& raw) { add_every_value_vector_unchecked<Swizzle>(words, first_bits, raw); },
+            [&] {
+              __syncthreads();  // the period's increments are in
+              spill_large_counters<Threads, Swizzle>(words, half_bins, counts);
+              __syncthreads();  // every counter is below 2^12 before the next period counts
+            });
+      } else {
+        walk_periods(
+            std::true_type{}, visit_return,
+            [&](const uint4& raw) { add_every_value_vector<Swizzle>(words, counts, first_bits, raw); },
+            [] { __syncthreads(); });  // every spill of this period is done before the next period counts
       }
-    };
-    const std::uint32_t first_bits = map.first_bits();
-    // Read by every thread after the barrier: one choice per block.
-    if (2 * mode_votes[0] > mode_votes[1]) {
-      walk_periods(
-          std::false_type{}, visit_scan,
-          [&](const uint4& raw) { add_every_value_vector_unchecked<Swizzle>(words, first_bits, raw); },
-          [&] {
-            __syncthreads();  // the period's increments are in
-            spill_large_counters<Threads, Swizzle>(words, half_bins, counts);
-            __syncthreads();  // every counter is below 2^12 before the next period counts
-          });
-    } else {
-      walk_periods(
-          std::true_type{}, visit_return,
-          [&](const uint4& raw) { add_every_value_vector<Swizzle>(words, counts, first_bits, raw); },
-          [] { __syncthreads(); });  // every spill of this period is done before the next period counts
+      return left_out;
+    }
+  }
+  // Read by every thread after the barrier: one choice per block.
+  if (2 * mode_votes[0] > mode_votes[1]) {
+    int tiles = 0;
+    for (; tile_base < split.vectors; tile_base += stride) {
+      visit_warp_chunk<Unroll, Sample>(body, split.vectors, tile_base + warp_offset, visit_scan);
+      if (++tiles == tiles_per_period) {
+        tiles = 0;
+        __syncthreads();  // the period's increments are in
+        spill_large_counters<Threads, Swizzle>(words, half_bins, counts);
+        __syncthreads();  // every counter is below 2^12 before the next period counts
+      }
     }
   } else {
-    // Read by every thread after the barrier: one choice per block.
-    if (2 * mode_votes[0] > mode_votes[1]) {
-      int tiles = 0;
-      for (; tile_base < split.vectors; tile_base += stride) {
-        visit_warp_chunk<Unroll, Sample>(body, split.vectors, tile_base + warp_offset, visit_scan);
-        if (++tiles == tiles_per_period) {
-          tiles = 0;
-          __syncthreads();  // the period's increments are in
-          spill_large_counters<Threads, Swizzle>(words, half_bins, counts);
-          __syncthreads();  // every counter is below 2^12 before the next period counts
-        }
-      }
-    } else {
-      int tiles = 0;
-      for (; tile_base < split.vectors; tile_base += stride) {
-        visit_warp_chunk<Unroll, Sample>(body, split.vectors, tile_base + warp_offset, visit_return);
-        if (++tiles == tiles_per_period) {
-          tiles = 0;
-          __syncthreads();  // every spill of this period is done before the next period counts
-        }
+    int tiles = 0;
+    for (; tile_base < split.vectors; tile_base += stride) {
+      visit_warp_chunk<Unroll, Sample>(body, split.vectors, tile_base + warp_offset, visit_return);
+      if (++tiles == tiles_per_period) {
+        tiles = 0;
+        __syncthreads();  // every spill of this period is done before the next period counts
       }
     }
   }
