@@ -83,10 +83,10 @@ inline constexpr bool may_count_every_value = requires(const Mapper& map) {
 };
 
 /// The bins of the eight 16-bit samples in `raw` where every value is a bin: (bits - first) mod 2^16.
-__device__ __forceinline__ void every_value_bins(const uint4& raw, std::uint32_t first, std::uint32_t (&bins)[8]) {
+__device__ __forceinline__ void every_value_bins(const uint4& raw, std::uint32_t first, int (&bins)[8]) {
   const std::uint32_t parts[4] = {raw.x, raw.y, raw.z, raw.w};
 #pragma unroll
-  for (int j = 0; j < 8; ++j) bins[j] = ((parts[j / 2] >> (16 * (j % 2))) - first) & 0xffffu;
+  for (int j = 0; j < 8; ++j) bins[j] = static_cast<int>(((parts[j / 2] >> (16 * (j % 2))) - first) & 0xffffu);
 }
 
 /// Adds one to the counter of each of the eight 16-bit values in `raw` (bin (bits - first) mod
@@ -102,21 +102,17 @@ __device__ __forceinline__ void every_value_bins(const uint4& raw, std::uint32_t
 template <std::uint32_t Swizzle, class Counter>
 __device__ __forceinline__ void add_every_value_vector(std::uint32_t* words, Counter* counts, std::uint32_t first,
                                                        const uint4& raw) {
-  std::uint32_t bins[8];
+  int bins[8];
   every_value_bins(raw, first, bins);
-  bool uniform = true;
-#pragma unroll
-  for (int j = 1; j < 8; ++j) uniform = uniform && bins[j] == bins[0];
-  const std::uint32_t warp_bin = __shfl_sync(0xffffffffu, bins[0], 0);
-  if (__all_sync(0xffffffffu, uniform && bins[0] == warp_bin)) {  // the warp-wide vote, as warp_adds_once
-    if (threadIdx.x % 32 == 0) add_packed<Swizzle>(words, 0x8000, counts, static_cast<int>(warp_bin), 256u);
-    return;
-  }
+  const auto add_whole_warp = [&](int bin, std::uint32_t count) {
+    add_packed<Swizzle>(words, 0x8000, counts, bin, count);
+  };
+  if (warp_adds_once(bins, add_whole_warp)) return;
   std::uint32_t crossed = 0;  // bit j: sample j carried its counter over a multiple of packed_spill
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
-    const std::uint32_t word = bank_swizzled(bins[j] & 0x7fffu, Swizzle);
-    const std::uint32_t shift = (bins[j] >> 11) & 16u;
+    const std::uint32_t word = bank_swizzled(static_cast<std::uint32_t>(bins[j]) & 0x7fffu, Swizzle);
+    const std::uint32_t shift = static_cast<std::uint32_t>(bins[j] >> 11) & 16u;
     const std::uint32_t before = atomicAdd(words + word, 1u << shift) >> shift;
     crossed |= (before & (packed_spill - 1)) == packed_spill - 1 ? 1u << j : 0u;
   }
@@ -137,12 +133,12 @@ __device__ __forceinline__ void add_every_value_vector(std::uint32_t* words, Cou
 template <std::uint32_t Swizzle>
 __device__ __forceinline__ void add_every_value_vector_unchecked(std::uint32_t* words, std::uint32_t first,
                                                                  const uint4& raw) {
-  std::uint32_t bins[8];
+  int bins[8];
   every_value_bins(raw, first, bins);
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
-    std::uint32_t* const word = words + bank_swizzled(bins[j] & 0x7fffu, Swizzle);
-    if (bins[j] >= 0x8000u) {
+    std::uint32_t* const word = words + bank_swizzled(static_cast<std::uint32_t>(bins[j]) & 0x7fffu, Swizzle);
+    if (bins[j] >= 0x8000) {
       atomicAdd(word, 0x10000u);
     } else {
       atomicAdd(word, 1u);
