@@ -246,6 +246,17 @@ class unit_step_bin_mapper {
     }
   }
 
+  /// The bin, or num_bins() where the sample is left out (the shared kernels' left-out word): one
+  /// select, where operator()'s left_out_bin took a second to become that word.
+  TALLY_HOST_DEVICE int slot(Sample sample) const {
+    const offset_type offset = static_cast<offset_type>(sample) - lower_;
+    if constexpr (ClosedLast) {
+      return static_cast<int>(offset < range_ ? (offset < last_bin_ ? offset : last_bin_) : num_bins_);
+    } else {
+      return static_cast<int>(offset < range_ ? offset : num_bins_);
+    }
+  }
+
  private:
   offset_type lower_ = 0;
   offset_type range_ = 0;
