@@ -80,6 +80,8 @@ std::vector<T> make_samples(pattern p, std::size_t n, double lower, double upper
 template <class T>
 std::string type_name() {
   if constexpr (std::is_same_v<T, std::uint8_t>) return "uint8";
+  if constexpr (std::is_same_v<T, std::uint16_t>) return "uint16";
+  if constexpr (std::is_same_v<T, std::int16_t>) return "int16";
   if constexpr (std::is_same_v<T, std::int32_t>) return "int32";
   if constexpr (std::is_same_v<T, std::uint32_t>) return "uint32";
   if constexpr (std::is_same_v<T, std::int64_t>) return "int64";

@@ -916,12 +916,112 @@ TEST(GpuHistogramStrategies, Packed16CountersSpillExactlyBeforeTheyOverflow) {
   expect_packed16_spills_exactly<std::uint8_t>(255, 3, 3 + 128, 200, 255);  // odd bin count: 128 words
 }
 
-/// Samples of 16-bit types that reach packed16's periods after the first even in quick mode (the
-/// sanitizers' runs): a 16-bit tile is 32768 samples a block, one period, and the grid holds one
-/// block a multiprocessor, so 2^23 samples (256 tiles) give most blocks of a 132-multiprocessor
-/// chip a tile after their first. 37 vectors of a warp's chunk and a tail of three end it.
-std::size_t samples_past_the_first_period() {
-  return (std::size_t{1} << (quick_mode() ? 23 : 24)) + 8 * 37 + 3;
+/// Samples that reach packed16's periods after the first in most blocks even in quick mode (the
+/// sanitizers' runs): the grid holds one block a multiprocessor, and a block's tile is 32768
+/// 16-bit samples (one tile a period) or 16384 4-byte ones (three tiles a period), so 2^23 16-bit
+/// samples (256 tiles) or 2^24 4-byte ones (1024 tiles, 7.8 a block) give most blocks of a
+/// 132-multiprocessor chip a tile after their first period. 37 vectors of a warp's chunk and a
+/// tail of three end it.
+std::size_t samples_past_the_first_period(std::size_t sample_bytes = 2) {
+  return (std::size_t{1} << (quick_mode() && sample_bytes == 2 ? 23 : 24)) + 16 / sample_bytes * 37 + 3;
+}
+
+/// Three inputs that take packed16's lean loop for any mapper (add_slot_vector and its scan-mode
+/// twin) through its paths, over `bins`: four hot values (two bins in the halves of one packed
+/// word, the last bin, and one left out), each lane's vector on one of them and its neighbour on
+/// another, so blocks stay in return mode while the counters cross multiples of 2^12 with a
+/// vector's additions in flight, one vector in 13 spread over the bins and past them; runs of 64
+/// of one value for a third (blocks turn to scan mode), then hot and spread samples mixed; and
+/// thirds of spread samples, of one bin and of one left-out value (the warp's vote, on a bin and
+/// on the left-out slot); and nine vectors in ten left out (below and above the bins), one spread
+/// over them, in return mode: each block puts far more than 2^16 samples in the left-out slot, so
+/// it must spill into the left-out count.
+template <class T>
+std::vector<std::vector<T>> packed16_lean_loop_inputs(const even_bins& bins, std::uint64_t salt) {
+  const std::size_t n = samples_past_the_first_period(sizeof(T));
+  constexpr std::size_t items = 16 / sizeof(T);
+  const double step = (bins.upper - bins.lower) / static_cast<double>(bins.num_bins);
+  const auto at = [&](double bin) { return static_cast<T>(bins.lower + (bin + 0.5) * step); };
+  const double half = static_cast<double>((bins.num_bins + 1) / 2);
+  const T hot[4] = {at(5.0), at(5.0 + half), at(static_cast<double>(bins.num_bins - 1)), at(-3.0)};
+  std::mt19937_64 rng(seed + salt);
+  std::uniform_real_distribution<double> anywhere(-2.0, static_cast<double>(bins.num_bins) + 2.0);
+  std::uniform_real_distribution<double> outside(1.0, 1000.0);
+  std::vector<T> crowded(n), runs_then_mixed(n), spread_one_left_out(n), mostly_left_out(n);
+  T run_value = hot[0];
+  for (std::size_t i = 0; i < n; ++i) {
+    crowded[i] = (i / items) % 13 == 12 ? at(anywhere(rng)) : hot[(i / items) % 4];
+    if (i % 64 == 0) run_value = rng() % 5 == 4 ? at(anywhere(rng)) : hot[rng() % 4];
+    runs_then_mixed[i] = i < n / 3 ? run_value : (rng() % 4 != 0 ? hot[rng() % 4] : at(anywhere(rng)));
+    spread_one_left_out[i] = i < n / 3 ? at(anywhere(rng)) : i < 2 * n / 3 ? hot[1] : hot[3];
+    const double out = rng() % 2 == 0 ? -outside(rng) : static_cast<double>(bins.num_bins) + outside(rng);
+    mostly_left_out[i] = (i / items) % 10 == 9 ? at(anywhere(rng)) : at(out);
+  }
+  return {crowded, runs_then_mixed, spread_one_left_out, mostly_left_out};
+}
+
+/// packed16's periods after the first count whole chunks of 16- and 32-bit samples in a lean loop
+/// for any mapper (add_slot_vector): a left-out sample in a slot past the bins, a vector's
+/// additions all issued before their spill tests. Through unit steps, whole steps, the estimate
+/// (integer and float samples, both last-edge modes), exact float edges, an odd number of bins
+/// (the halves split at 25001, the left-out slot in the last word's high half), a 16-bit window
+/// that is not every value, a 16-bit table (a step that is not whole) and range bins (the grid's
+/// vector mapper), every count and the left-out count must match the CPU, in both modes, with the
+/// vote on a bin and on the left-out slot.
+TEST(GpuHistogramStrategies, Packed16LeanLoopCountsEveryMapperExactly) {
+  const auto check = [](const auto& inputs, const even_bins& bins, upper_edge last) {
+    using T = typename std::decay_t<decltype(inputs[0])>::value_type;
+    for (const auto& host : inputs) {
+      SCOPED_TRACE(::testing::Message() << type_name<T>() << " bins=" << bins.num_bins << " [" << bins.lower << ", "
+                                        << bins.upper << ")");
+      expect_even_matches<T, std::uint32_t>(host, bins, strategy::packed16, last);
+      expect_even_matches<T, std::uint64_t>(host, bins, strategy::packed16, upper_edge::inclusive);
+    }
+  };
+  const even_bins unit{65536, 0.0, 65536.0};
+  const even_bins whole_steps{65536, -65536.0, 65536.0};
+  const even_bins estimated{65536, -0.3, 65535.6};
+  const even_bins odd{50001, -7.0, 49994.0};
+  check(packed16_lean_loop_inputs<std::int32_t>(unit, 1), unit, upper_edge::exclusive);
+  check(packed16_lean_loop_inputs<std::int32_t>(whole_steps, 2), whole_steps, upper_edge::exclusive);
+  check(packed16_lean_loop_inputs<std::int32_t>(estimated, 3), estimated, upper_edge::exclusive);
+  check(packed16_lean_loop_inputs<std::int32_t>(odd, 4), odd, upper_edge::exclusive);
+  check(packed16_lean_loop_inputs<float>(unit, 5), unit, upper_edge::exclusive);
+  check(packed16_lean_loop_inputs<float>(estimated, 6), estimated, upper_edge::exclusive);
+  const even_bins float32_edges{40000, 0.0, 1000.0};
+  check(packed16_lean_loop_inputs<float>(float32_edges, 7), float32_edges, upper_edge::exclusive);
+  const even_bins window{60000, 100.0, 60100.0};
+  check(packed16_lean_loop_inputs<std::uint16_t>(window, 8), window, upper_edge::exclusive);
+  const even_bins table{60000, 0.5, 60090.25};
+  check(packed16_lean_loop_inputs<std::uint16_t>(table, 9), table, upper_edge::inclusive);
+
+  // Range bins: 60000 edges one apart, each moved by up to 0.3, over the same inputs.
+  const even_bins span{60000, 0.0, 60000.0};
+  std::mt19937_64 rng(seed + 10);
+  std::uniform_real_distribution<double> nudge(-0.3, 0.3);
+  std::vector<double> edges(60001);
+  for (std::size_t i = 0; i < edges.size(); ++i) edges[i] = static_cast<double>(i) + nudge(rng);
+  std::sort(edges.begin(), edges.end());
+  for (const auto& host : packed16_lean_loop_inputs<float>(span, 11)) {
+    std::vector<std::uint64_t> expected(edges.size() - 1);
+    const auto want = cpu::histogram_range(std::span<const float>(host), std::span<std::uint64_t>(expected),
+                                           std::span<const double>(edges), {strategy::sequential});
+    auto samples = to_device(host);
+    gpu::device_buffer<std::uint64_t> counts(expected.size());
+    counts.fill_bytes(poison_byte);
+    try {
+      const auto got = gpu::histogram_range(samples.const_span(), counts.span(), std::span<const double>(edges),
+                                            {strategy::packed16});
+      EXPECT_EQ(got.chose.used, strategy::packed16);
+      EXPECT_EQ(download(counts), expected);
+      EXPECT_EQ(got.left_out, want.left_out);
+    } catch (const error& e) {
+      // 60000 bins take 117 KiB as 16-bit counters: more than a 99 KiB chip gives a block
+      // (test_gpu_histogram_99k), which must refuse before writing anything.
+      ASSERT_TRUE(refused_as_unfit(e)) << e.what();
+      for (std::uint64_t c : download(counts)) ASSERT_EQ(c, 0xababababababababull);
+    }
+  }
 }
 
 /// packed16 where 16-bit samples count as the 65536 values themselves (uint16 over [0, 65536),
@@ -932,7 +1032,8 @@ std::size_t samples_past_the_first_period() {
 /// in return mode while the four counters cross multiples of 2^12 in many warps at once; one
 /// vector in 13 is spread over the bins. Then data that is spread and turns to one value half-way
 /// (blocks in return mode whose warps then all hold one bin: the warp's vote). int32 samples, in
-/// the general loop, run the first pattern too. Every count must match the CPU.
+/// the lean loop of other mappers (add_slot_vector), run the first pattern too. Every count must
+/// match the CPU.
 TEST(GpuHistogramStrategies, Packed16CountsEveryValueExactlyWhileAVectorsAdditionsAreInFlight) {
   const std::size_t n = samples_past_the_first_period();
   std::mt19937_64 rng(seed + 11);
@@ -972,7 +1073,7 @@ TEST(GpuHistogramStrategies, Packed16CountsEveryValueExactlyWhileAVectorsAdditio
 /// the last bin), hot bins that cool down again, with left-out samples. 2^24 samples, over 100000
 /// a block and several periods each, over 65536 bins; both counter widths.
 TEST(GpuHistogramStrategies, Packed16CountsExactlyWhenDataChangesMidInput) {
-  const std::size_t n = std::size_t{1} << (quick_mode() ? 21 : 24);
+  const std::size_t n = samples_past_the_first_period(sizeof(std::int32_t));
   const std::int32_t num_bins = 65536;
   std::mt19937_64 rng(seed);
   std::uniform_int_distribution<std::int32_t> any_bin(0, num_bins - 1);
@@ -1046,12 +1147,14 @@ TEST(GpuHistogramStrategies, Packed16CountsExactlyWhenEveryBinSpills) {
   }
 }
 
-/// packed16 counts left-out samples in a slot past the bins, which spills like a bin and is handed
-/// nowhere: far more than 2^12 of them a block, in return mode (spread samples, nine in ten left
-/// out) and in scan mode (every other sample in one bin, so lanes share bins, the rest left out),
-/// over unit steps and over the estimate; every count and the left-out count must match the CPU.
+/// packed16 counts left-out samples apart from the bins in its first period, then in a slot past
+/// the bins that spills into the left-out count like a bin and is read into it at the end: far
+/// more than 2^12 of them a block, past the first period, in return mode (spread samples, nine in
+/// ten left out) and in scan mode (every other sample in one bin, so lanes share bins, the rest
+/// left out), over unit steps and over the estimate; every count and the left-out count must match
+/// the CPU.
 TEST(GpuHistogramStrategies, Packed16LeavesOutAnyNumberOfSamplesExactly) {
-  const std::size_t n = (std::size_t{1} << (quick_mode() ? 21 : 24)) + 5;
+  const std::size_t n = samples_past_the_first_period(sizeof(std::int32_t));
   std::mt19937_64 rng(seed + 9);
   std::uniform_int_distribution<std::int32_t> any_bin(0, 65535);
   std::vector<std::int32_t> mostly_out(n), one_bin_and_out(n);

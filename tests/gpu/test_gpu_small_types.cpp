@@ -95,7 +95,8 @@ bool may_refuse(strategy s, std::int64_t num_bins) {
                            s == strategy::warp_aggregated || s == strategy::replicated;
   const std::int64_t counted = sizeof(T) == 1 ? 256 : std::max<std::int64_t>(num_bins, num_bins > 65535 ? 65536 : 0);
   const std::int64_t copy_bytes = (counted + 1 + 31) / 32 * 32 * 4;  // whole rows, and the left-out word
-  const std::int64_t packed_bytes = ((counted + 1) / 2 + 31) / 32 * 32 * 4 + 8;  // two a word, and two mode words
+  // Two a word with the left-out slot (counted + 1 counters), whole rows, and two mode words.
+  const std::int64_t packed_bytes = ((counted + 2) / 2 + 31) / 32 * 32 * 4 + 8;
   const auto shared = static_cast<std::int64_t>(gpu::describe_device().shared_memory_per_block_optin);
   return (shared_copy && copy_bytes > shared) || (s == strategy::packed16 && packed_bytes > shared);
 }

@@ -33,7 +33,7 @@ inline std::size_t shared_copy_bytes(std::int64_t num_bins) {
 /// word after them that takes the left-out samples.
 inline std::size_t counting_copy_bytes(std::int64_t num_bins) { return shared_copy_bytes(num_bins + 1); }
 inline std::size_t packed_copy_bytes(std::int64_t num_bins) {
-  return static_cast<std::size_t>(swizzled_words(packed_words(num_bins)) + packed_mode_words) * 4;
+  return static_cast<std::size_t>(packed_copy_words(num_bins) + packed_mode_words) * 4;
 }
 
 /// Replicas of the shared copy for `replicated`: the largest power of two up to

@@ -250,7 +250,7 @@ packed16_histogram_kernel(const Sample* samples, std::int64_t num_samples, Count
                           std::uint64_t* left_out, int table_words) {
   extern __shared__ __align__(16) std::uint32_t packed_copy[];  // scan mode reads it as uint4
   const std::int64_t num_bins = map.num_bins();
-  zero_counters(packed_copy, swizzled_words(packed_words(num_bins)) + packed_mode_words);
+  zero_counters(packed_copy, packed_copy_words(num_bins) + packed_mode_words);
   const Mapper block_map = tables_in_block(map, packed_copy, table_words);
   __syncthreads();
   constexpr int threads = Tuning::block_threads;
@@ -265,9 +265,9 @@ packed16_histogram_kernel(const Sample* samples, std::int64_t num_samples, Count
     mine = swizzle ? count_packed<threads, loads, 31u>(samples, num_samples, block_map, packed_copy, counts)
                    : count_packed<threads, loads, 0u>(samples, num_samples, block_map, packed_copy, counts);
   }
-  warp_add_to(mine, left_out);
   __syncthreads();  // every count and spill is in before the copy is read
-  add_packed_copy(packed_copy, num_bins, counts, swizzle ? 31u : 0u);
+  mine += add_packed_copy(packed_copy, num_bins, counts, swizzle ? 31u : 0u);
+  warp_add_to(mine, left_out);
 }
 
 /// Fills a range-bin grid's tables (grid_range_bin_mapper::fill_entry), one entry a thread: the
