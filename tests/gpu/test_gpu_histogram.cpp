@@ -926,7 +926,7 @@ std::size_t samples_past_the_first_period(std::size_t sample_bytes = 2) {
   return (std::size_t{1} << (quick_mode() && sample_bytes == 2 ? 23 : 24)) + 16 / sample_bytes * 37 + 3;
 }
 
-/// Three inputs that take packed16's lean loop for any mapper (add_slot_vector and its scan-mode
+/// Four inputs that take packed16's lean loop for any mapper (add_slot_vector and its scan-mode
 /// twin) through its paths, over `bins`: four hot values (two bins in the halves of one packed
 /// word, the last bin, and one left out), each lane's vector on one of them and its neighbour on
 /// another, so blocks stay in return mode while the counters cross multiples of 2^12 with a
@@ -941,7 +941,17 @@ std::vector<std::vector<T>> packed16_lean_loop_inputs(const even_bins& bins, std
   const std::size_t n = samples_past_the_first_period(sizeof(T));
   constexpr std::size_t items = 16 / sizeof(T);
   const double step = (bins.upper - bins.lower) / static_cast<double>(bins.num_bins);
-  const auto at = [&](double bin) { return static_cast<T>(bins.lower + (bin + 0.5) * step); };
+  // A value in bin `bin` (outside the bins where `bin` is below 0 or past the last); integer
+  // samples through int64, so that a negative value wraps into an unsigned type (far above its
+  // bins) rather than convert out of range.
+  const auto at = [&](double bin) {
+    const double value = bins.lower + (bin + 0.5) * step;
+    if constexpr (std::is_integral_v<T>) {
+      return static_cast<T>(static_cast<std::int64_t>(value));
+    } else {
+      return static_cast<T>(value);
+    }
+  };
   const double half = static_cast<double>((bins.num_bins + 1) / 2);
   const T hot[4] = {at(5.0), at(5.0 + half), at(static_cast<double>(bins.num_bins - 1)), at(-3.0)};
   std::mt19937_64 rng(seed + salt);
