@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <numeric>
 #include <limits>
 #include <type_traits>
 
@@ -262,6 +263,92 @@ class unit_step_bin_mapper {
   offset_type range_ = 0;
   offset_type last_bin_ = 0;
   std::int64_t num_bins_ = 0;
+};
+
+/// Even bins over 32-bit integer samples whose bounds are whole numbers and whose step is not (the
+/// data's own [min, max], [0, 10000) in 4096 bins): the bin is the exact quotient
+/// floor((x - lower) * num_bins / (upper - lower)), in integer arithmetic, where the estimate
+/// took eight double operations and a conversion a sample. An edge that is not a whole number lies
+/// at least 1 / num_bins from every integer, and its double within 2^-53 * (3 * range + |lower| +
+/// |upper|) of its exact value, which `fits` keeps below that: an integer sample is at or above
+/// such an edge exactly when it is at or above the exact value. An edge that is a whole number may
+/// round above itself, and then the sample equal to it belongs to the bin below: `fits` refuses
+/// bins with such an edge. The quotient: a multiply-high gives it or the one below, and the
+/// remainder, exact in 32-bit wrapping arithmetic while it stays below 2^32, decides.
+template <class Sample>
+class rational_step_bin_mapper {
+  static_assert(std::is_integral_v<Sample> && sizeof(Sample) == 4, "32-bit integer samples");
+
+ public:
+  /// Whether these bins (whole bounds, numpy's step `step`) take the quotient: a range below 2^31
+  /// (the remainder's room) inside the sample type, so that values below lower wrap past the
+  /// range; edges near enough to exact (above); and no whole-number edge rounded above itself,
+  /// checked edge by edge on the host (up to 2^20 of them).
+  static bool fits(double lower, double upper, std::int64_t num_bins, double step) {
+    const double range = upper - lower;
+    if (!(range >= 1.0 && range < 2147483648.0) || num_bins < 1 || num_bins >= 2147483647 ||
+        lower != std::floor(lower) || upper != std::floor(upper) ||
+        lower < static_cast<double>(std::numeric_limits<Sample>::lowest()) ||
+        upper > static_cast<double>(std::numeric_limits<Sample>::max())) {
+      return false;
+    }
+    if ((3.0 * range + std::fabs(lower) + std::fabs(upper)) * static_cast<double>(num_bins) >= 0x1p51) return false;
+    // Edge i is a whole number where i * range / num_bins is: i a multiple of num_bins / g.
+    const auto whole_range = static_cast<std::int64_t>(range);
+    const std::int64_t g = std::gcd(num_bins, whole_range);
+    if (g > (std::int64_t{1} << 20)) return false;
+    const std::int64_t every = num_bins / g;
+    for (std::int64_t k = 1; k < g; ++k) {
+      const std::int64_t i = k * every;
+      if (even_edge(i, step, lower) > lower + static_cast<double>(k * (whole_range / g))) return false;
+    }
+    return true;
+  }
+
+  rational_step_bin_mapper() = default;
+  rational_step_bin_mapper(std::int64_t lower, std::int64_t upper, std::int64_t num_bins, bool inclusive)
+      : lower_(static_cast<std::uint32_t>(lower)),
+        range_(static_cast<std::uint32_t>(upper - lower)),
+        end_(static_cast<std::uint32_t>(upper - lower + (inclusive ? 1 : 0))),
+        whole_(static_cast<std::uint32_t>(num_bins / (upper - lower))),
+        fraction_(static_cast<std::uint32_t>(
+            (static_cast<std::uint64_t>(num_bins % (upper - lower)) << 32) / static_cast<std::uint64_t>(upper - lower))),
+        num_bins_(static_cast<std::uint32_t>(num_bins)) {}
+
+  TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
+
+  TALLY_HOST_DEVICE std::int64_t operator()(Sample sample) const {
+    const int bin = slot(sample);
+    return static_cast<std::uint32_t>(bin) < num_bins_ ? bin : left_out_bin;
+  }
+
+  /// The bin, or num_bins() where the sample is left out (the shared kernels' left-out word).
+  TALLY_HOST_DEVICE int slot(Sample sample) const {
+    // Wrapping subtraction: values below lower land past the range (fits keeps upper inside the
+    // type), so one compare checks both ends.
+    const std::uint32_t offset = static_cast<std::uint32_t>(sample) - lower_;
+    // offset * num_bins / range = offset * whole + offset * fraction / 2^32 + less than one: the
+    // estimate is the quotient or the one below, and the remainder, in [0, 2 * range), says which.
+#if defined(__CUDA_ARCH__)
+    std::uint32_t quotient = offset * whole_ + __umulhi(offset, fraction_);
+#else
+    std::uint32_t quotient =
+        offset * whole_ + static_cast<std::uint32_t>((static_cast<std::uint64_t>(offset) * fraction_) >> 32);
+#endif
+    const std::uint32_t remainder = offset * num_bins_ - quotient * range_;
+    quotient += remainder >= range_ ? 1u : 0u;
+    // upper itself, counted where the last edge is inclusive, has the quotient num_bins.
+    const std::uint32_t last = num_bins_ - 1;
+    return static_cast<int>(offset < end_ ? (quotient < last ? quotient : last) : num_bins_);
+  }
+
+ private:
+  std::uint32_t lower_ = 0;
+  std::uint32_t range_ = 1;
+  std::uint32_t end_ = 0;       // range, or range + 1 where upper itself is counted
+  std::uint32_t whole_ = 0;     // num_bins / range
+  std::uint32_t fraction_ = 0;  // (num_bins % range) / range, in 2^-32
+  std::uint32_t num_bins_ = 0;
 };
 
 /// Byte samples when every one of the 256 values falls in a bin of width one: bin = x + shift,
@@ -525,16 +612,18 @@ class estimated_even_bin_mapper {
 
 }  // namespace detail
 
-/// Which shortcut an even_bin_mapper found for its bins: exact arithmetic, or the estimate and one
+/// Which shortcut an even_bin_mapper found for its bins: exact arithmetic (a whole step, exact
+/// float edges, or for 32-bit integers whole bounds and a quotient), or the estimate and one
 /// compare (estimated), or none (the general rule, with a search).
-enum class even_shortcut : std::uint8_t { none, integer_step, exact_float_edges, estimated };
+enum class even_shortcut : std::uint8_t { none, integer_step, exact_float_edges, estimated, rational_step };
 
 /**
  * @brief Maps a sample to its even bin, or to `left_out_bin`. Trivially copyable, for kernels.
  *
  * Shortcuts are found at construction and give the same bins as the general rule: integer samples
- * with whole-number edges and step (detail::integer_step_bin_mapper), float samples whose edges are
- * all exact floats (detail::exact_float_bin_mapper), and, for other ranges that reach at most a
+ * with whole-number edges and step (detail::integer_step_bin_mapper), 32-bit integer samples with
+ * whole-number bounds (detail::rational_step_bin_mapper), float samples whose edges are all exact
+ * floats (detail::exact_float_bin_mapper), and, for other ranges that reach at most a
  * million bins (float) from zero, an estimate and one compare (detail::estimated_even_bin_mapper).
  * Kernels that care about registers take the shortcut mapper itself (see `shortcut()`); this class
  * applies it too.
@@ -616,6 +705,13 @@ class even_bin_mapper {
   detail::unit_step_bin_mapper<Sample, true> closed_unit_step_mapper() const {
     return {static_cast<std::int64_t>(lower_), num_bins_};
   }
+  /** @brief The quotient mapper of 32-bit integer samples; valid when shortcut() is
+   * even_shortcut::rational_step. */
+  detail::rational_step_bin_mapper<Sample> rational_step_mapper() const
+    requires(std::is_integral_v<Sample> && sizeof(Sample) == 4)
+  {
+    return {static_cast<std::int64_t>(lower_), static_cast<std::int64_t>(upper_), num_bins_, inclusive_};
+  }
   /** @brief The estimating mapper; valid when shortcut() is even_shortcut::estimated and the
    * edges are not computed in float32. */
   detail::estimated_even_bin_mapper<Sample> estimated_mapper() const {
@@ -637,6 +733,9 @@ class even_bin_mapper {
   TALLY_HOST_DEVICE std::int64_t operator()(Sample sample) const {
     if constexpr (std::is_integral_v<Sample>) {
       if (shortcut_ == even_shortcut::integer_step) return integer_.operator()(sample);
+    }
+    if constexpr (std::is_integral_v<Sample> && sizeof(Sample) == 4) {
+      if (shortcut_ == even_shortcut::rational_step) return rational_.operator()(sample);
     }
     if constexpr (std::is_same_v<Sample, float>) {
       if (shortcut_ == even_shortcut::exact_float_edges) return float_.operator()(sample);
@@ -712,6 +811,15 @@ class even_bin_mapper {
         shortcut_ = even_shortcut::integer_step;
         integer_ = integer_step_mapper();
       }
+      // Whole bounds and a step that is not whole (the data's own range): the exact quotient, in
+      // integers, where the estimate takes double arithmetic.
+      if constexpr (sizeof(Sample) == 4) {
+        if (shortcut_ == even_shortcut::none &&
+            detail::rational_step_bin_mapper<Sample>::fits(lower_, upper, num_bins_, step_)) {
+          shortcut_ = even_shortcut::rational_step;
+          rational_ = rational_step_mapper();
+        }
+      }
     } else if constexpr (std::is_same_v<Sample, float>) {
       int exponent = 0;
       const double mantissa = std::frexp(step_, &exponent);
@@ -757,6 +865,10 @@ class even_bin_mapper {
   detail::integer_step_bin_mapper<Sample> integer_;
   detail::exact_float_bin_mapper float_;
   detail::estimated_even_bin_mapper<Sample> estimated_;
+  // Only 32-bit integer samples take the quotient; others hold an empty member.
+  std::conditional_t<std::is_integral_v<Sample> && sizeof(Sample) == 4, detail::rational_step_bin_mapper<Sample>,
+                     std::uint8_t>
+      rational_{};
   // Only float samples estimate over edges computed in float32; others hold an empty member.
   std::conditional_t<std::is_same_v<Sample, float>, detail::estimated_even_bin_mapper<float, true>, std::uint8_t>
       estimated_float32_{};
@@ -765,8 +877,9 @@ class even_bin_mapper {
 namespace detail {
 
 /// Calls `run(mapper)` with the cheapest mapper that bins exactly as `map` does: the unit-step or
-/// integer-step shortcut for integer samples, the exact-float one for floats, the estimating one
-/// for other ranges that allow it, else `map` itself.
+/// integer-step shortcut for integer samples, the quotient for 32-bit integers over whole bounds,
+/// the exact-float one for floats, the estimating one for other ranges that allow it, else `map`
+/// itself.
 /// Both backends take even bins through it, so they choose alike.
 template <class Sample, class Run>
 decltype(auto) with_fastest_mapper(const even_bin_mapper<Sample>& map, Run&& run) {
@@ -774,6 +887,9 @@ decltype(auto) with_fastest_mapper(const even_bin_mapper<Sample>& map, Run&& run
     if (map.unit_step()) return run(map.unit_step_mapper());
     if (map.closed_unit_step()) return run(map.closed_unit_step_mapper());
     if (map.shortcut() == even_shortcut::integer_step) return run(map.integer_step_mapper());
+  }
+  if constexpr (std::is_integral_v<Sample> && sizeof(Sample) == 4) {
+    if (map.shortcut() == even_shortcut::rational_step) return run(map.rational_step_mapper());
   }
   if constexpr (std::is_same_v<Sample, float>) {
     if (map.shortcut() == even_shortcut::exact_float_edges) return run(map.exact_float_mapper());

@@ -159,6 +159,16 @@ void expect_even_mapper_matches_oracle(const even_case& c, upper_edge mode, cons
     if (mapper.shortcut() == tally::even_shortcut::integer_step) check("integer-step mapper", mapper.integer_step_mapper());
     if (mapper.unit_step()) check("unit-step mapper", mapper.unit_step_mapper());
     if (mapper.closed_unit_step()) check("closed unit-step mapper", mapper.closed_unit_step_mapper());
+    if constexpr (sizeof(Sample) == 4) {
+      if (mapper.shortcut() == tally::even_shortcut::rational_step) {
+        const auto rational = mapper.rational_step_mapper();
+        check("rational-step mapper", rational);
+        check("rational-step mapper's slot", [&](Sample x) -> std::int64_t {
+          const int slot = rational.slot(x);
+          return slot == c.num_bins ? tally::left_out_bin : slot;
+        });
+      }
+    }
     // A closed last bin over integers takes a unit-step mapper whenever the bins are of width one.
     if (mapper.shortcut() == tally::even_shortcut::integer_step && c.upper - c.lower == static_cast<double>(c.num_bins)) {
       EXPECT_TRUE(mapper.unit_step() || mapper.closed_unit_step());
@@ -256,6 +266,10 @@ const std::vector<even_case>& even_cases() {
       {100, 1000.0, 1000.1},            // estimated at its reach: 16 floats a bin
       {100, 1000.0, 1000.01},           // past the float reach: the general rule
       {3, -1.0, 1e-7},                  // estimated across zero, an uneven last bin
+      {65536, 0.0, 65535.0},            // 32-bit integers: whole bounds, the quotient (the data's range)
+      {1000, -3.0, 7.0},                // ... a step below one: ten bins a value
+      {4096, -2147483648.0, -2147481600.0},  // ... from int32's least value, edges every half value
+      {100, 0.0, 110.0},                // edge 50 is 55.00000000000001: the estimate, not the quotient
   };
   return cases;
 }
@@ -306,6 +320,40 @@ TYPED_TEST(EvenBinMapper, AgreesWithOracleOnRandomRangesAndBinCounts) {
     const auto samples = adversarial_samples<Sample>(probe, c.lower, c.upper, rng);
     for (const upper_edge mode : both_modes) expect_even_mapper_matches_oracle<Sample>(c, mode, samples);
   }
+}
+
+/// Whole-number bounds with steps that are not whole, as the data's own range gives integers: 32-bit
+/// samples take the exact quotient (rational_step_bin_mapper) unless an edge that is a whole
+/// number rounded above itself; the others estimate. Every mapper agrees with the oracle on and
+/// beside the edges, and most of these bins take the quotient.
+TYPED_TEST(EvenBinMapper, AgreesWithOracleOnWholeBoundsWithStepsThatAreNotWhole) {
+  using Sample = TypeParam;
+  const std::uint64_t seed = tally_test::test_seed();
+  SCOPED_TRACE(tally_test::seed_trace(seed));
+  std::mt19937_64 rng(seed);
+  const std::int64_t bin_counts[] = {3, 7, 100, 256, 1000, 4096, 65536};
+  const double lowest = std::max(-1e9, static_cast<double>(std::numeric_limits<Sample>::lowest()));
+  const double highest = std::min(3e9, static_cast<double>(std::numeric_limits<Sample>::max()));
+  int quotients = 0;
+  const int rounds = 60;
+  for (int round = 0; round < rounds; ++round) {
+    const std::int64_t num_bins = bin_counts[round % 7];
+    // Ranges of a few values to a billion, from anywhere the type reaches.
+    const double most = std::log10((highest - lowest) / 2.0);
+    const double width = std::floor(std::pow(10.0, std::uniform_real_distribution<double>(0.0, most)(rng))) + 1.0;
+    const double lower = std::floor(std::uniform_real_distribution<double>(lowest, highest - width)(rng));
+    const even_case c{num_bins, lower, lower + width};
+    const tally::even_bin_mapper<Sample> mapper({c.num_bins, c.lower, c.upper}, upper_edge::exclusive);
+    quotients += mapper.shortcut() == tally::even_shortcut::rational_step ? 1 : 0;
+    const auto edges = tally_test::reference_even_edges<Sample>(c.num_bins, c.lower, c.upper);
+    std::vector<tally_test::reference_compare_t<Sample>> probe;
+    std::uniform_int_distribution<std::size_t> pick_edge(0, edges.size() - 1);
+    for (int i = 0; i < 300; ++i) probe.push_back(edges[pick_edge(rng)]);
+    probe.push_back(edges.back());
+    const auto samples = adversarial_samples<Sample>(probe, c.lower, c.upper, rng);
+    for (const upper_edge mode : both_modes) expect_even_mapper_matches_oracle<Sample>(c, mode, samples);
+  }
+  if constexpr (std::is_integral_v<Sample> && sizeof(Sample) == 4) EXPECT_GT(quotients, rounds / 2);
 }
 
 TYPED_TEST(EvenBinMapper, AgreesWithOracleOnEdgesComputedInFloat32OverDataRanges) {
@@ -810,8 +858,18 @@ TEST(RangeBinMapper, TablesFilledAnEntryAtATimeMatchTheHostFillAndTheOracle) {
 TEST(EvenBinMapper, EstimatesRangesThatAreNotExactInBinary) {
   using tally::even_shortcut;
   EXPECT_EQ(tally::even_bin_mapper<float>({4096, 0.0, 1000.0}, upper_edge::exclusive).shortcut(), even_shortcut::estimated);
-  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({4096, 0.0, 10000.0}, upper_edge::inclusive).shortcut(),
+  EXPECT_EQ(tally::even_bin_mapper<std::int64_t>({4096, 0.0, 10000.0}, upper_edge::inclusive).shortcut(),
             even_shortcut::estimated);
+  // 32-bit integers over whole bounds take the exact quotient, unless a whole-number edge rounded
+  // above itself ([0, 110) in 100 bins: edge 50 is 55.00000000000001, so 55 is in bin 49).
+  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({4096, 0.0, 10000.0}, upper_edge::inclusive).shortcut(),
+            even_shortcut::rational_step);
+  EXPECT_EQ(tally::even_bin_mapper<std::uint32_t>({65536, 7.0, 65542.0}, upper_edge::exclusive).shortcut(),
+            even_shortcut::rational_step);
+  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({100, 0.0, 110.0}, upper_edge::exclusive).shortcut(),
+            even_shortcut::estimated);
+  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({100, 0.0, 110.0}, upper_edge::exclusive)(55), 49);
+  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({100, 0.0, 110.0}, upper_edge::exclusive)(33), 30);
   EXPECT_EQ(tally::even_bin_mapper<float>({4096, 0.0, 4096.0}, upper_edge::exclusive).shortcut(),
             even_shortcut::exact_float_edges);
   // Past the float estimate's reach (bins 2^-20 of the distance from zero), the general rule.

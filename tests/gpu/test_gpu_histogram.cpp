@@ -415,6 +415,73 @@ TEST(GpuHistogramFloatEdges, EdgesComputedInFloat32AreBinnedAsOnTheCpuAndTheOrac
   }
 }
 
+/// 32-bit integers over whole bounds with a step that is not whole (the data's own [min, max]) take
+/// the exact quotient (rational_step_bin_mapper) in every strategy: samples on and beside every
+/// edge, the type's ends and values either side of the range, at 7 to 65536 bins (the shared
+/// kernels and packed16), against the oracle itself, not only the CPU that shares the mapper.
+template <class T>
+void expect_whole_bounds_match_the_oracle() {
+  std::mt19937_64 rng(seed + 31);
+  using limits = std::numeric_limits<T>;
+  struct even_case {
+    std::int64_t num_bins;
+    double lower, upper;
+  };
+  const double low_end = static_cast<double>(limits::lowest());
+  const double high_end = static_cast<double>(limits::max());
+  const even_case cases[] = {
+      {7, 3.0, 1000.0},
+      {4096, 0.0, 10000.0},                        // [0, 10000) in 4096 bins: the case
+      {1000, 5.0, 137.0},                          // more bins than values: edges between them
+      {65536, 0.0, 65535.0},                       // the data's range of 16-bit values, in packed16
+      {50000, low_end + 1.0, low_end + 1234567.0},  // from near the type's least value
+      {4093, high_end - 2000000.0, high_end},      // up to its greatest: the upper edge reachable
+  };
+  for (const even_case& c : cases) {
+    const even_bins bins{c.num_bins, c.lower, c.upper};
+    ASSERT_EQ(even_bin_mapper<T>(bins, upper_edge::inclusive).shortcut(), even_shortcut::rational_step)
+        << "bins=" << c.num_bins << " [" << c.lower << ", " << c.upper << ")";
+    const auto edges = tally_test::reference_even<T>(bins, upper_edge::exclusive).edges();
+    std::vector<T> host;
+    const auto add = [&](double v) {
+      if (v >= low_end && v <= high_end) host.push_back(static_cast<T>(v));
+    };
+    for (const double edge : edges) {
+      for (const double v : {std::floor(edge) - 1.0, std::floor(edge), std::ceil(edge), std::ceil(edge) + 1.0}) add(v);
+    }
+    for (const double v : {low_end, high_end, c.lower - 1.0, c.upper + 1.0, c.upper}) add(v);
+    const std::size_t distinct = host.size();
+    while (host.size() < 400000) host.push_back(host[rng() % distinct]);
+    std::shuffle(host.begin(), host.end(), rng);
+    for (const upper_edge mode : {upper_edge::exclusive, upper_edge::inclusive}) {
+      const tally_test::reference_histogram oracle =
+          tally_test::reference_count(std::span<const T>(host), tally_test::reference_even<T>(bins, mode));
+      auto samples = to_device(host);
+      for (const strategy s : exact_gpu_strategies()) {
+        if (s == strategy::cub) continue;  // CUB takes whole steps over integers only
+        SCOPED_TRACE(::testing::Message() << type_name<T>() << " bins=" << c.num_bins << " [" << c.lower << ", "
+                                          << c.upper << ") " << (mode == upper_edge::inclusive ? "inclusive " : "exclusive ")
+                                          << to_string(s));
+        gpu::device_buffer<std::uint64_t> counts(static_cast<std::size_t>(c.num_bins));
+        counts.fill_bytes(poison_byte);
+        try {
+          const histogram_result got = gpu::histogram_even(samples.const_span(), counts.span(), bins, {s, mode});
+          const std::vector<std::uint64_t> gpu_counts = download(counts);
+          EXPECT_TRUE(std::equal(gpu_counts.begin(), gpu_counts.end(), oracle.counts.begin(), oracle.counts.end()))
+              << "the GPU's counts differ from the oracle's";
+          EXPECT_EQ(got.left_out, oracle.left_out);
+        } catch (const error& e) {
+          ASSERT_TRUE(refused_as_unfit(e)) << e.what();
+          ASSERT_NE(s, strategy::automatic) << e.what();
+        }
+      }
+    }
+  }
+}
+
+TEST(GpuHistogramWholeBounds, Int32SamplesAreBinnedAsTheOracleBinsThem) { expect_whole_bounds_match_the_oracle<std::int32_t>(); }
+TEST(GpuHistogramWholeBounds, Uint32SamplesAreBinnedAsTheOracleBinsThem) { expect_whole_bounds_match_the_oracle<std::uint32_t>(); }
+
 /// Range bins with float samples on and beside every edge (rounded to float both ways), through
 /// every exact strategy: log-spaced edges (the grid over float bits), random ones (the value
 /// grid), with tables in shared memory (4096 bins) and in global memory (65536).
