@@ -330,13 +330,15 @@ class rational_step_bin_mapper {
     // offset * num_bins / range = offset * whole + offset * fraction / 2^32 + less than one: the
     // estimate is the quotient or the one below, and the remainder, in [0, 2 * range), says which.
 #if defined(__CUDA_ARCH__)
-    std::uint32_t quotient = offset * whole_ + __umulhi(offset, fraction_);
+    const std::uint32_t estimate = offset * whole_ + __umulhi(offset, fraction_);
 #else
-    std::uint32_t quotient =
+    const std::uint32_t estimate =
         offset * whole_ + static_cast<std::uint32_t>((static_cast<std::uint64_t>(offset) * fraction_) >> 32);
 #endif
-    const std::uint32_t remainder = offset * num_bins_ - quotient * range_;
-    quotient += remainder >= range_ ? 1u : 0u;
+    // The remainder less the range, below zero (its sign bit set; it lies in [-range, range))
+    // exactly where the estimate is the quotient: two multiply-adds, a shift and an add.
+    const std::uint32_t past = offset * num_bins_ - (estimate * range_ + range_);
+    const std::uint32_t quotient = estimate + 1u - (past >> 31);
     // upper itself, counted where the last edge is inclusive, has the quotient num_bins.
     const std::uint32_t last = num_bins_ - 1;
     return static_cast<int>(offset < end_ ? (quotient < last ? quotient : last) : num_bins_);

@@ -289,13 +289,19 @@ struct walk_tally {
   std::uint32_t left_out = 0;
 };
 
-/// Mappers that compute or look up each sample's bin (the estimate, the general rule, range bins
-/// and their grid), against the shifts of bins exact in binary. Their kernels spend more
+/// Whether Mapper is the quotient of 32-bit integers over whole bounds (rational_step_bin_mapper).
+template <class Sample, class Mapper>
+inline constexpr bool is_rational_step = false;
+template <class Sample>
+inline constexpr bool is_rational_step<Sample, rational_step_bin_mapper<Sample>> = true;
+
+/// Mappers that compute or look up each sample's bin (the estimate, the quotient, the general rule,
+/// range bins and their grid), against the shifts of bins exact in binary. Their kernels spend more
 /// instructions and registers a sample; the kernels decide a few layouts by them.
 template <class Sample, class Mapper>
 inline constexpr bool maps_with_arithmetic =
     has_tables<Mapper> || std::is_same_v<Mapper, estimated_even_bin_mapper<Sample>> ||
-    std::is_same_v<Mapper, estimated_even_bin_mapper<Sample, true>> ||
+    std::is_same_v<Mapper, estimated_even_bin_mapper<Sample, true>> || is_rational_step<Sample, Mapper> ||
     std::is_same_v<Mapper, even_bin_mapper<Sample>> || std::is_same_v<Mapper, range_bin_mapper<Sample>>;
 
 /// Whether a lane whose word is `word` (negative: none) shares its bank with 4 or more lanes of its
