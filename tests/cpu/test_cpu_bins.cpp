@@ -299,6 +299,19 @@ TYPED_TEST(EvenBinMapper, AgreesWithOracleOnEdgesTheirNeighboursAndSpecialValues
   }
 }
 
+/// The mapper against the oracle in both modes on and beside 300 of the edges drawn at random and
+/// the last (all of them would take long at 65536 bins), the bounds and the special values.
+template <class Sample>
+void expect_mapper_matches_oracle_on_probed_edges(const even_case& c, std::mt19937_64& rng) {
+  const auto edges = tally_test::reference_even_edges<Sample>(c.num_bins, c.lower, c.upper);
+  std::vector<tally_test::reference_compare_t<Sample>> probe;
+  std::uniform_int_distribution<std::size_t> pick_edge(0, edges.size() - 1);
+  for (int i = 0; i < 300; ++i) probe.push_back(edges[pick_edge(rng)]);
+  probe.push_back(edges.back());
+  const auto samples = adversarial_samples<Sample>(probe, c.lower, c.upper, rng);
+  for (const upper_edge mode : both_modes) expect_even_mapper_matches_oracle<Sample>(c, mode, samples);
+}
+
 TYPED_TEST(EvenBinMapper, AgreesWithOracleOnRandomRangesAndBinCounts) {
   using Sample = TypeParam;
   const std::uint64_t seed = tally_test::test_seed();
@@ -311,14 +324,7 @@ TYPED_TEST(EvenBinMapper, AgreesWithOracleOnRandomRangesAndBinCounts) {
     const double width = std::pow(10.0, magnitude(rng));
     const double lower = std::uniform_real_distribution<double>(-1000.0, 1000.0)(rng);
     const even_case c{bin_counts[pick_bins(rng)], lower, lower + width};
-    const auto edges = tally_test::reference_even_edges<Sample>(c.num_bins, c.lower, c.upper);
-    // Large bin counts: probe a random subset of edges, not all of them.
-    std::vector<tally_test::reference_compare_t<Sample>> probe;
-    std::uniform_int_distribution<std::size_t> pick_edge(0, edges.size() - 1);
-    for (int i = 0; i < 300; ++i) probe.push_back(edges[pick_edge(rng)]);
-    probe.push_back(edges.back());
-    const auto samples = adversarial_samples<Sample>(probe, c.lower, c.upper, rng);
-    for (const upper_edge mode : both_modes) expect_even_mapper_matches_oracle<Sample>(c, mode, samples);
+    expect_mapper_matches_oracle_on_probed_edges<Sample>(c, rng);
   }
 }
 
@@ -345,15 +351,11 @@ TYPED_TEST(EvenBinMapper, AgreesWithOracleOnWholeBoundsWithStepsThatAreNotWhole)
     const even_case c{num_bins, lower, lower + width};
     const tally::even_bin_mapper<Sample> mapper({c.num_bins, c.lower, c.upper}, upper_edge::exclusive);
     quotients += mapper.shortcut() == tally::even_shortcut::rational_step ? 1 : 0;
-    const auto edges = tally_test::reference_even_edges<Sample>(c.num_bins, c.lower, c.upper);
-    std::vector<tally_test::reference_compare_t<Sample>> probe;
-    std::uniform_int_distribution<std::size_t> pick_edge(0, edges.size() - 1);
-    for (int i = 0; i < 300; ++i) probe.push_back(edges[pick_edge(rng)]);
-    probe.push_back(edges.back());
-    const auto samples = adversarial_samples<Sample>(probe, c.lower, c.upper, rng);
-    for (const upper_edge mode : both_modes) expect_even_mapper_matches_oracle<Sample>(c, mode, samples);
+    expect_mapper_matches_oracle_on_probed_edges<Sample>(c, rng);
   }
-  if constexpr (std::is_integral_v<Sample> && sizeof(Sample) == 4) EXPECT_GT(quotients, rounds / 2);
+  if constexpr (std::is_integral_v<Sample> && sizeof(Sample) == 4) {
+    EXPECT_GT(quotients, rounds / 2);
+  }
 }
 
 TYPED_TEST(EvenBinMapper, AgreesWithOracleOnEdgesComputedInFloat32OverDataRanges) {
