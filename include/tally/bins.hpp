@@ -14,8 +14,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <numeric>
 #include <limits>
+#include <numeric>
 #include <type_traits>
 
 #include "tally/config.hpp"

@@ -418,7 +418,8 @@ TEST(GpuHistogramFloatEdges, EdgesComputedInFloat32AreBinnedAsOnTheCpuAndTheOrac
 /// 32-bit integers over whole bounds with a step that is not whole (the data's own [min, max]) take
 /// the exact quotient (rational_step_bin_mapper) in every strategy: samples on and beside every
 /// edge, the type's ends and values either side of the range, at 7 to 65536 bins (the shared
-/// kernels and packed16), against the oracle itself, not only the CPU that shares the mapper.
+/// kernels and packed16; partitioned and radix_sort too), against the oracle itself, not only the
+/// CPU that shares the mapper.
 template <class T>
 void expect_whole_bounds_match_the_oracle() {
   std::mt19937_64 rng(seed + 31);
@@ -457,7 +458,9 @@ void expect_whole_bounds_match_the_oracle() {
       const tally_test::reference_histogram oracle =
           tally_test::reference_count(std::span<const T>(host), tally_test::reference_even<T>(bins, mode));
       auto samples = to_device(host);
-      for (const strategy s : exact_gpu_strategies()) {
+      std::vector<strategy> every{strategy::automatic};
+      for (const strategy s : strategies_for(backend::gpu, operation::histogram)) every.push_back(s);
+      for (const strategy s : every) {
         if (s == strategy::cub) continue;  // CUB takes whole steps over integers only
         SCOPED_TRACE(::testing::Message() << type_name<T>() << " bins=" << c.num_bins << " [" << c.lower << ", "
                                           << c.upper << ") " << (mode == upper_edge::inclusive ? "inclusive " : "exclusive ")
