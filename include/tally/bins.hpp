@@ -265,56 +265,100 @@ class unit_step_bin_mapper {
   std::int64_t num_bins_ = 0;
 };
 
-/// Even bins over 32-bit integer samples whose bounds are whole numbers and whose step is not (the
-/// data's own [min, max], [0, 10000) in 4096 bins): the bin is the exact quotient
-/// floor((x - lower) * num_bins / (upper - lower)), in integer arithmetic, where the estimate
-/// took eight double operations and a conversion a sample. An edge that is not a whole number lies
-/// at least 1 / num_bins from every integer, and its double within 2^-53 * (3 * range + |lower| +
-/// |upper|) of its exact value, which `fits` keeps below that: an integer sample is at or above
-/// such an edge exactly when it is at or above the exact value. An edge that is a whole number may
-/// round above itself, and then the sample equal to it belongs to the bin below: `fits` refuses
-/// bins with such an edge. The quotient: a multiply-high gives it or the one below, and the
-/// remainder, exact in 32-bit wrapping arithmetic while it stays below 2^32, decides.
-template <class Sample>
+/// Even bins over 32-bit integer samples whose bounds are multiples of a small power of two 2^-k
+/// (whole bounds: the data's own [min, max], [0, 10000) in 4096 bins; halves: numpy's
+/// [v - 0.5, v + 0.5] for data of one value v, centred bins [-0.5, 255.5)) that the integer step
+/// does not take (a step that is not whole, or bounds that are not): the bin is the exact quotient
+/// floor((x - lower) * num_bins / (upper - lower)), in integer arithmetic, where the estimate took
+/// eight double operations and a conversion a sample.
+/// In units of 2^-k, x - lower = q * (x - first) + start for the first integer counted, first =
+/// ceil(lower), q = 2^k and start = q * first - q * lower in [0, q). An edge that is not a whole
+/// number lies at least 1 / (q * num_bins) from every integer, and its double within 2^-53 *
+/// (3 * range + |lower| + |upper|) of its exact value, which `fits` keeps below that: an integer
+/// sample is at or above such an edge exactly when it is at or above the exact value. An edge that
+/// is a whole number may round above itself, and then the sample equal to it belongs to the bin
+/// below: `fits` refuses bins with such an edge. The quotient: a multiply-high gives it or the one
+/// below, and the remainder, exact in 32-bit wrapping arithmetic while it stays below 2^32, decides.
+/// InParts: bounds that are not whole take x - lower in parts of one, a multiply-add more; whole
+/// bounds skip it (the shared kernels reloaded its two fields in their loops: 2% slower).
+template <class Sample, bool InParts = false>
 class rational_step_bin_mapper {
   static_assert(std::is_integral_v<Sample> && sizeof(Sample) == 4, "32-bit integer samples");
 
  public:
-  /// Whether these bins (whole bounds, numpy's step `step`) take the quotient: a range below 2^31
-  /// (the remainder's room) inside the sample type, so that values below lower wrap past the
-  /// range; edges near enough to exact (above); and no whole-number edge rounded above itself,
-  /// checked edge by edge on the host (up to 2^14 of them, about 20 us: every call constructs its
-  /// mapper, and 2^20 took 1.5 ms).
+  /// The finest fraction of the bounds taken: halves and quarters as bounds are written, up to 2^-8.
+  static constexpr std::int64_t most_parts = 256;
+
+  /// The least power of two q <= most_parts with q * lower and q * upper whole, or 0 if none.
+  static std::int64_t parts_of_one(double lower, double upper) {
+    for (std::int64_t q = 1; q <= most_parts; q *= 2) {
+      const double scaled_lower = lower * static_cast<double>(q);
+      const double scaled_upper = upper * static_cast<double>(q);
+      if (scaled_lower == std::floor(scaled_lower) && scaled_upper == std::floor(scaled_upper)) return q;
+    }
+    return 0;
+  }
+
+  /// Whether these bins (numpy's step `step`) take the quotient: bounds in parts of one
+  /// (parts_of_one), the range in those parts below 2^31 (the remainder's room), the integers
+  /// counted inside the sample type, so that values below them wrap past the range; edges near
+  /// enough to exact (above); and no whole-number edge rounded above itself, checked edge by edge
+  /// on the host (up to 2^14 of them, about 20 us: every call constructs its mapper, and 2^20 took
+  /// 1.5 ms).
   static bool fits(double lower, double upper, std::int64_t num_bins, double step) {
+    const std::int64_t q = parts_of_one(lower, upper);
     const double range = upper - lower;
-    if (!(range >= 1.0 && range < 2147483648.0) || num_bins < 1 || num_bins >= 2147483647 ||
-        lower != std::floor(lower) || upper != std::floor(upper) ||
-        lower < static_cast<double>(std::numeric_limits<Sample>::lowest()) ||
-        upper > static_cast<double>(std::numeric_limits<Sample>::max())) {
+    if (q == 0 || !(range > 0.0 && range * static_cast<double>(q) < 2147483648.0) || num_bins < 1 ||
+        num_bins >= 2147483647 || std::ceil(lower) < static_cast<double>(std::numeric_limits<Sample>::lowest()) ||
+        std::floor(upper) > static_cast<double>(std::numeric_limits<Sample>::max())) {
       return false;
     }
-    if ((3.0 * range + std::fabs(lower) + std::fabs(upper)) * static_cast<double>(num_bins) >= 0x1p51) return false;
-    // Edge i is a whole number where i * range / num_bins is: i a multiple of num_bins / g.
-    const auto whole_range = static_cast<std::int64_t>(range);
-    const std::int64_t g = std::gcd(num_bins, whole_range);
-    if (g > (std::int64_t{1} << 14)) return false;
+    if ((3.0 * range + std::fabs(lower) + std::fabs(upper)) * static_cast<double>(num_bins) * static_cast<double>(q) >=
+        0x1p51) {
+      return false;
+    }
+    // Edge i lies q * lower + i * scaled_range / num_bins parts of one from zero: it is a whole
+    // number where that offset is a multiple of q. i * scaled_range / num_bins is whole for i a
+    // multiple of num_bins / g; of those, one in q / gcd(q, its offset) adds to a multiple of q.
+    const auto lower_parts = static_cast<std::int64_t>(lower * static_cast<double>(q));
+    const auto scaled_range = static_cast<std::int64_t>(range * static_cast<double>(q));
+    const std::int64_t g = std::gcd(num_bins, scaled_range);
     const std::int64_t every = num_bins / g;
-    for (std::int64_t k = 1; k < g; ++k) {
-      const std::int64_t i = k * every;
-      if (even_edge(i, step, lower) > lower + static_cast<double>(k * (whole_range / g))) return false;
+    const std::int64_t offset_step = scaled_range / g;  // the offset of edge k * every is k * offset_step
+    const auto remainder = [&](std::int64_t k) { return ((k * offset_step + lower_parts) % q + q) % q; };
+    std::int64_t first = 0;
+    while (first < q && remainder(first) != 0) ++first;
+    if (first == q) return true;  // no edge is a whole number
+    const std::int64_t stride = q / std::gcd(q, offset_step);
+    if (first == 0) first = stride;  // k = 0 is the lower bound itself
+    if ((g - first + stride - 1) / stride > (std::int64_t{1} << 14)) return false;
+    for (std::int64_t k = first; k < g; k += stride) {
+      const std::int64_t whole = (k * offset_step + lower_parts) / q;
+      if (even_edge(k * every, step, lower) > static_cast<double>(whole)) return false;
     }
     return true;
   }
 
   rational_step_bin_mapper() = default;
-  rational_step_bin_mapper(std::int64_t lower, std::int64_t upper, std::int64_t num_bins, bool inclusive)
-      : lower_(static_cast<std::uint32_t>(lower)),
-        range_(static_cast<std::uint32_t>(upper - lower)),
-        end_(static_cast<std::uint32_t>(upper - lower + (inclusive ? 1 : 0))),
-        whole_(static_cast<std::uint32_t>(num_bins / (upper - lower))),
-        fraction_(static_cast<std::uint32_t>(
-            (static_cast<std::uint64_t>(num_bins % (upper - lower)) << 32) / static_cast<std::uint64_t>(upper - lower))),
-        num_bins_(static_cast<std::uint32_t>(num_bins)) {}
+  /// The mapper of bins that `fits` (whole bounds where InParts is false).
+  rational_step_bin_mapper(double lower, double upper, std::int64_t num_bins, bool inclusive) {
+    const std::int64_t q = parts_of_one(lower, upper);
+    const auto first = static_cast<std::int64_t>(std::ceil(lower));
+    // The last integer counted: upper itself where it is whole and counted, else the one below it.
+    const auto whole_upper = static_cast<std::int64_t>(std::floor(upper));
+    const std::int64_t last = whole_upper - (static_cast<double>(whole_upper) == upper && !inclusive ? 1 : 0);
+    const auto lower_parts = static_cast<std::int64_t>(lower * static_cast<double>(q));
+    const auto scaled_range = static_cast<std::int64_t>((upper - lower) * static_cast<double>(q));
+    lower_ = static_cast<std::uint32_t>(first);
+    end_ = static_cast<std::uint32_t>(std::max<std::int64_t>(last - first + 1, 0));
+    parts_ = static_cast<std::uint32_t>(q);
+    start_ = static_cast<std::uint32_t>(first * q - lower_parts);
+    minus_range_ = static_cast<std::uint32_t>(-scaled_range);
+    whole_ = static_cast<std::uint32_t>(num_bins / scaled_range);
+    fraction_ = static_cast<std::uint32_t>((static_cast<std::uint64_t>(num_bins % scaled_range) << 32) /
+                                           static_cast<std::uint64_t>(scaled_range));
+    num_bins_ = static_cast<std::uint32_t>(num_bins);
+  }
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
@@ -325,20 +369,24 @@ class rational_step_bin_mapper {
 
   /// The bin, or num_bins() where the sample is left out (the shared kernels' left-out word).
   TALLY_HOST_DEVICE int slot(Sample sample) const {
-    // Wrapping subtraction: values below lower land past the range (fits keeps upper inside the
-    // type), so one compare checks both ends.
+    // Wrapping subtraction: values below the first integer counted land past the range (fits keeps
+    // the last inside the type), so one compare checks both ends.
     const std::uint32_t offset = static_cast<std::uint32_t>(sample) - lower_;
-    // offset * num_bins / range = offset * whole + offset * fraction / 2^32 + less than one: the
+    // x - lower in parts of one: one multiply-add (at most the range, below 2^31, for counted samples).
+    std::uint32_t parts = offset;
+    if constexpr (InParts) parts = offset * parts_ + start_;
+    // parts * num_bins / range = parts * whole + parts * fraction / 2^32 + less than one: the
     // estimate is the quotient or the one below, and the remainder, in [0, 2 * range), says which.
 #if defined(__CUDA_ARCH__)
-    const std::uint32_t estimate = offset * whole_ + __umulhi(offset, fraction_);
+    const std::uint32_t estimate = parts * whole_ + __umulhi(parts, fraction_);
 #else
     const std::uint32_t estimate =
-        offset * whole_ + static_cast<std::uint32_t>((static_cast<std::uint64_t>(offset) * fraction_) >> 32);
+        parts * whole_ + static_cast<std::uint32_t>((static_cast<std::uint64_t>(parts) * fraction_) >> 32);
 #endif
     // The remainder less the range, below zero (its sign bit set; it lies in [-range, range))
-    // exactly where the estimate is the quotient: two multiply-adds, a shift and an add.
-    const std::uint32_t past = offset * num_bins_ - (estimate * range_ + range_);
+    // exactly where the estimate is the quotient: two multiply-adds by the range's negative (by
+    // the range itself, the compiler negated the estimate first), a shift and an add.
+    const std::uint32_t past = estimate * minus_range_ + (parts * num_bins_ + minus_range_);
     const std::uint32_t quotient = estimate + 1u - (past >> 31);
     // upper itself, counted where the last edge is inclusive, has the quotient num_bins.
     const std::uint32_t last = num_bins_ - 1;
@@ -346,9 +394,11 @@ class rational_step_bin_mapper {
   }
 
  private:
-  std::uint32_t lower_ = 0;
-  std::uint32_t range_ = 1;
-  std::uint32_t end_ = 0;       // range, or range + 1 where upper itself is counted
+  std::uint32_t lower_ = 0;     // the first integer counted, ceil(lower)
+  std::uint32_t end_ = 0;       // the number of integers counted
+  std::uint32_t parts_ = 1;     // q: parts of one in which the bounds are whole
+  std::uint32_t start_ = 0;     // ceil(lower) - lower, in parts of one
+  std::uint32_t minus_range_ = 0xffffffffu;  // -(upper - lower) in parts of one, wrapped
   std::uint32_t whole_ = 0;     // num_bins / range
   std::uint32_t fraction_ = 0;  // (num_bins % range) / range, in 2^-32
   std::uint32_t num_bins_ = 0;
@@ -616,8 +666,8 @@ class estimated_even_bin_mapper {
 }  // namespace detail
 
 /// Which shortcut an even_bin_mapper found for its bins: exact arithmetic (a whole step, exact
-/// float edges, or for 32-bit integers whole bounds and a quotient), or the estimate and one
-/// compare (estimated), or none (the general rule, with a search).
+/// float edges, or for 32-bit integers bounds in whole numbers, halves, quarters, ... and a
+/// quotient), or the estimate and one compare (estimated), or none (the general rule, with a search).
 enum class even_shortcut : std::uint8_t { none, integer_step, exact_float_edges, estimated, rational_step };
 
 /**
@@ -625,9 +675,10 @@ enum class even_shortcut : std::uint8_t { none, integer_step, exact_float_edges,
  *
  * Shortcuts are found at construction and give the same bins as the general rule: integer samples
  * with whole-number edges and step (detail::integer_step_bin_mapper), 32-bit integer samples with
- * whole-number bounds (detail::rational_step_bin_mapper), float samples whose edges are all exact
- * floats (detail::exact_float_bin_mapper), and, for other ranges that reach at most a
- * million bins (float) from zero, an estimate and one compare (detail::estimated_even_bin_mapper).
+ * bounds that are whole numbers or small fractions of one (detail::rational_step_bin_mapper),
+ * float samples whose edges are all exact floats (detail::exact_float_bin_mapper), and, for other
+ * ranges that reach at most a million bins (float) from zero, an estimate and one compare
+ * (detail::estimated_even_bin_mapper).
  * Kernels that care about registers take the shortcut mapper itself (see `shortcut()`); this class
  * applies it too.
  */
@@ -708,12 +759,26 @@ class even_bin_mapper {
   detail::unit_step_bin_mapper<Sample, true> closed_unit_step_mapper() const {
     return {static_cast<std::int64_t>(lower_), num_bins_};
   }
-  /** @brief The quotient mapper of 32-bit integer samples; valid when shortcut() is
-   * even_shortcut::rational_step. */
+  /** @brief Whether the quotient's bounds are not whole (halves, quarters, ...: data of one value,
+   * centred bins); valid when shortcut() is even_shortcut::rational_step. */
+  bool rational_step_in_parts() const
+    requires(std::is_integral_v<Sample> && sizeof(Sample) == 4)
+  {
+    return detail::rational_step_bin_mapper<Sample>::parts_of_one(lower_, upper_) > 1;
+  }
+  /** @brief The quotient mapper of 32-bit integer samples over whole bounds; valid when shortcut()
+   * is even_shortcut::rational_step and not rational_step_in_parts(). */
   detail::rational_step_bin_mapper<Sample> rational_step_mapper() const
     requires(std::is_integral_v<Sample> && sizeof(Sample) == 4)
   {
-    return {static_cast<std::int64_t>(lower_), static_cast<std::int64_t>(upper_), num_bins_, inclusive_};
+    return {lower_, upper_, num_bins_, inclusive_};
+  }
+  /** @brief The quotient mapper of 32-bit integer samples over any bounds it takes; valid when
+   * shortcut() is even_shortcut::rational_step. */
+  detail::rational_step_bin_mapper<Sample, true> rational_step_in_parts_mapper() const
+    requires(std::is_integral_v<Sample> && sizeof(Sample) == 4)
+  {
+    return {lower_, upper_, num_bins_, inclusive_};
   }
   /** @brief The estimating mapper; valid when shortcut() is even_shortcut::estimated and the
    * edges are not computed in float32. */
@@ -814,13 +879,14 @@ class even_bin_mapper {
         shortcut_ = even_shortcut::integer_step;
         integer_ = integer_step_mapper();
       }
-      // Whole bounds and a step that is not whole (the data's own range): the exact quotient, in
-      // integers, where the estimate takes double arithmetic.
+      // Whole bounds and a step that is not whole (the data's own range), or bounds in halves
+      // (data of one value, centred bins): the exact quotient, in integers, where the estimate
+      // takes double arithmetic.
       if constexpr (sizeof(Sample) == 4) {
         if (shortcut_ == even_shortcut::none &&
             detail::rational_step_bin_mapper<Sample>::fits(lower_, upper, num_bins_, step_)) {
           shortcut_ = even_shortcut::rational_step;
-          rational_ = rational_step_mapper();
+          rational_ = rational_step_in_parts_mapper();
         }
       }
     } else if constexpr (std::is_same_v<Sample, float>) {
@@ -868,8 +934,9 @@ class even_bin_mapper {
   detail::integer_step_bin_mapper<Sample> integer_;
   detail::exact_float_bin_mapper float_;
   detail::estimated_even_bin_mapper<Sample> estimated_;
-  // Only 32-bit integer samples take the quotient; others hold an empty member.
-  std::conditional_t<std::is_integral_v<Sample> && sizeof(Sample) == 4, detail::rational_step_bin_mapper<Sample>,
+  // Only 32-bit integer samples take the quotient (here in parts of one, right for any bounds it
+  // takes); others hold an empty member.
+  std::conditional_t<std::is_integral_v<Sample> && sizeof(Sample) == 4, detail::rational_step_bin_mapper<Sample, true>,
                      std::uint8_t>
       rational_{};
   // Only float samples estimate over edges computed in float32; others hold an empty member.
@@ -880,9 +947,9 @@ class even_bin_mapper {
 namespace detail {
 
 /// Calls `run(mapper)` with the cheapest mapper that bins exactly as `map` does: the unit-step or
-/// integer-step shortcut for integer samples, the quotient for 32-bit integers over whole bounds,
-/// the exact-float one for floats, the estimating one for other ranges that allow it, else `map`
-/// itself.
+/// integer-step shortcut for integer samples, the quotient for 32-bit integers over whole or half
+/// bounds, the exact-float one for floats, the estimating one for other ranges that allow it, else
+/// `map` itself.
 /// Both backends take even bins through it, so they choose alike.
 template <class Sample, class Run>
 decltype(auto) with_fastest_mapper(const even_bin_mapper<Sample>& map, Run&& run) {
@@ -892,7 +959,10 @@ decltype(auto) with_fastest_mapper(const even_bin_mapper<Sample>& map, Run&& run
     if (map.shortcut() == even_shortcut::integer_step) return run(map.integer_step_mapper());
   }
   if constexpr (std::is_integral_v<Sample> && sizeof(Sample) == 4) {
-    if (map.shortcut() == even_shortcut::rational_step) return run(map.rational_step_mapper());
+    if (map.shortcut() == even_shortcut::rational_step) {
+      if (map.rational_step_in_parts()) return run(map.rational_step_in_parts_mapper());
+      return run(map.rational_step_mapper());
+    }
   }
   if constexpr (std::is_same_v<Sample, float>) {
     if (map.shortcut() == even_shortcut::exact_float_edges) return run(map.exact_float_mapper());

@@ -161,12 +161,18 @@ void expect_even_mapper_matches_oracle(const even_case& c, upper_edge mode, cons
     if (mapper.closed_unit_step()) check("closed unit-step mapper", mapper.closed_unit_step_mapper());
     if constexpr (sizeof(Sample) == 4) {
       if (mapper.shortcut() == tally::even_shortcut::rational_step) {
-        const auto rational = mapper.rational_step_mapper();
-        check("rational-step mapper", rational);
-        check("rational-step mapper's slot", [&](Sample x) -> std::int64_t {
-          const int slot = rational.slot(x);
-          return slot == c.num_bins ? tally::left_out_bin : slot;
-        });
+        const auto check_rational = [&](const auto& rational) {
+          check("rational-step mapper", rational);
+          check("rational-step mapper's slot", [&](Sample x) -> std::int64_t {
+            const int slot = rational.slot(x);
+            return slot == c.num_bins ? tally::left_out_bin : slot;
+          });
+        };
+        // Whole bounds take the form without parts of one; both forms serve them.
+        check_rational(mapper.rational_step_in_parts_mapper());
+        const bool whole = c.lower == std::floor(c.lower) && c.upper == std::floor(c.upper);
+        EXPECT_EQ(mapper.rational_step_in_parts(), !whole);
+        if (whole) check_rational(mapper.rational_step_mapper());
       }
     }
     // A closed last bin over integers takes a unit-step mapper whenever the bins are of width one.
@@ -270,6 +276,13 @@ const std::vector<even_case>& even_cases() {
       {1000, -3.0, 7.0},                // ... a step below one: ten bins a value
       {4096, -2147483648.0, -2147481600.0},  // ... from int32's least value, edges every half value
       {100, 0.0, 110.0},                // edge 50 is 55.00000000000001: the estimate, not the quotient
+      {7, 41.5, 42.5},                  // 32-bit integers, one value v: numpy's [v - 0.5, v + 0.5], in halves
+      {65536, -7.5, -6.5},              // ... in many bins
+      {4096, 2147483646.5, 2147483647.5},    // ... int32's greatest value
+      {256, -2147483648.5, -2147483647.5},   // ... int32's least value, the lower bound below the type
+      {101, -0.5, 100.5},               // centred bins: a whole step over half bounds
+      {100, 0.25, 100.75},              // bounds in quarters
+      {20, -20.5, 145.5},               // edge 15 is 104.00000000000001: the estimate, not the quotient
   };
   return cases;
 }
@@ -352,6 +365,40 @@ TYPED_TEST(EvenBinMapper, AgreesWithOracleOnWholeBoundsWithStepsThatAreNotWhole)
     const double lower = std::floor(std::uniform_real_distribution<double>(lowest, highest - width)(rng));
     const even_case c{num_bins, lower, lower + width};
     const tally::even_bin_mapper<Sample> mapper({c.num_bins, c.lower, c.upper}, upper_edge::exclusive);
+    quotients += mapper.shortcut() == tally::even_shortcut::rational_step ? 1 : 0;
+    expect_mapper_matches_oracle_on_probed_edges<Sample>(c, rng);
+  }
+  if constexpr (std::is_integral_v<Sample> && sizeof(Sample) == 4) {
+    EXPECT_GT(quotients, rounds / 2);
+  }
+}
+
+/// Bounds in halves, quarters, ... 2^-8 (data of one value, centred bins): 32-bit samples take the
+/// quotient in those parts of one unless a whole-number edge rounded above itself. Every mapper
+/// agrees with the oracle on and beside the edges, and most of these bins take the quotient.
+TYPED_TEST(EvenBinMapper, AgreesWithOracleOnBoundsInPartsOfOne) {
+  using Sample = TypeParam;
+  const std::uint64_t seed = tally_test::test_seed();
+  SCOPED_TRACE(tally_test::seed_trace(seed));
+  std::mt19937_64 rng(seed);
+  const std::int64_t bin_counts[] = {1, 3, 7, 100, 256, 1000, 4096, 65536};
+  const double parts[] = {2.0, 2.0, 4.0, 256.0};
+  const double lowest = std::max(-1e9, static_cast<double>(std::numeric_limits<Sample>::lowest()));
+  const double highest = std::min(3e9, static_cast<double>(std::numeric_limits<Sample>::max()));
+  int quotients = 0;
+  const int rounds = 64;
+  for (int round = 0; round < rounds; ++round) {
+    const std::int64_t num_bins = bin_counts[round % 8];
+    const double q = parts[(round / 8) % 4];
+    // Odd rounds: data of one value v, numpy's [v - 0.5, v + 0.5]; even rounds: a width of one
+    // part to about a billion, from anywhere the type reaches.
+    const double most = std::log10((highest - lowest) / 2.0);
+    const double spread = std::pow(10.0, std::uniform_real_distribution<double>(0.0, most)(rng));
+    const double width = round % 2 == 1 ? 1.0 : (std::floor(spread * q) + 1.0) / q;
+    const double anywhere = std::uniform_real_distribution<double>(lowest, highest - width)(rng);
+    const double lower = round % 2 == 1 ? std::floor(anywhere) - 0.5 : std::floor(anywhere * q) / q;
+    const even_case c{num_bins, lower, lower + width};
+    const tally::even_bin_mapper<Sample> mapper({c.num_bins, c.lower, c.upper}, upper_edge::inclusive);
     quotients += mapper.shortcut() == tally::even_shortcut::rational_step ? 1 : 0;
     expect_mapper_matches_oracle_on_probed_edges<Sample>(c, rng);
   }
@@ -868,6 +915,23 @@ TEST(EvenBinMapper, EstimatesRangesThatAreNotExactInBinary) {
             even_shortcut::estimated);
   EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({100, 0.0, 110.0}, upper_edge::exclusive)(55), 49);
   EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({100, 0.0, 110.0}, upper_edge::exclusive)(33), 30);
+  // Bounds in halves or quarters take it too (data of one value v: numpy's [v - 0.5, v + 0.5]),
+  // with the same exception ([-20.5, 145.5) in 20 bins: edge 15 is 104.00000000000001); bounds
+  // finer than 2^-8 estimate.
+  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({7, 41.5, 42.5}, upper_edge::inclusive).shortcut(),
+            even_shortcut::rational_step);
+  EXPECT_EQ(tally::even_bin_mapper<std::uint32_t>({256, -0.5, 0.5}, upper_edge::inclusive).shortcut(),
+            even_shortcut::rational_step);
+  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({101, -0.5, 100.5}, upper_edge::exclusive).shortcut(),
+            even_shortcut::rational_step);
+  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({100, 0.25, 100.75}, upper_edge::exclusive).shortcut(),
+            even_shortcut::rational_step);
+  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({20, -20.5, 145.5}, upper_edge::exclusive).shortcut(),
+            even_shortcut::estimated);
+  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({20, -20.5, 145.5}, upper_edge::exclusive)(104), 14);
+  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({20, -20.5, 145.5}, upper_edge::exclusive)(105), 15);
+  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({100, 0x1p-9, 100.0}, upper_edge::exclusive).shortcut(),
+            even_shortcut::estimated);
   EXPECT_EQ(tally::even_bin_mapper<float>({4096, 0.0, 4096.0}, upper_edge::exclusive).shortcut(),
             even_shortcut::exact_float_edges);
   // Past the float estimate's reach (bins 2^-20 of the distance from zero), the general rule.

@@ -415,11 +415,12 @@ TEST(GpuHistogramFloatEdges, EdgesComputedInFloat32AreBinnedAsOnTheCpuAndTheOrac
   }
 }
 
-/// 32-bit integers over whole bounds with a step that is not whole (the data's own [min, max]) take
-/// the exact quotient (rational_step_bin_mapper) in every strategy: samples on and beside every
-/// edge, the type's ends and values either side of the range, at 7 to 65536 bins (the shared
-/// kernels and packed16; partitioned and radix_sort too), against the oracle itself, not only the
-/// CPU that shares the mapper.
+/// 32-bit integers over whole bounds with a step that is not whole (the data's own [min, max]), or
+/// over bounds in halves or quarters (numpy's [v - 0.5, v + 0.5] for data of one value, centred
+/// bins), take the exact quotient (rational_step_bin_mapper) in every strategy: samples on and
+/// beside every edge, the type's ends and values either side of the range, at 7 to 65536 bins (the
+/// shared kernels and packed16; partitioned and radix_sort too), against the oracle itself, not
+/// only the CPU that shares the mapper.
 template <class T>
 void expect_whole_bounds_match_the_oracle() {
   std::mt19937_64 rng(seed + 31);
@@ -437,6 +438,11 @@ void expect_whole_bounds_match_the_oracle() {
       {65536, 0.0, 65535.0},                       // the data's range of 16-bit values, in packed16
       {50000, low_end + 1.0, low_end + 1234567.0},  // from near the type's least value
       {4093, high_end - 2000000.0, high_end},      // up to its greatest: the upper edge reachable
+      {256, 41.5, 42.5},                           // data of one value: numpy's [v - 0.5, v + 0.5]
+      {65536, 1000.5, 1001.5},                     // ... in packed16's bins
+      {4096, high_end - 0.5, high_end + 0.5},      // ... the type's greatest value
+      {1001, -0.5, 1000.5},                        // centred bins: a whole step over half bounds
+      {3000, low_end + 0.25, low_end + 1000000.75},  // quarters, from the type's least value
   };
   for (const even_case& c : cases) {
     const even_bins bins{c.num_bins, c.lower, c.upper};

@@ -159,9 +159,11 @@ TEST(GpuWeightedHistogram, Int32Samples) {
 }
 TEST(GpuWeightedHistogram, Int32SamplesOverWholeBoundsWithAStepThatIsNotWhole) {
   // The data's own range over integers: the exact quotient (rational_step_bin_mapper), inside
-  // even_bin_mapper as the weighted kernels take it, in shared memory and past it (100000 bins).
+  // even_bin_mapper as the weighted kernels take it, in shared memory and past it (100000 bins);
+  // half bounds (data of one value, centred bins) too.
   for (const even_bins& bins :
-       {even_bins{7, 3.0, 1000.0}, even_bins{4096, 0.0, 10000.0}, even_bins{100000, -5.0, 654321.0}}) {
+       {even_bins{7, 3.0, 1000.0}, even_bins{4096, 0.0, 10000.0}, even_bins{100000, -5.0, 654321.0},
+        even_bins{4096, 41.5, 42.5}, even_bins{1001, -0.5, 1000.5}}) {
     ASSERT_EQ(even_bin_mapper<std::int32_t>(bins, upper_edge::exclusive).shortcut(), even_shortcut::rational_step);
     for (const pattern p : {pattern::uniform, pattern::single, pattern::with_outliers}) {
       check_all_over<std::int32_t, float>(bins, p, 100000, 0);

@@ -289,11 +289,12 @@ struct walk_tally {
   std::uint32_t left_out = 0;
 };
 
-/// Whether Mapper is the quotient of 32-bit integers over whole bounds (rational_step_bin_mapper).
+/// Whether Mapper is the quotient of 32-bit integers over whole or half bounds
+/// (rational_step_bin_mapper).
 template <class Sample, class Mapper>
 inline constexpr bool is_rational_step = false;
-template <class Sample>
-inline constexpr bool is_rational_step<Sample, rational_step_bin_mapper<Sample>> = true;
+template <class Sample, bool InParts>
+inline constexpr bool is_rational_step<Sample, rational_step_bin_mapper<Sample, InParts>> = true;
 
 /// Mappers that compute or look up each sample's bin (the estimate, the quotient, the general rule,
 /// range bins and their grid), against the shifts of bins exact in binary. Their kernels spend more

@@ -237,8 +237,8 @@ two_phase_histogram_kernel(const Sample* samples, std::int64_t num_samples, std:
 /// mappers that compute, whose arithmetic or tables already fill the kernel's 64 registers, where
 /// a second counting loop spilled (the estimate over int32 samples, 65536 bins over the data's
 /// range, one value: 0.878 of an H100's read bandwidth always swizzled, 0.776 choosing); the
-/// swizzle's instructions weigh little beside theirs. The quotient of 32-bit integers over whole
-/// bounds (rational_step_bin_mapper) is light enough to choose, as the exact shortcuts do.
+/// swizzle's instructions weigh little beside theirs. The quotient of 32-bit integers over whole or
+/// half bounds (rational_step_bin_mapper) is light enough to choose, as the exact shortcuts do.
 template <class Sample, class Mapper>
 inline constexpr bool packed_swizzle_always = maps_with_arithmetic<Sample, Mapper> && !is_rational_step<Sample, Mapper>;
 
