@@ -399,7 +399,7 @@ class rational_step_bin_mapper {
   std::uint32_t parts_ = 1;     // q: parts of one in which the bounds are whole
   std::uint32_t start_ = 0;     // ceil(lower) - lower, in parts of one
   std::uint32_t minus_range_ = 0xffffffffu;  // -(upper - lower) in parts of one, wrapped
-  std::uint32_t whole_ = 0;     // num_bins / range
+  std::uint32_t whole_ = 0;     // num_bins / range, the range in parts of one
   std::uint32_t fraction_ = 0;  // (num_bins % range) / range, in 2^-32
   std::uint32_t num_bins_ = 0;
 };

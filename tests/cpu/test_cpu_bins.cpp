@@ -283,6 +283,8 @@ const std::vector<even_case>& even_cases() {
       {101, -0.5, 100.5},               // centred bins: a whole step over half bounds
       {100, 0.25, 100.75},              // bounds in quarters
       {20, -20.5, 145.5},               // edge 15 is 104.00000000000001: the estimate, not the quotient
+      {49, 0.0, 31.5},                  // edge 42 is 27.000000000000004 (from whole lower, in halves): the estimate
+      {7, 4294967294.5, 4294967295.5},  // one value: uint32's greatest
   };
   return cases;
 }
@@ -381,22 +383,26 @@ TYPED_TEST(EvenBinMapper, AgreesWithOracleOnBoundsInPartsOfOne) {
   const std::uint64_t seed = tally_test::test_seed();
   SCOPED_TRACE(tally_test::seed_trace(seed));
   std::mt19937_64 rng(seed);
-  const std::int64_t bin_counts[] = {1, 3, 7, 100, 256, 1000, 4096, 65536};
+  const std::int64_t bin_counts[] = {1, 3, 7, 49, 100, 256, 1000, 4096, 65536};
   const double parts[] = {2.0, 2.0, 4.0, 256.0};
   const double lowest = std::max(-1e9, static_cast<double>(std::numeric_limits<Sample>::lowest()));
   const double highest = std::min(3e9, static_cast<double>(std::numeric_limits<Sample>::max()));
+  const double least = static_cast<double>(std::numeric_limits<Sample>::lowest());
+  const double greatest = static_cast<double>(std::numeric_limits<Sample>::max());
   int quotients = 0;
   const int rounds = 64;
   for (int round = 0; round < rounds; ++round) {
-    const std::int64_t num_bins = bin_counts[round % 8];
-    const double q = parts[(round / 8) % 4];
+    const std::int64_t num_bins = bin_counts[rng() % 9];
+    const double q = parts[rng() % 4];
     // Odd rounds: data of one value v, numpy's [v - 0.5, v + 0.5]; even rounds: a width of one
-    // part to about a billion, from anywhere the type reaches.
+    // part to about a billion. Most from anywhere the type reaches, some at its two ends.
     const double most = std::log10((highest - lowest) / 2.0);
     const double spread = std::pow(10.0, std::uniform_real_distribution<double>(0.0, most)(rng));
     const double width = round % 2 == 1 ? 1.0 : (std::floor(spread * q) + 1.0) / q;
     const double anywhere = std::uniform_real_distribution<double>(lowest, highest - width)(rng);
-    const double lower = round % 2 == 1 ? std::floor(anywhere) - 0.5 : std::floor(anywhere * q) / q;
+    const int where = std::is_integral_v<Sample> ? round % 8 : 0;  // floats' ends hold no ranges
+    const double from = where == 2 || where == 3 ? least : where == 4 || where == 5 ? greatest - width + 1.0 : anywhere;
+    const double lower = round % 2 == 1 ? std::floor(from) - 0.5 : std::floor(from * q) / q;
     const even_case c{num_bins, lower, lower + width};
     const tally::even_bin_mapper<Sample> mapper({c.num_bins, c.lower, c.upper}, upper_edge::inclusive);
     quotients += mapper.shortcut() == tally::even_shortcut::rational_step ? 1 : 0;
@@ -930,6 +936,12 @@ TEST(EvenBinMapper, EstimatesRangesThatAreNotExactInBinary) {
             even_shortcut::estimated);
   EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({20, -20.5, 145.5}, upper_edge::exclusive)(104), 14);
   EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({20, -20.5, 145.5}, upper_edge::exclusive)(105), 15);
+  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({49, 0.0, 31.5}, upper_edge::exclusive).shortcut(),
+            even_shortcut::estimated);
+  EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({49, 0.0, 31.5}, upper_edge::exclusive)(27), 41);
+  EXPECT_EQ(tally::even_bin_mapper<std::uint32_t>({7, 4294967294.5, 4294967295.5}, upper_edge::inclusive).shortcut(),
+            even_shortcut::rational_step);
+  EXPECT_EQ(tally::even_bin_mapper<std::uint32_t>({7, 4294967294.5, 4294967295.5}, upper_edge::inclusive)(4294967295u), 3);
   EXPECT_EQ(tally::even_bin_mapper<std::int32_t>({100, 0x1p-9, 100.0}, upper_edge::exclusive).shortcut(),
             even_shortcut::estimated);
   EXPECT_EQ(tally::even_bin_mapper<float>({4096, 0.0, 4096.0}, upper_edge::exclusive).shortcut(),
