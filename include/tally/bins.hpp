@@ -505,6 +505,14 @@ class exact_float_bin_mapper {
   bool inclusive_ = false;
 };
 
+/// Empty bases that give a mapper the vector members block pieces look for (block_histogram.cuh's
+/// maps_vectors and gives_slot_items), or not.
+struct maps_vectors_of_items {
+  static constexpr bool maps_items = true;
+  static constexpr bool slots_items = true;
+};
+struct maps_single_items {};
+
 /// Even bins over any other range (numpy's range from the data, [0, 1000) over floats, a step that
 /// is not whole over integers): one multiply-add estimates the bin, and one compare against the
 /// edge above the estimate, computed as numpy computes it (even_edge, in double, or in float for
@@ -522,8 +530,20 @@ class exact_float_bin_mapper {
 /// takes too), and their reach is held to 2^19: the sum stays below 0.35. The tests check it on
 /// random and adversarial ranges against the brute-force oracle, for the host form and for the
 /// GPU's float form.
+///
+/// Float samples over the float64 rule's edges also map vectors (map_items, slot_items), for the
+/// kernels that take them: their edge costs a conversion, a double multiply and add and a rounding
+/// to float a sample, which an H200's memory outruns. Two float estimates of x's position, one
+/// `margin` below it and one above, settle the bin with no edge where both have the same floor
+/// (clamped to the bins: x lies at least `margin` from every inner edge); only samples near an
+/// edge compute theirs, after the vector's straight line and only where one of its samples needs
+/// it (margin_of says why the margin is enough). The margin grows with the reach, and where it
+/// passes widest_vector_margin so many warps would take both paths that the vector form takes the
+/// edge of every sample instead (docs/performance.md, "Float32 data over the float64 rule's edges:
+/// two estimates").
 template <class Sample, bool Float32Edges = false>
-class estimated_even_bin_mapper {
+class estimated_even_bin_mapper
+    : public std::conditional_t<std::is_same_v<Sample, float> && !Float32Edges, maps_vectors_of_items, maps_single_items> {
  public:
   static_assert(!Float32Edges || std::is_same_v<Sample, float>, "edges computed in float32 are estimated for float samples");
   using compare_type = std::conditional_t<std::is_same_v<Sample, float> || is_half_float_v<Sample>, float, double>;
@@ -539,6 +559,11 @@ class estimated_even_bin_mapper {
     }
   }
 
+  /// How far, in bins, the farther bound lies from zero.
+  static double reach_of(const even_bins& bins) {
+    return std::max(std::fabs(bins.lower), std::fabs(bins.upper)) / step_of(bins);
+  }
+
   /// Whether the estimate is always the bin or the one below for these bins (above): the reach,
   /// both bounds finite in compare_type (a float bound that rounds to infinity needs the general
   /// rule's infinity test), a scale finite in it, and a step far above the subnormals (whose
@@ -546,7 +571,7 @@ class estimated_even_bin_mapper {
   static bool fits(const even_bins& bins) {
     if constexpr (is_half_float_v<Sample>) return false;  // their edges are rounded to 16 bits: a table maps them
     const double step = step_of(bins);
-    const double reach = std::max(std::fabs(bins.lower), std::fabs(bins.upper)) / step;
+    const double reach = reach_of(bins);
     constexpr double largest = static_cast<double>(std::numeric_limits<compare_type>::max());
     constexpr double smallest_step =
         static_cast<double>(std::numeric_limits<compare_type>::min()) / std::numeric_limits<compare_type>::epsilon();
@@ -564,10 +589,13 @@ class estimated_even_bin_mapper {
         offset_f_(static_cast<float>(offset_)),
         lower_f_(static_cast<float>(bins.lower)),
         step_f_(static_cast<float>(step_)),
+        below_f_(static_cast<float>(-bins.lower * scale_ - margin_of(reach_of(bins)))),
+        above_f_(static_cast<float>(-bins.lower * scale_ + margin_of(reach_of(bins)))),
         first_(static_cast<compare_type>(bins.lower)),
         end_(inclusive ? std::nextafter(static_cast<compare_type>(bins.upper), std::numeric_limits<compare_type>::infinity())
                        : static_cast<compare_type>(bins.upper)),
-        num_bins_(static_cast<int>(bins.num_bins)) {}
+        num_bins_(static_cast<int>(bins.num_bins)),
+        settles_far_from_edges_(margin_of(reach_of(bins)) <= widest_vector_margin) {}
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
@@ -597,6 +625,58 @@ class estimated_even_bin_mapper {
 #endif
   }
 
+  /// Maps `Items` float samples to bins (left_out_bin where left out): the two estimates first, for
+  /// every sample in one straight line, then the edge of each sample near one.
+  template <int Items>
+  TALLY_HOST_DEVICE void map_items(const Sample (&samples)[Items], int (&bins)[Items]) const
+    requires(std::is_same_v<Sample, float> && !Float32Edges)
+  {
+    map_items_or<Items>(samples, bins, static_cast<int>(left_out_bin));
+  }
+  /// map_items giving each sample's word in a block's copy: num_bins where it is left out.
+  template <int Items>
+  TALLY_HOST_DEVICE void slot_items(const Sample (&samples)[Items], int (&slots)[Items]) const
+    requires(std::is_same_v<Sample, float> && !Float32Edges)
+  {
+    map_items_or<Items>(samples, slots, num_bins_);
+  }
+
+  /// How far, in bins, the vector form's two estimates lie below and above x's position:
+  /// 2^-21 * (reach + 1).
+  ///
+  /// Why it is enough: numpy's bin b for x has E_b <= x < E_b+1, and each edge E_i (numpy's double,
+  /// rounded to float) lies within alpha = (2^-24 + 2^-50) * reach bins of lower + i * step, so
+  /// x's exact position p = (x - lower) / step lies in [b - alpha, b + 1 + alpha). An estimate
+  /// t = fmaf(x, scale_f, c), with c = float(-lower * scale -+ margin), is within beta of p -+ margin:
+  /// reach * 2^-24 for scale's rounding to float, (reach + margin) * 2^-24 for c's, (num_bins + 2 +
+  /// margin) * 2^-24 for the multiply-add's (|t| is at most that for x in range), plus double
+  /// roundings below 2^-50 * reach. With k and K the floors of the lower and upper estimates,
+  /// p >= k + margin - beta and p < K + 1 - margin + beta; with margin > alpha + beta that puts p
+  /// in (k + alpha, K + 1 - alpha), so k <= b <= K, and b is settled where k and K, clamped to the
+  /// bins, agree. num_bins <= 2 * reach, so alpha + beta < 2^-24 * (5 * reach + 2 + 2 * margin) +
+  /// 2^-49 * reach, below 8 * 2^-24 * (reach + 1) while the margin stays under 1, as it does within
+  /// widest_vector_margin (t then stays above -1, where the floor by adding 2^23 + 1 holds). The
+  /// tests check the vector form against the oracle on every layout they try, and fail with a
+  /// quarter of this margin.
+  static double margin_of(double reach) { return 0x1p-21 * (reach + 1.0); }
+
+
+  /// The widest margin the vector form settles samples with (2^-21 * (reach + 1): a reach of 8191
+  /// bins, so 4096 bins over [0, max] but not 16384): past it most warps' vectors hold a sample near
+  /// an edge and pay for both paths (on an H200, 65536 bins: 0.56 -> 0.47 of the read bandwidth on
+  /// uniform data; 16384 bins: uniform data gained 11%, small integers piled in the first bins lost
+  /// 14%); the vector form then computes every sample's edge, as the single-sample form does.
+  static constexpr double widest_vector_margin = 0x1p-8;
+
+  /// Whether the vector form computes x's edge: x is counted and lies within about the margin of
+  /// an edge, or the margin is too wide (the tests count how often).
+  TALLY_HOST_DEVICE bool computes_edge(float x) const
+    requires(std::is_same_v<Sample, float> && !Float32Edges)
+  {
+    int bin;
+    return x >= first_ && x < end_ && (!settles_far_from_edges_ || settles_near_edge(x, bin));
+  }
+
   /// The GPU's estimate for float samples, in float: a host test runs it through fmaf.
   TALLY_HOST_DEVICE float scale_for_floats() const { return scale_f_; }
   TALLY_HOST_DEVICE float offset_for_floats() const { return offset_f_; }
@@ -610,6 +690,75 @@ class estimated_even_bin_mapper {
   }
 
  private:
+  /// map_items and slot_items, `left_out` for a sample left out.
+  template <int Items>
+  TALLY_HOST_DEVICE void map_items_or(const Sample (&samples)[Items], int (&bins)[Items], int left_out) const {
+    if (!settles_far_from_edges_) {  // the same for every sample of a launch
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (int j = 0; j < Items; ++j) {
+        const int slot = this->slot(samples[j]);
+        bins[j] = slot < num_bins_ ? slot : left_out;
+      }
+      return;
+    }
+    bool near_edge[Items];
+    bool any_near_edge = false;
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+    for (int j = 0; j < Items; ++j) {
+      const float x = samples[j];
+      const bool counted = x >= first_ && x < end_;
+      int bin;
+      near_edge[j] = counted & settles_near_edge(x, bin);
+      any_near_edge = any_near_edge || near_edge[j];
+      bins[j] = counted ? bin : left_out;
+    }
+    if (any_near_edge) {
+      // A branch a sample: where few samples are near an edge, a warp computes the edges of the few
+      // items that need them (every item's edge and a select ran 0.95 -> 0.84 on uniform data at
+      // 4096 bins, though faster where every sample sits on an edge).
+#if defined(__CUDA_ARCH__)
+#pragma unroll
+#endif
+      for (int j = 0; j < Items; ++j) {
+        if (near_edge[j]) bins[j] = bin_above_estimate(samples[j], next_edge_estimate(samples[j]));
+      }
+    }
+  }
+
+  /// The vector form for a sample in range: `bin`, the lower estimate's floor clamped to the bins,
+  /// and whether the upper estimate's (clamped too) differs, so that the edge must settle it.
+  /// Both estimates for every sample (the caller's & rather than &&): predicated on the range test,
+  /// the second one reloaded its offset from the constant bank. The floors stay in their float's
+  /// bits (2^23 + 1 + floor), where a clamp is one instruction.
+  TALLY_HOST_DEVICE bool settles_near_edge(float x, int& bin) const {
+    constexpr int bits_of_first_bin = 0x4b000001;  // 2^23 + 1
+    // A sample at the first or last edge (the data's minimum) lies in the first or last bin.
+    const int first = max_of(floor_bits(x, below_f_), bits_of_first_bin);
+    const int last = min_of(floor_bits(x, above_f_), bits_of_first_bin - 1 + num_bins_);
+    bin = first - bits_of_first_bin;
+    return first != last;
+  }
+
+  TALLY_HOST_DEVICE static int max_of(int a, int b) { return a > b ? a : b; }
+  TALLY_HOST_DEVICE static int min_of(int a, int b) { return a < b ? a : b; }
+
+  /// The bits of 2^23 + 1 + floor(fmaf(x, scale_f, offset)), the vector form's estimates rounded
+  /// down onto 2^23 + 1 (where the spacing is one), exact for t > -1 (every sample in range);
+  /// others give a number the caller discards (on the host a fixed one, where a NaN or a huge t
+  /// must not reach the conversion).
+  TALLY_HOST_DEVICE int floor_bits(float x, float offset) const {
+#if defined(__CUDA_ARCH__)
+    return __float_as_int(__fadd_rd(__fmaf_rn(x, scale_f_, offset), 8388609.0f));
+#else
+    const float t = std::fmaf(x, scale_f_, offset);
+    return t > -1.0f && t < 0x1p22f ? 0x4b000001 + static_cast<int>(std::floor(t)) : 0x4b000000;
+#endif
+  }
+
   /// estimate + 1, in [0, num_bins] for x in [first, last).
   TALLY_HOST_DEVICE int next_edge_estimate(compare_type x) const {
 #if defined(__CUDA_ARCH__)
@@ -655,12 +804,16 @@ class estimated_even_bin_mapper {
   float offset_f_ = 0.0f;
   float lower_f_ = 0.0f;  // edges computed in float32: lower and the float32 step
   float step_f_ = 0.0f;
+  // The vector form's offsets: -lower * scale minus and plus margin_of(reach), in float.
+  float below_f_ = 0.0f;
+  float above_f_ = 0.0f;
   compare_type first_{};
   // The least value past the counted ones: upper, or with an inclusive last edge the next value
   // after it, so that one compare settles both modes (upper itself then estimates to the last bin,
   // or one past it, which bin_above_estimate clamps): a compare and a select a sample fewer.
   compare_type end_{};
   int num_bins_ = 0;
+  bool settles_far_from_edges_ = false;  // the vector form's estimates settle samples far from edges
 };
 
 }  // namespace detail

@@ -200,6 +200,27 @@ void expect_even_mapper_matches_oracle(const even_case& c, upper_edge mode, cons
         return estimated.bin_above_estimate(x, static_cast<int>(std::floor(t)) + 1);
       });
     }
+    if constexpr (requires(const float (&in)[4], int (&out)[4]) { estimated.map_items(in, out); }) {
+      // The vector form over the float64 rule's edges (its host form computes the two estimates
+      // with fmaf, as the GPU): each sample in a vector with the three after it, so that samples
+      // that settle without their edge share vectors with ones that compute it.
+      const auto in_vector = [&](auto&& map_four) {
+        std::size_t i = 0;
+        return [&, i](float x) mutable -> std::int64_t {
+          const float four[4] = {x, samples[(i + 1) % samples.size()], samples[(i + 2) % samples.size()],
+                                 samples[(i + 3) % samples.size()]};
+          ++i;
+          int out[4];
+          map_four(four, out);
+          return out[0];
+        };
+      };
+      check("estimated mapper's map_items", in_vector([&](const float (&in)[4], int (&out)[4]) { estimated.map_items(in, out); }));
+      check("estimated mapper's slot_items", in_vector([&](const float (&in)[4], int (&out)[4]) {
+              estimated.slot_items(in, out);
+              for (int& slot : out) slot = slot == c.num_bins ? static_cast<int>(tally::left_out_bin) : slot;
+            }));
+    }
   };
   if (mapper.shortcut() == tally::even_shortcut::estimated) {
     if constexpr (std::is_same_v<Sample, float>) {
@@ -517,6 +538,56 @@ TEST(EvenBinMapper, ComputesFloat32EdgesAsNumpyDoesForFloat32Data) {
   EXPECT_FALSE(float_mapper(3000, 0.0, 1000.0).estimates_in_float32()) << "a step of 1 / 3";
   EXPECT_FALSE(float_mapper(4096, 0.0, 100000001.0).estimates_in_float32()) << "an upper edge past 2^24 units";
   EXPECT_EQ(float_mapper(256, 0.0, 64.0).shortcut(), tally::even_shortcut::exact_float_edges);
+}
+
+/// Float samples over the float64 rule's edges map vectors: two float estimates settle a sample's
+/// bin with no edge unless it lies within the margin of one (or the margin is too wide, far from
+/// zero). Over random ranges up to 2^19 bins from zero the vector form agrees with the oracle on
+/// uniform data and on and beside the edges, and where the margin allows it only about 2 * margin
+/// of uniform samples compute their edge (a form that computed every edge would be exact and as
+/// slow as before).
+TEST(EvenBinMapperFloat, VectorFormSettlesSamplesFarFromEdgesWithoutThem) {
+  const std::uint64_t seed = tally_test::test_seed();
+  SCOPED_TRACE(tally_test::seed_trace(seed));
+  std::mt19937_64 rng(seed);
+  const std::int64_t bin_counts[] = {1, 3, 10, 100, 256, 1000, 4096, 16384, 65536};
+  int vector_forms = 0;
+  int settled = 0;
+  for (int round = 0; round < 60; ++round) {
+    const std::int64_t num_bins = bin_counts[rng() % 9];
+    // Lower bounds from zero to 2^19 bins from it (the far end near the reach), widths of 10^-3 to
+    // 10^4.
+    const double width = std::pow(10.0, std::uniform_real_distribution<double>(-3.0, 4.0)(rng));
+    const double step = width / static_cast<double>(num_bins);
+    const double lower = std::uniform_real_distribution<double>(-1.0, 1.0)(rng) * step *
+                         std::pow(2.0, std::uniform_real_distribution<double>(0.0, 19.0)(rng));
+    const even_case c{num_bins, lower, lower + width};
+    const tally::even_bin_mapper<float> mapper({c.num_bins, c.lower, c.upper}, upper_edge::inclusive);
+    if (mapper.shortcut() != tally::even_shortcut::estimated || mapper.estimates_in_float32()) continue;
+    ++vector_forms;
+    const auto estimated = mapper.estimated_mapper();
+    const double reach = std::max(std::fabs(c.lower), std::fabs(c.upper)) / step;
+    const double margin = decltype(estimated)::margin_of(reach);
+    std::uniform_real_distribution<double> over_range(c.lower, c.upper);
+    std::vector<float> uniform(20000);
+    for (float& x : uniform) x = static_cast<float>(over_range(rng));
+    int edges_computed = 0;
+    for (const float x : uniform) edges_computed += estimated.computes_edge(x) ? 1 : 0;
+    SCOPED_TRACE(describe(c) + " margin " + std::to_string(margin));
+    if (margin <= decltype(estimated)::widest_vector_margin) {
+      ++settled;
+      // A float's own spacing makes positions coarse far from zero: allow that grain on top.
+      const double grain = std::ldexp(reach, -23);
+      EXPECT_LE(edges_computed, static_cast<int>(uniform.size() * (4.0 * margin + 2.0 * grain)) + 200)
+          << "uniform samples that computed their edge";
+    } else {
+      EXPECT_EQ(edges_computed, static_cast<int>(uniform.size())) << "every edge computed past the widest margin";
+    }
+    for (const upper_edge mode : both_modes) expect_even_mapper_matches_oracle<float>(c, mode, uniform);
+    expect_mapper_matches_oracle_on_probed_edges<float>(c, rng);
+  }
+  EXPECT_GT(vector_forms, 30) << "most of these ranges estimate over the float64 rule's edges";
+  EXPECT_GT(settled, 10) << "many of them settle samples far from edges without their edge";
 }
 
 // Known answers from numpy 2.4 (np.histogram of one sample; numpy's last bin is inclusive).

@@ -285,6 +285,9 @@ TEST(GpuHistogramFloatEdges, SamplesOnAndBesideEveryEdgeAreBinnedAsOnTheCpu) {
       {4096, -418.0, 8848.86},         // estimated: a range from the data
       {65536, 0.1, 6553.7},            // estimated, many bins
       {100, 1000.0, 1000.1},           // estimated at its reach: 16 floats a bin
+      {10, 0.0, 1.0},                  // estimated, step 0.1: the vector form's two estimates
+      {3000, 0.0, 1000.0},             // estimated, step 1/3
+      {4096, 1000.3, 1010.7},          // estimated, 400000 bins from zero: a margin of a fifth of a bin
       {100, 1000.0, 1000.01},          // past its reach: a table of each float's bin
       {4096, 2047.5, 2048.5},          // numpy's range for data of one value: a table, about one float a bin
       {4096, 293.1, 293.9},            // a narrow range far from zero: a table of 26217 floats
