@@ -654,18 +654,18 @@ class estimated_even_bin_mapper
   /// p >= k + margin - beta and p < K + 1 - margin + beta; with margin > alpha + beta that puts p
   /// in (k + alpha, K + 1 - alpha), so k <= b <= K, and b is settled where k and K, clamped to the
   /// bins, agree. num_bins <= 2 * reach, so alpha + beta < 2^-24 * (5 * reach + 2 + 2 * margin) +
-  /// 2^-49 * reach, below 8 * 2^-24 * (reach + 1) while the margin stays under 1, as it does within
-  /// widest_vector_margin (t then stays above -1, where the floor by adding 2^23 + 1 holds). The
-  /// tests check the vector form against the oracle on every layout they try, and fail with a
-  /// quarter of this margin.
+  /// 2^-49 * reach, below 8 * 2^-24 * (reach + 1) while the margin stays under 1. Within
+  /// widest_vector_margin the upper estimate of a counted sample stays above 0 and the lower one
+  /// above -1, where the floor by adding 2^23 + 1 holds (a lower one below would floor under 0, and
+  /// clamp to bin 0 all the same). The tests check the vector form against the oracle on every
+  /// layout they try; with a quarter of this margin they failed on one seed of three.
   static double margin_of(double reach) { return 0x1p-21 * (reach + 1.0); }
-
 
   /// The widest margin the vector form settles samples with (2^-21 * (reach + 1): a reach of 8191
   /// bins, so 4096 bins over [0, max] but not 16384): past it most warps' vectors hold a sample near
   /// an edge and pay for both paths (on an H200, 65536 bins: 0.56 -> 0.47 of the read bandwidth on
-  /// uniform data; 16384 bins: uniform data gained 11%, small integers piled in the first bins lost
-  /// 14%); the vector form then computes every sample's edge, as the single-sample form does.
+  /// uniform data; 16384 bins: uniform data gained 11%, whole values piled in the first bins lost
+  /// 15%); the vector form then computes every sample's edge, as the single-sample form does.
   static constexpr double widest_vector_margin = 0x1p-8;
 
   /// Whether the vector form computes x's edge: x is counted and lies within about the margin of
@@ -747,9 +747,10 @@ class estimated_even_bin_mapper
   TALLY_HOST_DEVICE static int min_of(int a, int b) { return a < b ? a : b; }
 
   /// The bits of 2^23 + 1 + floor(fmaf(x, scale_f, offset)), the vector form's estimates rounded
-  /// down onto 2^23 + 1 (where the spacing is one), exact for t > -1 (every sample in range);
-  /// others give a number the caller discards (on the host a fixed one, where a NaN or a huge t
-  /// must not reach the conversion).
+  /// down onto 2^23 + 1 (where the spacing is one), exact for t > -1 (every counted sample within
+  /// widest_vector_margin). Samples that are not counted give a number the caller discards: on the
+  /// host a fixed one, where a NaN or a huge t must not reach the conversion (a counted sample's t
+  /// stays below num_bins + 1, far below 2^22).
   TALLY_HOST_DEVICE int floor_bits(float x, float offset) const {
 #if defined(__CUDA_ARCH__)
     return __float_as_int(__fadd_rd(__fmaf_rn(x, scale_f_, offset), 8388609.0f));

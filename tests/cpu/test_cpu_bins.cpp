@@ -203,15 +203,23 @@ void expect_even_mapper_matches_oracle(const even_case& c, upper_edge mode, cons
     if constexpr (requires(const float (&in)[4], int (&out)[4]) { estimated.map_items(in, out); }) {
       // The vector form over the float64 rule's edges (its host form computes the two estimates
       // with fmaf, as the GPU): each sample in a vector with the three after it, so that samples
-      // that settle without their edge share vectors with ones that compute it.
+      // that settle without their edge share vectors with ones that compute it; every lane's bin
+      // is checked (the others' against the oracle here, the first by `check`).
       const auto in_vector = [&](auto&& map_four) {
         std::size_t i = 0;
         return [&, i](float x) mutable -> std::int64_t {
-          const float four[4] = {x, samples[(i + 1) % samples.size()], samples[(i + 2) % samples.size()],
-                                 samples[(i + 3) % samples.size()]};
+          const std::size_t n = samples.size();
+          const float four[4] = {x, samples[(i + 1) % n], samples[(i + 2) % n], samples[(i + 3) % n]};
           ++i;
           int out[4];
           map_four(four, out);
+          for (int j = 1; j < 4; ++j) {
+            const std::int64_t expected = oracle.bin(four[j]);
+            if (out[j] != expected && ++failures <= 10) {
+              ADD_FAILURE() << "vector form, lane " << j << ", sample " << show(four[j]) << ": mapper bin " << out[j]
+                            << ", oracle bin " << expected;
+            }
+          }
           return out[0];
         };
       };
@@ -566,7 +574,7 @@ TEST(EvenBinMapperFloat, VectorFormSettlesSamplesFarFromEdgesWithoutThem) {
     if (mapper.shortcut() != tally::even_shortcut::estimated || mapper.estimates_in_float32()) continue;
     ++vector_forms;
     const auto estimated = mapper.estimated_mapper();
-    const double reach = std::max(std::fabs(c.lower), std::fabs(c.upper)) / step;
+    const double reach = decltype(estimated)::reach_of({c.num_bins, c.lower, c.upper});
     const double margin = decltype(estimated)::margin_of(reach);
     std::uniform_real_distribution<double> over_range(c.lower, c.upper);
     std::vector<float> uniform(20000);

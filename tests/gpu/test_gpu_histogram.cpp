@@ -287,7 +287,7 @@ TEST(GpuHistogramFloatEdges, SamplesOnAndBesideEveryEdgeAreBinnedAsOnTheCpu) {
       {100, 1000.0, 1000.1},           // estimated at its reach: 16 floats a bin
       {10, 0.0, 1.0},                  // estimated, step 0.1: the vector form's two estimates
       {3000, 0.0, 1000.0},             // estimated, step 1/3
-      {4096, 1000.3, 1010.7},          // estimated, 400000 bins from zero: a margin of a fifth of a bin
+      {4096, 1000.3, 1010.7},          // estimated, 400000 bins from zero: past the vector form's widest margin
       {100, 1000.0, 1000.01},          // past its reach: a table of each float's bin
       {4096, 2047.5, 2048.5},          // numpy's range for data of one value: a table, about one float a bin
       {4096, 293.1, 293.9},            // a narrow range far from zero: a table of 26217 floats

@@ -115,8 +115,9 @@ __host__ __device__ __forceinline__ std::uint32_t bank_swizzled(std::uint32_t wo
 __host__ __device__ __forceinline__ std::uint32_t swizzle_mask(int copies) { return copies >= 32 ? 0u : 31u; }
 
 /// Whether a mapper maps a vector's samples at once (map_items): one whose samples may take a
-/// loop (the range-bin grid's search) keeps the common path of every sample in one straight line,
-/// so that their table reads are in flight together, and loops afterwards for those that need it.
+/// loop or a second path (the range-bin grid's search, the float estimate's edge near one) keeps the
+/// common path of every sample in one straight line, so that their table reads are in flight
+/// together, and takes the rarer path afterwards for those that need it.
 template <class Mapper, class Sample>
 inline constexpr bool maps_vectors = requires { Mapper::maps_items; };
 
@@ -437,7 +438,8 @@ __device__ __forceinline__ walk_tally count_vectorized(const Sample* samples, st
       return;
     }
     if constexpr (Aggregate == aggregation::none && Memory == copy_memory::shared && gives_slot_items<Mapper, Sample>) {
-      // The same for a vector mapper that gives the words (the range-bin grid): the walk's tail
+      // The same for a vector mapper that gives the words (the range-bin grid, the float estimate
+      // over float64 edges): the walk's tail
       // counts in the left-out word.
       int slots[items];
       map.slot_items(v.item, slots);
