@@ -439,8 +439,7 @@ __device__ __forceinline__ walk_tally count_vectorized(const Sample* samples, st
     }
     if constexpr (Aggregate == aggregation::none && Memory == copy_memory::shared && gives_slot_items<Mapper, Sample>) {
       // The same for a vector mapper that gives the words (the range-bin grid, the float estimate
-      // over float64 edges): the walk's tail
-      // counts in the left-out word.
+      // over float64 edges): the walk's tail counts in the left-out word.
       int slots[items];
       map.slot_items(v.item, slots);
       const int left_out_word = static_cast<int>(map.num_bins());
