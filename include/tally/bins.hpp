@@ -537,8 +537,8 @@ struct maps_single_items {};
 /// `margin` below it and one above, settle the bin with no edge where both have the same floor
 /// (clamped to the bins: x lies at least `margin` from every inner edge); only samples near an
 /// edge compute theirs, after the vector's straight line and only where one of its samples needs
-/// it (margin_of says why the margin is enough). The margin grows with the reach, and where it
-/// passes widest_vector_margin so many warps would take both paths that the vector form takes the
+/// it (margin_of says why the margin is enough; over ranges from zero it grows with x,
+/// relative_margin). The margin grows with the reach, and where it passes widest_vector_margin so many warps would take both paths that the vector form takes the
 /// edge of every sample instead (docs/performance.md, "Float32 data over the float64 rule's edges:
 /// two estimates").
 template <class Sample, bool Float32Edges = false>
@@ -589,8 +589,8 @@ class estimated_even_bin_mapper
         offset_f_(static_cast<float>(offset_)),
         lower_f_(static_cast<float>(bins.lower)),
         step_f_(static_cast<float>(step_)),
-        below_f_(static_cast<float>(-bins.lower * scale_ - margin_of(reach_of(bins)))),
-        above_f_(static_cast<float>(-bins.lower * scale_ + margin_of(reach_of(bins)))),
+        below_(vector_line(bins, scale_, -1.0)),
+        above_(vector_line(bins, scale_, 1.0)),
         first_(static_cast<compare_type>(bins.lower)),
         end_(inclusive ? std::nextafter(static_cast<compare_type>(bins.upper), std::numeric_limits<compare_type>::infinity())
                        : static_cast<compare_type>(bins.upper)),
@@ -660,6 +660,32 @@ class estimated_even_bin_mapper
   /// clamp to bin 0 all the same). The tests check the vector form against the oracle on every
   /// layout they try; with a quarter of this margin they failed on one seed of three.
   static double margin_of(double reach) { return 0x1p-21 * (reach + 1.0); }
+
+  /// Over ranges from zero or above (lower >= 0: every counted x >= 0), the margin that bound
+  /// allows at x rather than at the reach: the edges' rounding, the scale's and the multiply-add's
+  /// grow with x's own position, |x| * scale bins, and only the offset's with lower * scale, so
+  /// 2^-21 * (x * scale + 1) + 2^-22 * lower * scale is enough at x (the sum above with x's
+  /// position in place of the reach, and 2^-24 * lower * scale for the offset's rounding, stays
+  /// below it). The two estimates take it with no instruction more: x * scale * (1 -+ 2^-21) -
+  /// lower * scale -+ (2^-21 + 2^-22 * lower * scale). Data crowded near zero (a power law, whole
+  /// values over [0, max]) then settles where the reach's margin sent it to its edge. Ranges below
+  /// zero keep margin_of(reach): there the offset's rounding, as large as the reach, dominates.
+  static constexpr double relative_margin = 0x1p-21;
+
+  /// A line fmaf(x, scale, offset), in float.
+  struct float_line {
+    float scale = 0.0f;
+    float offset = 0.0f;
+  };
+  /// The vector form's estimate of x's position a margin below it (side -1) or above it (side 1).
+  static float_line vector_line(const even_bins& bins, double scale, double side) {
+    if (bins.lower >= 0.0) {
+      const double fixed = relative_margin + 0x1p-22 * bins.lower * scale;
+      return {static_cast<float>(scale * (1.0 + side * relative_margin)),
+              static_cast<float>(-bins.lower * scale + side * fixed)};
+    }
+    return {static_cast<float>(scale), static_cast<float>(-bins.lower * scale + side * margin_of(reach_of(bins)))};
+  }
 
   /// The widest margin the vector form settles samples with (2^-21 * (reach + 1): a reach of 8191
   /// bins, so 4096 bins over [0, max] but not 16384): past it most warps' vectors hold a sample near
@@ -737,8 +763,8 @@ class estimated_even_bin_mapper
   TALLY_HOST_DEVICE bool settles_near_edge(float x, int& bin) const {
     constexpr int bits_of_first_bin = 0x4b000001;  // 2^23 + 1
     // A sample at the first or last edge (the data's minimum) lies in the first or last bin.
-    const int first = max_of(floor_bits(x, below_f_), bits_of_first_bin);
-    const int last = min_of(floor_bits(x, above_f_), bits_of_first_bin - 1 + num_bins_);
+    const int first = max_of(floor_bits(x, below_), bits_of_first_bin);
+    const int last = min_of(floor_bits(x, above_), bits_of_first_bin - 1 + num_bins_);
     bin = first - bits_of_first_bin;
     return first != last;
   }
@@ -746,16 +772,16 @@ class estimated_even_bin_mapper
   TALLY_HOST_DEVICE static int max_of(int a, int b) { return a > b ? a : b; }
   TALLY_HOST_DEVICE static int min_of(int a, int b) { return a < b ? a : b; }
 
-  /// The bits of 2^23 + 1 + floor(fmaf(x, scale_f, offset)), the vector form's estimates rounded
+  /// The bits of 2^23 + 1 + floor(fmaf(x, line.scale, line.offset)), the vector form's estimates rounded
   /// down onto 2^23 + 1 (where the spacing is one), exact for t > -1 (every counted sample within
   /// widest_vector_margin). Samples that are not counted give a number the caller discards: on the
   /// host a fixed one, where a NaN or a huge t must not reach the conversion (a counted sample's t
   /// stays below num_bins + 1, far below 2^22).
-  TALLY_HOST_DEVICE int floor_bits(float x, float offset) const {
+  TALLY_HOST_DEVICE static int floor_bits(float x, float_line line) {
 #if defined(__CUDA_ARCH__)
-    return __float_as_int(__fadd_rd(__fmaf_rn(x, scale_f_, offset), 8388609.0f));
+    return __float_as_int(__fadd_rd(__fmaf_rn(x, line.scale, line.offset), 8388609.0f));
 #else
-    const float t = std::fmaf(x, scale_f_, offset);
+    const float t = std::fmaf(x, line.scale, line.offset);
     return t > -1.0f && t < 0x1p22f ? 0x4b000001 + static_cast<int>(std::floor(t)) : 0x4b000000;
 #endif
   }
@@ -805,9 +831,9 @@ class estimated_even_bin_mapper
   float offset_f_ = 0.0f;
   float lower_f_ = 0.0f;  // edges computed in float32: lower and the float32 step
   float step_f_ = 0.0f;
-  // The vector form's offsets: -lower * scale minus and plus margin_of(reach), in float.
-  float below_f_ = 0.0f;
-  float above_f_ = 0.0f;
+  // The vector form's two estimates (vector_line).
+  float_line below_;
+  float_line above_;
   compare_type first_{};
   // The least value past the counted ones: upper, or with an inclusive last edge the next value
   // after it, so that one compare settles both modes (upper itself then estimates to the last bin,

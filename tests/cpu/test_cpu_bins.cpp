@@ -598,6 +598,33 @@ TEST(EvenBinMapperFloat, VectorFormSettlesSamplesFarFromEdgesWithoutThem) {
   EXPECT_GT(settled, 10) << "many of them settle samples far from edges without their edge";
 }
 
+/// Over a range from zero the vector form's margin grows with x (relative_margin): whole values near
+/// zero, which sit a few thousandths of a bin from their edges over a range like [0, 4094.875) in
+/// 4096 bins, settle without their edge where the reach's margin (2^-21 * 4097 bins) would send
+/// each of the first eight to it; every bin stays the oracle's, on those values, their
+/// neighbouring floats, and over ranges from small positive bounds.
+TEST(EvenBinMapperFloat, VectorFormSettlesValuesNearZeroOverRangesFromZero) {
+  for (const even_case c : {even_case{4096, 0.0, 4094.875}, even_case{4096, 0.0, 1000.3}, even_case{1000, 0.0, 999.9},
+                            even_case{4096, 0.5, 4095.2}, even_case{256, 0.0, 254.9}}) {
+    SCOPED_TRACE(describe(c));
+    const tally::even_bin_mapper<float> mapper({c.num_bins, c.lower, c.upper}, upper_edge::inclusive);
+    ASSERT_EQ(mapper.shortcut(), tally::even_shortcut::estimated);
+    ASSERT_FALSE(mapper.estimates_in_float32());
+    const auto estimated = mapper.estimated_mapper();
+    std::vector<float> samples;
+    for (int v = 0; v <= static_cast<int>(c.upper); ++v) {
+      const float x = static_cast<float>(v);
+      samples.insert(samples.end(), {x, std::nextafter(x, -INFINITY), std::nextafter(x, INFINITY)});
+    }
+    if (c.lower == 0.0 && c.upper > 4000.0) {
+      int near_zero_computed = 0;
+      for (int v = 1; v <= 8; ++v) near_zero_computed += estimated.computes_edge(static_cast<float>(v)) ? 1 : 0;
+      EXPECT_EQ(near_zero_computed, 0) << "whole values 1 to 8 that computed their edge";
+    }
+    for (const upper_edge mode : both_modes) expect_even_mapper_matches_oracle<float>(c, mode, samples);
+  }
+}
+
 // Known answers from numpy 2.4 (np.histogram of one sample; numpy's last bin is inclusive).
 // They check the oracle as much as the mapper: both must give numpy's bin.
 struct known_answer {
