@@ -538,9 +538,10 @@ struct maps_single_items {};
 /// (clamped to the bins: x lies at least `margin` from every inner edge); only samples near an
 /// edge compute theirs, after the vector's straight line and only where one of its samples needs
 /// it (margin_of says why the margin is enough; over ranges from zero it grows with x,
-/// relative_margin). The margin grows with the reach, and where it passes widest_vector_margin so many warps would take both paths that the vector form takes the
-/// edge of every sample instead (docs/performance.md, "Float32 data over the float64 rule's edges:
-/// two estimates").
+/// relative_margin). The margin grows with the reach, and where it passes widest_vector_margin so
+/// many warps would take both paths that the vector form takes the edge of every sample instead
+/// (docs/performance.md, "Float32 data over the float64 rule's edges: two estimates" and "...: a
+/// margin that grows with x").
 template <class Sample, bool Float32Edges = false>
 class estimated_even_bin_mapper
     : public std::conditional_t<std::is_same_v<Sample, float> && !Float32Edges, maps_vectors_of_items, maps_single_items> {
@@ -772,9 +773,9 @@ class estimated_even_bin_mapper
   TALLY_HOST_DEVICE static int max_of(int a, int b) { return a > b ? a : b; }
   TALLY_HOST_DEVICE static int min_of(int a, int b) { return a < b ? a : b; }
 
-  /// The bits of 2^23 + 1 + floor(fmaf(x, line.scale, line.offset)), the vector form's estimates rounded
-  /// down onto 2^23 + 1 (where the spacing is one), exact for t > -1 (every counted sample within
-  /// widest_vector_margin). Samples that are not counted give a number the caller discards: on the
+  /// The bits of 2^23 + 1 + floor(fmaf(x, line.scale, line.offset)), the vector form's estimates
+  /// rounded down onto 2^23 + 1 (where the spacing is one), exact for t > -1 (every counted sample
+  /// within widest_vector_margin, whose relative form is at most 1.5 times as wide). Samples that are not counted give a number the caller discards: on the
   /// host a fixed one, where a NaN or a huge t must not reach the conversion (a counted sample's t
   /// stays below num_bins + 1, far below 2^22).
   TALLY_HOST_DEVICE static int floor_bits(float x, float_line line) {
