@@ -538,10 +538,10 @@ struct maps_single_items {};
 /// (clamped to the bins: x lies at least `margin` from every inner edge); only samples near an
 /// edge compute theirs, after the vector's straight line and only where one of its samples needs
 /// it (margin_of says why the margin is enough; over ranges from zero it grows with x,
-/// relative_margin). The margin grows with the reach, and where it passes widest_vector_margin so
-/// many warps would take both paths that the vector form takes the edge of every sample instead
-/// (docs/performance.md, "Float32 data over the float64 rule's edges: two estimates" and "...: a
-/// margin that grows with x").
+/// relative_margin). The margin grows with the reach (or with x), and where its mean over the range
+/// passes widest_mean_margin so many warps would take both paths that the vector form takes the
+/// edge of every sample instead (docs/performance.md, "Float32 data over the float64 rule's edges:
+/// two estimates", "...: a margin that grows with x" and "...: 16384 bins settle").
 template <class Sample, bool Float32Edges = false>
 class estimated_even_bin_mapper
     : public std::conditional_t<std::is_same_v<Sample, float> && !Float32Edges, maps_vectors_of_items, maps_single_items> {
@@ -596,7 +596,7 @@ class estimated_even_bin_mapper
         end_(inclusive ? std::nextafter(static_cast<compare_type>(bins.upper), std::numeric_limits<compare_type>::infinity())
                        : static_cast<compare_type>(bins.upper)),
         num_bins_(static_cast<int>(bins.num_bins)),
-        settles_far_from_edges_(margin_of(reach_of(bins)) <= widest_vector_margin) {}
+        settles_far_from_edges_(settles_far_from_edges(bins)) {}
 
   TALLY_HOST_DEVICE std::int64_t num_bins() const { return num_bins_; }
 
@@ -656,22 +656,29 @@ class estimated_even_bin_mapper
   /// in (k + alpha, K + 1 - alpha), so k <= b <= K, and b is settled where k and K, clamped to the
   /// bins, agree. num_bins <= 2 * reach, so alpha + beta < 2^-24 * (5 * reach + 2 + 2 * margin) +
   /// 2^-49 * reach, below 8 * 2^-24 * (reach + 1) while the margin stays under 1. Within
-  /// widest_vector_margin the upper estimate of a counted sample stays above 0 and the lower one
-  /// above -1, where the floor by adding 2^23 + 1 holds (a lower one below would floor under 0, and
-  /// clamp to bin 0 all the same). The tests check the vector form against the oracle on every
+  /// widest_mean_margin (with relative_margin, lower * scale at most about 4200 bins) the upper
+  /// estimate of a counted sample stays above 0 and the lower one above -0.003, where the floor by
+  /// adding 2^23 + 1 holds (a lower one below -1 would floor under 0, and clamp to bin 0 all the
+  /// same). The tests check the vector form against the oracle on every
   /// layout they try; with a quarter of this margin they failed on one seed of three.
   static double margin_of(double reach) { return 0x1p-21 * (reach + 1.0); }
 
-  /// Over ranges from zero or above (lower >= 0: every counted x >= 0), the margin that bound
-  /// allows at x rather than at the reach: the edges' rounding, the scale's and the multiply-add's
-  /// grow with x's own position, |x| * scale bins, and only the offset's with lower * scale, so
-  /// 2^-21 * (x * scale + 1) + 2^-22 * lower * scale is enough at x (the sum above with x's
-  /// position in place of the reach, and 2^-24 * lower * scale for the offset's rounding, stays
-  /// below it). The two estimates take it with no instruction more: x * scale * (1 -+ 2^-21) -
-  /// lower * scale -+ (2^-21 + 2^-22 * lower * scale). Data crowded near zero (a power law, whole
-  /// values over [0, max]) then settles where the reach's margin sent it to its edge. Ranges below
-  /// zero keep margin_of(reach): there the offset's rounding, as large as the reach, dominates.
-  static constexpr double relative_margin = 0x1p-21;
+  /// Over ranges from zero or above (lower >= 0: every counted x >= 0), a margin that grows with
+  /// x. With L = lower * scale and p x's position in bins, each error margin_of sums is one float
+  /// rounding of a value of at most about p + L bins: the edge's (E_b / step = L + b), the scale's
+  /// (x * scale = p + L), the offset's (L) and the multiply-add's (|t| <= p + margin), so alpha +
+  /// beta < 2^-24 * (3 * p + 3 * L + 1 + 2 * margin) + 2^-49 * (p + L). The two estimates x * scale *
+  /// (1 -+ 2^-22) - L -+ (2^-21 + 2^-22 * L), one scale each and no instruction more, lie
+  /// 2^-22 * (p + 2 * L) + 2^-21 bins from p: above that sum at every x (by 2^-24 * (p + 5 * L + 4)),
+  /// so the argument of margin_of holds at x. Data crowded near zero (a power law, whole values
+  /// over [0, max]) then settles where the reach's margin sent it to its edge, and uniform data
+  /// over [0, max] meets half the margin of 2^-21 per bin of reach. Ranges below zero keep
+  /// margin_of(reach): there the offset's rounding, as large as the reach, dominates. The tests
+  /// probe every edge of random ranges from zero: with a quarter of this slope they fail on every
+  /// seed tried; with half of it, still below the bound, they found no misplaced sample.
+  static constexpr double relative_margin = 0x1p-22;
+  /// The part of that margin that does not grow with x: 2^-21 + 2^-22 * lower * scale.
+  static double fixed_margin(const even_bins& bins, double scale) { return 0x1p-21 + 0x1p-22 * bins.lower * scale; }
 
   /// A line fmaf(x, scale, offset), in float.
   struct float_line {
@@ -681,19 +688,36 @@ class estimated_even_bin_mapper
   /// The vector form's estimate of x's position a margin below it (side -1) or above it (side 1).
   static float_line vector_line(const even_bins& bins, double scale, double side) {
     if (bins.lower >= 0.0) {
-      const double fixed = relative_margin + 0x1p-22 * bins.lower * scale;
       return {static_cast<float>(scale * (1.0 + side * relative_margin)),
-              static_cast<float>(-bins.lower * scale + side * fixed)};
+              static_cast<float>(-bins.lower * scale + side * fixed_margin(bins, scale))};
     }
     return {static_cast<float>(scale), static_cast<float>(-bins.lower * scale + side * margin_of(reach_of(bins)))};
   }
 
-  /// The widest margin the vector form settles samples with (2^-21 * (reach + 1): a reach of 8191
-  /// bins, so 4096 bins over [0, max] but not 16384): past it most warps' vectors hold a sample near
-  /// an edge and pay for both paths (on an H200, 65536 bins: 0.56 -> 0.47 of the read bandwidth on
-  /// uniform data; 16384 bins: uniform data gained 11%, whole values piled in the first bins lost
-  /// 15%); the vector form then computes every sample's edge, as the single-sample form does.
-  static constexpr double widest_vector_margin = 0x1p-8;
+  /// The mean margin, in bins, over the positions of the range: margin_of(reach), or over ranges
+  /// from zero or above the margin at the range's middle, 2^-22 * middle + fixed_margin (middle its
+  /// position in bins from zero). About twice it is the share of uniform samples near an edge.
+  static double mean_margin_of(const even_bins& bins) {
+    if (bins.lower >= 0.0) {
+      const double scale = static_cast<double>(bins.num_bins) / (bins.upper - bins.lower);
+      const double middle = 0.5 * (bins.lower + bins.upper) * scale;
+      return relative_margin * middle + fixed_margin(bins, scale);
+    }
+    return margin_of(reach_of(bins));
+  }
+
+  /// The widest mean margin the vector form settles samples with, 0.002 bins: up to 16384 bins over
+  /// [0, max] (whose margin grows with x) and 4096 over [-max, max] (a reach of 4193 bins where the
+  /// margin is fixed), not 32768 over [0, max]. Past it so many warps' vectors hold a sample near
+  /// an edge that uniform data pays for both paths more than it saves (on an H200, 16384 bins over
+  /// [0, max] with a mean margin of 0.0039: 0.81 -> 0.79 of the read bandwidth, though crowded data
+  /// gained 8-10%; 65536 bins: 0.56 -> 0.47), and the vector form computes every sample's edge, as
+  /// the single-sample form does (docs/performance.md, "Float32 over the float64 rule's edges:
+  /// 16384 bins settle").
+  static constexpr double widest_mean_margin = 0.002;
+
+  /// Whether the vector form settles samples far from edges with their estimates alone.
+  static bool settles_far_from_edges(const even_bins& bins) { return mean_margin_of(bins) <= widest_mean_margin; }
 
   /// Whether the vector form computes x's edge: x is counted and lies within about the margin of
   /// an edge, or the margin is too wide (the tests count how often).
@@ -774,10 +798,10 @@ class estimated_even_bin_mapper
   TALLY_HOST_DEVICE static int min_of(int a, int b) { return a < b ? a : b; }
 
   /// The bits of 2^23 + 1 + floor(fmaf(x, line.scale, line.offset)), the vector form's estimates
-  /// rounded down onto 2^23 + 1 (where the spacing is one), exact for t > -1 (every counted sample
-  /// within widest_vector_margin, whose relative form is at most 1.5 times as wide). Samples that are not counted give a number the caller discards: on the
-  /// host a fixed one, where a NaN or a huge t must not reach the conversion (a counted sample's t
-  /// stays below num_bins + 1, far below 2^22).
+  /// rounded down onto 2^23 + 1 (where the spacing is one), exact for t > -1 (every counted
+  /// sample's while the vector form settles: margin_of). Samples that are not counted give a number
+  /// the caller discards: on the host a fixed one, where a NaN or a huge t must not reach the
+  /// conversion (a counted sample's t stays below num_bins + 1, far below 2^22).
   TALLY_HOST_DEVICE static int floor_bits(float x, float_line line) {
 #if defined(__CUDA_ARCH__)
     return __float_as_int(__fadd_rd(__fmaf_rn(x, line.scale, line.offset), 8388609.0f));

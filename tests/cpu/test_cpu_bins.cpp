@@ -575,14 +575,14 @@ TEST(EvenBinMapperFloat, VectorFormSettlesSamplesFarFromEdgesWithoutThem) {
     ++vector_forms;
     const auto estimated = mapper.estimated_mapper();
     const double reach = decltype(estimated)::reach_of({c.num_bins, c.lower, c.upper});
-    const double margin = decltype(estimated)::margin_of(reach);
+    const double margin = decltype(estimated)::mean_margin_of({c.num_bins, c.lower, c.upper});
     std::uniform_real_distribution<double> over_range(c.lower, c.upper);
     std::vector<float> uniform(20000);
     for (float& x : uniform) x = static_cast<float>(over_range(rng));
     int edges_computed = 0;
     for (const float x : uniform) edges_computed += estimated.computes_edge(x) ? 1 : 0;
-    SCOPED_TRACE(describe(c) + " margin " + std::to_string(margin));
-    if (margin <= decltype(estimated)::widest_vector_margin) {
+    SCOPED_TRACE(describe(c) + " mean margin " + std::to_string(margin));
+    if (margin <= decltype(estimated)::widest_mean_margin) {
       ++settled;
       // A float's own spacing makes positions coarse far from zero: allow that grain on top.
       const double grain = std::ldexp(reach, -23);
@@ -596,6 +596,51 @@ TEST(EvenBinMapperFloat, VectorFormSettlesSamplesFarFromEdgesWithoutThem) {
   }
   EXPECT_GT(vector_forms, 30) << "most of these ranges estimate over the float64 rule's edges";
   EXPECT_GT(settled, 10) << "many of them settle samples far from edges without their edge";
+}
+
+/// The vector form settles samples where the margin's mean over the range is at most
+/// widest_mean_margin: up to 16384 bins over a range from zero (the margin grows with x) and 4096
+/// about zero (a fixed margin), not 32768 bins from zero, nor 16384 over a range whose fixed margin
+/// is set by a reach of 8192 bins or whose positions lie far from zero.
+TEST(EvenBinMapperFloat, VectorFormSettlesUpTo16384BinsOverRangesFromZero) {
+  using vector_mapper = tally::detail::estimated_even_bin_mapper<float>;
+  std::mt19937_64 rng(tally_test::test_seed());
+  for (const even_case c : {even_case{16384, 0.0, 16383.875}, even_case{16384, 0.0, 1.7}, even_case{4096, 0.0, 1000.3},
+                            even_case{8192, -4000.3, 4000.3}, even_case{4096, -0.37, 1000.3}}) {
+    SCOPED_TRACE(describe(c));
+    EXPECT_TRUE(vector_mapper::settles_far_from_edges({c.num_bins, c.lower, c.upper}));
+    // Where it settles, every edge, the floats beside it and uniform data get the oracle's bin.
+    std::vector<float> samples;
+    const double step = (c.upper - c.lower) / static_cast<double>(c.num_bins);
+    for (std::int64_t i = 0; i <= c.num_bins; ++i) {
+      const auto edge = static_cast<float>(c.lower + static_cast<double>(i) * step);
+      samples.insert(samples.end(), {edge, std::nextafter(edge, -INFINITY), std::nextafter(edge, INFINITY)});
+    }
+    std::uniform_real_distribution<double> over_range(c.lower, c.upper);
+    for (int i = 0; i < 20000; ++i) samples.push_back(static_cast<float>(over_range(rng)));
+    for (const upper_edge mode : both_modes) expect_even_mapper_matches_oracle<float>(c, mode, samples);
+  }
+  // Random ranges from zero, where the margin is at its thinnest relative to the errors it covers:
+  // every edge and the two floats either side of it.
+  for (int round = 0; round < 24; ++round) {
+    const even_case c{round % 2 == 0 ? 16384 : 4096, 0.0, std::pow(10.0, std::uniform_real_distribution<double>(-3.0, 6.0)(rng))};
+    SCOPED_TRACE(describe(c));
+    ASSERT_TRUE(vector_mapper::settles_far_from_edges({c.num_bins, c.lower, c.upper}));
+    std::vector<float> samples;
+    const double step = c.upper / static_cast<double>(c.num_bins);
+    for (std::int64_t i = 0; i <= c.num_bins; ++i) {
+      const auto edge = static_cast<float>(static_cast<double>(i) * step);
+      const float below = std::nextafter(edge, -INFINITY);
+      const float above = std::nextafter(edge, INFINITY);
+      samples.insert(samples.end(), {edge, below, std::nextafter(below, -INFINITY), above, std::nextafter(above, INFINITY)});
+    }
+    for (const upper_edge mode : both_modes) expect_even_mapper_matches_oracle<float>(c, mode, samples);
+  }
+  for (const even_case c : {even_case{65536, 0.0, 65535.875}, even_case{32768, 0.0, 3.3}, even_case{16384, -6000.3, 6000.3},
+                            even_case{16384, -100.1, 16284.0}, even_case{8192, 819.2, 1638.4}}) {
+    SCOPED_TRACE(describe(c));
+    EXPECT_FALSE(vector_mapper::settles_far_from_edges({c.num_bins, c.lower, c.upper}));
+  }
 }
 
 /// Over a range from zero the vector form's margin grows with x (relative_margin): whole values near

@@ -287,6 +287,8 @@ TEST(GpuHistogramFloatEdges, SamplesOnAndBesideEveryEdgeAreBinnedAsOnTheCpu) {
       {100, 1000.0, 1000.1},           // estimated at its reach: 16 floats a bin
       {10, 0.0, 1.0},                  // estimated, step 0.1: the vector form's two estimates
       {3000, 0.0, 1000.0},             // estimated, step 1/3
+      {16384, 0.0, 16383.875},         // estimated: the vector form settles, its margin growing with x
+      {16384, -6000.3, 6000.3},        // estimated: past the vector form's widest margin, every edge computed
       {4096, 1000.3, 1010.7},          // estimated, 400000 bins from zero: past the vector form's widest margin
       {100, 1000.0, 1000.01},          // past its reach: a table of each float's bin
       {4096, 2047.5, 2048.5},          // numpy's range for data of one value: a table, about one float a bin
