@@ -667,15 +667,16 @@ class estimated_even_bin_mapper
   /// x. With L = lower * scale and p x's position in bins, each error margin_of sums is one float
   /// rounding of a value of at most about p + L bins: the edge's (E_b / step = L + b), the scale's
   /// (x * scale = p + L), the offset's (L) and the multiply-add's (|t| <= p + margin), so alpha +
-  /// beta < 2^-24 * (3 * p + 3 * L + 1 + 2 * margin) + 2^-49 * (p + L). The two estimates x * scale *
+  /// beta < 2^-24 * (3 * p + 3 * L + 1 + 2 * margin) + 2^-46 * (p + L) (the last the scale's factor
+  /// 1 -+ 2^-22, and double roundings). The two estimates x * scale *
   /// (1 -+ 2^-22) - L -+ (2^-21 + 2^-22 * L), one scale each and no instruction more, lie
-  /// 2^-22 * (p + 2 * L) + 2^-21 bins from p: above that sum at every x (by 2^-24 * (p + 5 * L + 4)),
+  /// 2^-22 * (p + 2 * L) + 2^-21 bins from p: above that sum at every x (by 2^-24 * (p + 5 * L + 5)),
   /// so the argument of margin_of holds at x. Data crowded near zero (a power law, whole values
   /// over [0, max]) then settles where the reach's margin sent it to its edge, and uniform data
   /// over [0, max] meets half the margin of 2^-21 per bin of reach. Ranges below zero keep
   /// margin_of(reach): there the offset's rounding, as large as the reach, dominates. The tests
-  /// probe every edge of random ranges from zero: with a quarter of this slope they fail on every
-  /// seed tried; with half of it, still below the bound, they found no misplaced sample.
+  /// probe every edge of random ranges from zero: with a quarter of this slope they misplace
+  /// samples on five seeds of six; with half of it, still below the bound, on none.
   static constexpr double relative_margin = 0x1p-22;
   /// The part of that margin that does not grow with x: 2^-21 + 2^-22 * lower * scale.
   static double fixed_margin(const even_bins& bins, double scale) { return 0x1p-21 + 0x1p-22 * bins.lower * scale; }
@@ -707,11 +708,11 @@ class estimated_even_bin_mapper
   }
 
   /// The widest mean margin the vector form settles samples with, 0.002 bins: up to 16384 bins over
-  /// [0, max] (whose margin grows with x) and 4096 over [-max, max] (a reach of 4193 bins where the
-  /// margin is fixed), not 32768 over [0, max]. Past it so many warps' vectors hold a sample near
-  /// an edge that uniform data pays for both paths more than it saves (on an H200, 16384 bins over
-  /// [0, max] with a mean margin of 0.0039: 0.81 -> 0.79 of the read bandwidth, though crowded data
-  /// gained 8-10%; 65536 bins: 0.56 -> 0.47), and the vector form computes every sample's edge, as
+  /// [0, max] (whose margin grows with x) and a reach of 4193 bins where the margin is fixed (8192
+  /// bins over [-max, max]), not 32768 over [0, max]. Past it so many warps' vectors hold a sample
+  /// near an edge that uniform data pays for both paths more than it saves (on an H200, 16384 bins
+  /// over [0, max] with a mean margin of 0.0039: 0.81 -> 0.79 of the read bandwidth, though data
+  /// whose warps hold few values gained 7-10%; 65536 bins: 0.56 -> 0.47), and the vector form computes every sample's edge, as
   /// the single-sample form does (docs/performance.md, "Float32 over the float64 rule's edges:
   /// 16384 bins settle").
   static constexpr double widest_mean_margin = 0.002;
