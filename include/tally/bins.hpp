@@ -659,19 +659,19 @@ class estimated_even_bin_mapper
   /// widest_mean_margin (with relative_margin, lower * scale at most about 4200 bins) the upper
   /// estimate of a counted sample stays above 0 and the lower one above -0.003, where the floor by
   /// adding 2^23 + 1 holds (a lower one below -1 would floor under 0, and clamp to bin 0 all the
-  /// same). The tests check the vector form against the oracle on every
-  /// layout they try; with a quarter of this margin they failed on one seed of three.
+  /// same). The tests check the vector form against the oracle on every layout they try; with a
+  /// quarter of this margin they failed on one seed of three.
   static double margin_of(double reach) { return 0x1p-21 * (reach + 1.0); }
 
   /// Over ranges from zero or above (lower >= 0: every counted x >= 0), a margin that grows with
   /// x. With L = lower * scale and p x's position in bins, each error margin_of sums is one float
   /// rounding of a value of at most about p + L bins: the edge's (E_b / step = L + b), the scale's
   /// (x * scale = p + L), the offset's (L) and the multiply-add's (|t| <= p + margin), so alpha +
-  /// beta < 2^-24 * (3 * p + 3 * L + 1 + 2 * margin) + 2^-46 * (p + L) (the last the scale's factor
-  /// 1 -+ 2^-22, and double roundings). The two estimates x * scale *
-  /// (1 -+ 2^-22) - L -+ (2^-21 + 2^-22 * L), one scale each and no instruction more, lie
-  /// 2^-22 * (p + 2 * L) + 2^-21 bins from p: above that sum at every x (by 2^-24 * (p + 5 * L + 5)),
-  /// so the argument of margin_of holds at x. Data crowded near zero (a power law, whole values
+  /// beta < 2^-24 * (3 * p + 3 * L + 1 + 2 * margin) + 2^-46 * (p + L) (the last the scale's
+  /// factor 1 -+ 2^-22, and double roundings). The two estimates x * scale * (1 -+ 2^-22) - L -+
+  /// (2^-21 + 2^-22 * L), one scale each and no instruction more, lie 2^-22 * (p + 2 * L) + 2^-21
+  /// bins from p: above that sum at every x (by 2^-24 * (p + 5 * L + 5)), so the argument of
+  /// margin_of holds at x. Data crowded near zero (a power law, whole values
   /// over [0, max]) then settles where the reach's margin sent it to its edge, and uniform data
   /// over [0, max] meets half the margin of 2^-21 per bin of reach. Ranges below zero keep
   /// margin_of(reach): there the offset's rounding, as large as the reach, dominates. The tests
@@ -712,9 +712,9 @@ class estimated_even_bin_mapper
   /// bins over [-max, max]), not 32768 over [0, max]. Past it so many warps' vectors hold a sample
   /// near an edge that uniform data pays for both paths more than it saves (on an H200, 16384 bins
   /// over [0, max] with a mean margin of 0.0039: 0.81 -> 0.79 of the read bandwidth, though data
-  /// whose warps hold few values gained 7-10%; 65536 bins: 0.56 -> 0.47), and the vector form computes every sample's edge, as
-  /// the single-sample form does (docs/performance.md, "Float32 over the float64 rule's edges:
-  /// 16384 bins settle").
+  /// whose warps hold few values gained 7-10%; 65536 bins: 0.56 -> 0.47), and the vector form
+  /// computes every sample's edge, as the single-sample form does (docs/performance.md, "Float32
+  /// over the float64 rule's edges: 16384 bins settle").
   static constexpr double widest_mean_margin = 0.002;
 
   /// Whether the vector form settles samples far from edges with their estimates alone.

@@ -600,9 +600,9 @@ TEST(EvenBinMapperFloat, VectorFormSettlesSamplesFarFromEdgesWithoutThem) {
 
 /// The vector form settles samples where the margin's mean over the range is at most
 /// widest_mean_margin: up to 16384 bins over a range from zero (the margin grows with x) and ranges
-/// about zero whose fixed margin is set by a reach of about 4100 bins, not 32768 bins from zero, nor ranges
-/// whose fixed margin is set by a reach of 6000 bins or more, or whose positions lie far from zero
-/// (two of them settled under the earlier gate, the reach's margin at most 2^-8).
+/// about zero whose fixed margin is set by a reach of about 4100 bins; not 32768 bins from zero,
+/// nor ranges whose fixed margin is set by a reach of 6000 bins or more, or whose positions lie far
+/// from zero (two of them settled under the earlier gate, the reach's margin at most 2^-8).
 TEST(EvenBinMapperFloat, VectorFormSettlesUpTo16384BinsOverRangesFromZero) {
   using vector_mapper = tally::detail::estimated_even_bin_mapper<float>;
   std::mt19937_64 rng(tally_test::test_seed());
