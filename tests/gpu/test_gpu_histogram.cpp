@@ -516,7 +516,8 @@ TEST(GpuHistogramFloatEdges, RangeBinSamplesOnAndBesideEveryEdgeAreBinnedAsOnThe
         const auto f = static_cast<float>(e);
         host.insert(host.end(), {f, std::nextafter(f, -INFINITY), std::nextafter(f, INFINITY)});
       }
-      host.insert(host.end(), {std::numeric_limits<float>::quiet_NaN(), INFINITY, -INFINITY, -0.0f, -1.0f});
+      host.insert(host.end(), {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+                               INFINITY, -INFINITY, -0.0f, -1.0f});
       const std::size_t distinct = host.size();
       while (host.size() < 600000) host.push_back(host[rng() % distinct]);
       std::shuffle(host.begin(), host.end(), rng);

@@ -84,7 +84,8 @@ template <class Sample, grid_entries Entries = grid_entries::thresholds>
 class grid_range_bin_mapper {
  public:
   /// Whether entries hold counts (grid_entries::counts): a cell's entry is one 32-bit word, the
-  /// edges below the cell shifted left twice and how many lie in it (0, 1, 2, or 3 for more, which
+  /// edges below the cell less one (the bin of a sample that exceeds none of the cell's edges)
+  /// shifted left three times, and three flags: the cell holds an edge, two, three or more (which
   /// its samples search). A sample reads its cell's word, then the thresholds of the cell's first
   /// two edges with loads predicated on its lane (only lanes in a cell of edges read), and
   /// compares them with no branch. With four cells a bin about one cell in four holds an edge
@@ -276,14 +277,13 @@ class grid_range_bin_mapper {
   /// `Swizzled`: reading a block's copy whose cell words are swizzled (swizzled_word).
   template <int Items, bool Swizzled = false>
   TALLY_HOST_DEVICE void map_items(const Sample (&samples)[Items], int (&bins)[Items]) const {
-    int count[Items];
-    count_items<Items, Swizzled>(samples, count);
+    int bin[Items];
+    bin_items<Items, Swizzled>(samples, bin);
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
     for (int j = 0; j < Items; ++j) {
-      const int bin = count[j] - 1;
-      bins[j] = static_cast<unsigned>(bin) < static_cast<unsigned>(num_bins_) ? bin : static_cast<int>(left_out_bin);
+      bins[j] = static_cast<unsigned>(bin[j]) < static_cast<unsigned>(num_bins_) ? bin[j] : static_cast<int>(left_out_bin);
     }
   }
 
@@ -292,14 +292,13 @@ class grid_range_bin_mapper {
   /// its bin, or num_bins where it is left out, so the kernel selects no word itself.
   template <int Items, bool Swizzled = false>
   TALLY_HOST_DEVICE void slot_items(const Sample (&samples)[Items], int (&slots)[Items]) const {
-    int count[Items];
-    count_items<Items, Swizzled>(samples, count);
+    int bin[Items];
+    bin_items<Items, Swizzled>(samples, bin);
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
     for (int j = 0; j < Items; ++j) {
-      const int bin = count[j] - 1;
-      slots[j] = static_cast<unsigned>(bin) < static_cast<unsigned>(num_bins_) ? bin : num_bins_;
+      slots[j] = static_cast<unsigned>(bin[j]) < static_cast<unsigned>(num_bins_) ? bin[j] : num_bins_;
     }
   }
 
@@ -504,9 +503,11 @@ class grid_range_bin_mapper {
   template <class ThresholdOf>
   TALLY_HOST_DEVICE static void set_entry(entry_type& entry, int first, int next, ThresholdOf threshold_of) {
     if constexpr (counts_entries) {
-      // Entries of counts: the number below, and 0, 1, 2 or 3 (more: searched) edges in the cell.
-      const int in_cell = next - first < 3 ? next - first : 3;
-      entry = (static_cast<std::uint32_t>(first) << 2) | static_cast<std::uint32_t>(in_cell);
+      // Entries of counts: the bin below the cell's edges (first - 1, -1 below every edge), then
+      // a flag for each of one, two, and three or more (searched) edges in the cell.
+      const int in_cell = next - first;
+      const std::uint32_t flags = (in_cell >= 1 ? 1u : 0u) | (in_cell >= 2 ? 2u : 0u) | (in_cell >= 3 ? 4u : 0u);
+      entry = (static_cast<std::uint32_t>(first - 1) << 3) | flags;
     } else {
       const bool several = next - first > entry_keys;
       for (int k = 0; k < entry_keys; ++k) entry.threshold[k] = several ? never_threshold() : threshold_of(first + k);
@@ -517,11 +518,15 @@ class grid_range_bin_mapper {
   /// The edges below a cell, from its entry.
   TALLY_HOST_DEVICE static int count_of(const entry_type& entry) {
     if constexpr (counts_entries) {
-      return static_cast<int>(entry >> 2);
+      return bin_below(entry) + 1;
     } else {
       return static_cast<int>(entry.word >> 1);
     }
   }
+
+  /// An entry of counts' bin below its cell's edges (-1 to num_bins): the word shifted right,
+  /// keeping its sign.
+  TALLY_HOST_DEVICE static int bin_below(std::uint32_t entry) { return static_cast<std::int32_t>(entry) >> 3; }
 
   /// The edges at or below x among those of a cell of several, [lo, hi): the first threshold x does
   /// not exceed, by a binary search.
@@ -530,10 +535,11 @@ class grid_range_bin_mapper {
     return partition_point(lo, hi, [thresholds, x](int i) { return x > thresholds[i]; });
   }
 
-  /// How many edges are at or below each of `items` samples (0 to num_bins + 1; a sample equal
-  /// to a closed last edge counts num_bins, its threshold being the edge itself).
+  /// The bin of each of `items` samples, -1 to num_bins (the edges at or below it, less one; a
+  /// sample equal to a closed last edge counts num_bins edges, its threshold being the edge
+  /// itself).
   template <int Items, bool Swizzled>
-  TALLY_HOST_DEVICE void count_items(const Sample (&samples)[Items], int (&count)[Items]) const {
+  TALLY_HOST_DEVICE void bin_items(const Sample (&samples)[Items], int (&bin)[Items]) const {
     threshold_type x[Items];
     int c[Items];
 #if defined(__CUDA_ARCH__)
@@ -553,29 +559,34 @@ class grid_range_bin_mapper {
 #pragma unroll
       for (int j = 0; j < Items; ++j) entry[j] = load_shared(base + entry_word<Swizzled>(c[j]) * sizeof(entry_type));
       if constexpr (counts_entries) {
-        const auto threshold_base = static_cast<std::uint32_t>(__cvta_generic_to_shared(thresholds_));
+        // The cell's first threshold is at the bin below it plus one.
+        const auto threshold_base = static_cast<std::uint32_t>(__cvta_generic_to_shared(thresholds_ + 1));
+        std::uint32_t flags = 0;
 #pragma unroll
         for (int j = 0; j < Items; ++j) {
-          const std::uint32_t in_cell = entry[j] & 3u;
-          const std::uint32_t address = threshold_base + (entry[j] >> 2) * static_cast<std::uint32_t>(sizeof(threshold_type));
-          const threshold_type t0 = load_shared_threshold_if(address, in_cell >= 1u, never_threshold());
-          const threshold_type t1 = load_shared_threshold_if(address + sizeof(threshold_type), in_cell >= 2u, never_threshold());
-          count[j] = static_cast<int>(entry[j] >> 2) + (x[j] > t0 ? 1 : 0) + (x[j] > t1 ? 1 : 0);
-          searching = searching || in_cell == 3u;
+          const int below = bin_below(entry[j]);
+          const std::uint32_t address =
+              threshold_base + static_cast<std::uint32_t>(below) * static_cast<std::uint32_t>(sizeof(threshold_type));
+          const threshold_type t0 = load_shared_threshold_if(address, entry[j] & 1u, never_threshold());
+          const threshold_type t1 =
+              load_shared_threshold_if(address + sizeof(threshold_type), entry[j] & 2u, never_threshold());
+          bin[j] = below + (x[j] > t0 ? 1 : 0) + (x[j] > t1 ? 1 : 0);
+          flags |= entry[j];
         }
+        searching = (flags & 4u) != 0u;
       }
     } else {
 #pragma unroll
       for (int j = 0; j < Items; ++j) entry[j] = entries_[entry_word<Swizzled>(c[j])];
       if constexpr (counts_entries) {
 #pragma unroll
-        for (int j = 0; j < Items; ++j) count[j] = counted_in_cell(x[j], entry[j], searching);
+        for (int j = 0; j < Items; ++j) bin[j] = binned_in_cell(x[j], entry[j], searching);
       }
     }
 #else
     for (int j = 0; j < Items; ++j) entry[j] = entries_[entry_word<Swizzled>(c[j])];
     if constexpr (counts_entries) {
-      for (int j = 0; j < Items; ++j) count[j] = counted_in_cell(x[j], entry[j], searching);
+      for (int j = 0; j < Items; ++j) bin[j] = binned_in_cell(x[j], entry[j], searching);
     }
 #endif
     if constexpr (!counts_entries) {
@@ -583,19 +594,19 @@ class grid_range_bin_mapper {
 #pragma unroll
 #endif
       for (int j = 0; j < Items; ++j) {
-        count[j] = static_cast<int>(entry[j].word >> 1);
+        bin[j] = static_cast<int>(entry[j].word >> 1) - 1;
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-        for (int k = 0; k < entry_keys; ++k) count[j] += x[j] > entry[j].threshold[k] ? 1 : 0;
+        for (int k = 0; k < entry_keys; ++k) bin[j] += x[j] > entry[j].threshold[k] ? 1 : 0;
         searching = searching || (entry[j].word & 1u) != 0u;
       }
     }
     // Cells of more edges than an entry compares are rare: one test for the vector, then one search
     // a pass for the thread's next sample that needs one, so a warp passes as often as its busiest
-    // lane needs. The sample is picked, and its count put back, by selects: registers cannot be
-    // indexed at run time. Thresholds rise, so a count the entry left short is where its search
-    // starts (search() returns it when x does not exceed its threshold).
+    // lane needs. The sample is picked, and its bin put back, by selects: registers cannot be
+    // indexed at run time. Thresholds rise, so the edges a bin left short counts are where its
+    // search starts (search() returns that count when x does not exceed its threshold).
     if (!searching) return;
     unsigned pending = 0;
 #if defined(__CUDA_ARCH__)
@@ -607,7 +618,7 @@ class grid_range_bin_mapper {
       pending &= pending - 1u;
       threshold_type xj = x[0];
       int cj = c[0];
-      int lo = count[0];
+      int lo = bin[0] + 1;
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
@@ -615,14 +626,14 @@ class grid_range_bin_mapper {
         if (j == k) {
           xj = x[k];
           cj = c[k];
-          lo = count[k];
+          lo = bin[k] + 1;
         }
       }
-      const int found = search(xj, lo, count_of(entries_[entry_word<Swizzled>(cj + 1)]));
+      const int found = search(xj, lo, count_of(entries_[entry_word<Swizzled>(cj + 1)])) - 1;
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-      for (int k = 0; k < Items; ++k) count[k] = j == k ? found : count[k];
+      for (int k = 0; k < Items; ++k) bin[k] = j == k ? found : bin[k];
     }
   }
 
@@ -632,23 +643,22 @@ class grid_range_bin_mapper {
     return Swizzled ? swizzled_word(static_cast<std::uint32_t>(c)) : static_cast<std::uint32_t>(c);
   }
 
-  /// An entry of counts' edges at or below x, from the generic tables (global memory, or the
-  /// host's): the entry's number and a compare with each of the cell's first two thresholds;
-  /// `searching` set for a cell of more.
-  TALLY_HOST_DEVICE int counted_in_cell(threshold_type x, std::uint32_t entry, bool& searching) const {
-    const std::uint32_t in_cell = entry & 3u;
-    const int first = static_cast<int>(entry >> 2);
-    int count = first;
-    if (in_cell >= 1u) count += x > thresholds_[first] ? 1 : 0;
-    if (in_cell >= 2u) count += x > thresholds_[first + 1] ? 1 : 0;
-    searching = searching || in_cell == 3u;
-    return count;
+  /// An entry of counts' bin for x, from the generic tables (global memory, or the host's): the
+  /// bin below the cell and a compare with each of the cell's first two thresholds; `searching`
+  /// set for a cell of more.
+  TALLY_HOST_DEVICE int binned_in_cell(threshold_type x, std::uint32_t entry, bool& searching) const {
+    const int below = bin_below(entry);
+    int bin = below;
+    if ((entry & 1u) != 0u) bin += x > thresholds_[below + 1] ? 1 : 0;
+    if ((entry & 2u) != 0u) bin += x > thresholds_[below + 2] ? 1 : 0;
+    searching = searching || (entry & 4u) != 0u;
+    return bin;
   }
 
   /// Whether an entry's cell holds more edges than its compares take (searched).
   TALLY_HOST_DEVICE static bool several_edges(const entry_type& entry) {
     if constexpr (counts_entries) {
-      return (entry & 3u) == 3u;
+      return (entry & 4u) != 0u;
     } else {
       return (entry.word & 1u) != 0u;
     }
@@ -678,12 +688,15 @@ class grid_range_bin_mapper {
 #endif
 
 #if defined(__CUDA_ARCH__)
-  /// The threshold at shared-memory address `address` where `wanted`, else `otherwise`: one load
-  /// predicated on the lane, so that lanes that need no threshold add no wavefront to the warp's.
-  __device__ static threshold_type load_shared_threshold_if(std::uint32_t address, bool wanted, threshold_type otherwise) {
+  /// The threshold at shared-memory address `address` where `wanted` is not zero (a flag masked
+  /// out of a cell's word, tested as it is: made a bool first, a flag above bit 0 cost a shift
+  /// and a compare more), else `otherwise`: one load predicated on the lane, so that lanes that
+  /// need no threshold add no wavefront to the warp's.
+  __device__ static threshold_type load_shared_threshold_if(std::uint32_t address, std::uint32_t wanted,
+                                                            threshold_type otherwise) {
     std::conditional_t<sizeof(threshold_type) == 4, std::uint32_t, std::uint64_t> bits;
     std::memcpy(&bits, &otherwise, sizeof(bits));
-    const auto predicate = static_cast<std::uint32_t>(wanted);
+    const std::uint32_t predicate = wanted;
     if constexpr (sizeof(threshold_type) == 4) {
       asm volatile("{ .reg .pred p; setp.ne.u32 p, %2, 0; @p ld.shared.u32 %0, [%1]; }"
                    : "+r"(bits) : "r"(address), "r"(predicate) : "memory");
