@@ -70,10 +70,11 @@ enum class grid_kind : std::uint8_t {
  * - cell(x) is monotone in x. Each cell's entry (16 bytes, one aligned load) holds the number of
  *   edges below the cell (every sample of the cell is at or above them) and the thresholds of the
  *   next entry_keys edges from there: the cell's own, then those of later cells, which no sample
- *   of the cell exceeds (entries of counts: how many edges lie in the cell instead, whose first
- *   two thresholds the sample reads). So a sample's count of edges at or below it is the entry's
- *   number plus a compare per threshold, with no branch, and its bin is that less one (-1 below
- *   the first edge, n at or above the last), which one unsigned compare leaves out.
+ *   of the cell exceeds (entries of counts: the bin below the cell and flags for the edges in
+ *   it instead, whose first two thresholds the sample reads). So a sample's count of edges at or
+ *   below it is the entry's number plus a compare per threshold, with no branch, and its bin is
+ *   that less one (-1 below the first edge, n at or above the last; entries of counts hold the
+ *   number less one), which one unsigned compare leaves out.
  * - A cell of more edges than its entry holds is flagged; its samples search the thresholds
  *   between its number and the next cell's, after the vector's other samples (map_items). With
  *   cells twice the bins, evenly spread edges put more than three edges in about one cell in 600.
@@ -86,7 +87,11 @@ class grid_range_bin_mapper {
   /// Whether entries hold counts (grid_entries::counts): a cell's entry is one 32-bit word, the
   /// edges below the cell less one (the bin of a sample that exceeds none of the cell's edges)
   /// shifted left three times, and three flags: the cell holds an edge, two, three or more (which
-  /// its samples search). A sample reads its cell's word, then the thresholds of the cell's first
+  /// its samples search). So the two loads' predicates are the low flags as they stand (one
+  /// instruction for both), the bin needs no subtraction and a vector's search test is one OR of
+  /// its words: the ALU pipe sets the rate here, and those were its instructions (float32 +8-17%:
+  /// docs/performance.md, "Range bins: a word of the bin below and flags"). A sample reads its
+  /// cell's word, then the thresholds of the cell's first
   /// two edges with loads predicated on its lane (only lanes in a cell of edges read), and
   /// compares them with no branch. With four cells a bin about one cell in four holds an edge
   /// (evenly spread edges), so a warp's table reads are one random 4-byte load a sample and loads
