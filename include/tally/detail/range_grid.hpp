@@ -49,7 +49,7 @@ inline Float clamp_without_branch(Float x, Float low, Float high) {
 /// What a grid cell's entry holds.
 enum class grid_entries : std::uint8_t {
   thresholds,  ///< 16 bytes: the edges below the cell and the next three thresholds (the CPU; GPU tables in global memory)
-  counts,      ///< 4 bytes: the edges below the cell and how many lie in it, four cells a bin (GPU tables in shared memory)
+  counts,      ///< 4 bytes: the bin below the cell and flags for the edges in it, four cells a bin (GPU tables in shared memory)
 };
 
 /// How a sample picks its grid cell.
@@ -89,17 +89,17 @@ class grid_range_bin_mapper {
   /// shifted left three times, and three flags: the cell holds an edge, two, three or more (which
   /// its samples search). So the two loads' predicates are the low flags as they stand (one
   /// instruction for both), the bin needs no subtraction and a vector's search test is one OR of
-  /// its words: the ALU pipe sets the rate here, and those were its instructions (float32 +8-17%:
-  /// docs/performance.md, "Range bins: a word of the bin below and flags"). A sample reads its
-  /// cell's word, then the thresholds of the cell's first
-  /// two edges with loads predicated on its lane (only lanes in a cell of edges read), and
-  /// compares them with no branch. With four cells a bin about one cell in four holds an edge
-  /// (evenly spread edges), so a warp's table reads are one random 4-byte load a sample and loads
-  /// for the lanes in a cell of edges, where a random 16-byte entry costs about nine
-  /// shared-memory wavefronts a warp; and 4096 bins' tables leave two blocks a multiprocessor,
-  /// where 16-byte entries left one. Two thresholds, not one: the grid's end cells always hold two
-  /// edges (the outer edge and the first or last interior one), and with one their samples all
-  /// searched (docs/performance.md, "Range bins: entries of counts").
+  /// its words: the ALU pipe sets the rate here, and those were its instructions (float32 +8-17%
+  /// in most cells: docs/performance.md, "Range bins: a word of the bin below and flags"). A
+  /// sample reads its cell's word, then the thresholds of the cell's first two edges with loads
+  /// predicated on its lane (only lanes in a cell of edges read), and compares them with no
+  /// branch. With four cells a bin about one cell in four holds an edge (evenly spread edges), so
+  /// a warp's table reads are one random 4-byte load a sample and loads for the lanes in a cell of
+  /// edges, where a random 16-byte entry costs about nine shared-memory wavefronts a warp; and 4096
+  /// bins' tables leave two blocks a multiprocessor, where 16-byte entries left one. Two
+  /// thresholds, not one: the grid's end cells always hold two edges (the outer edge and the first
+  /// or last interior one), and with one their samples all searched (docs/performance.md, "Range
+  /// bins: entries of counts").
   static constexpr bool counts_entries = Entries == grid_entries::counts;
   /// Whether samples are integers of 32 bits or less, which compare as themselves.
   static constexpr bool small_integer = std::is_integral_v<Sample> && sizeof(Sample) <= 4;
@@ -337,8 +337,8 @@ class grid_range_bin_mapper {
   /// The grid's cells.
   int cells() const { return cells_; }
 
-  /// How many edges are at or below `sample` (0 to num_bins + 1), what map_items counts before it
-  /// makes a bin of it, for a grid of kind `Kind` (kind()): the CPU backend's slot mappers take
+  /// How many edges are at or below `sample` (0 to num_bins + 1; its bin is that less one), for a
+  /// grid of kind `Kind` (kind()): the CPU backend's slot mappers take
   /// the kind as a template argument so that no sample tests it (cpu/edge_tables.hpp).
   template <grid_kind Kind>
   int edges_at_or_below_in(Sample sample) const {
@@ -610,8 +610,8 @@ class grid_range_bin_mapper {
     // Cells of more edges than an entry compares are rare: one test for the vector, then one search
     // a pass for the thread's next sample that needs one, so a warp passes as often as its busiest
     // lane needs. The sample is picked, and its bin put back, by selects: registers cannot be
-    // indexed at run time. Thresholds rise, so the edges a bin left short counts are where its
-    // search starts (search() returns that count when x does not exceed its threshold).
+    // indexed at run time. Thresholds rise, so the search starts at the edges the entry's compares
+    // counted, its bin plus one (search() returns that count when x does not exceed its threshold).
     if (!searching) return;
     unsigned pending = 0;
 #if defined(__CUDA_ARCH__)
