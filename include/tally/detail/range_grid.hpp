@@ -550,10 +550,19 @@ class grid_range_bin_mapper {
 #if defined(__CUDA_ARCH__)
 #pragma unroll
 #endif
-    for (int j = 0; j < Items; ++j) {
-      x[j] = compared(samples[j]);
-      c[j] = cell(static_cast<key_type>(x[j]));
+    for (int j = 0; j < Items; ++j) x[j] = compared(samples[j]);
+#if defined(__CUDA_ARCH__)
+    // One test a vector for a float-bits grid over a span above zero (cell_above_zero).
+    if (takes_bits_grid && kind_ == grid_kind::float_bits && bits_origin_ > 0) {
+#pragma unroll
+      for (int j = 0; j < Items; ++j) c[j] = cell_above_zero(static_cast<key_type>(x[j]));
+    } else {
+#pragma unroll
+      for (int j = 0; j < Items; ++j) c[j] = cell(static_cast<key_type>(x[j]));
     }
+#else
+    for (int j = 0; j < Items; ++j) c[j] = cell(static_cast<key_type>(x[j]));
+#endif
     entry_type entry[Items];
     bool searching = false;
 #if defined(__CUDA_ARCH__)
@@ -729,6 +738,23 @@ class grid_range_bin_mapper {
     std::memcpy(&bits, &x, sizeof(bits));
     return bits ^ ((bits >> 31) & 0x7fffffff);
   }
+
+#if defined(__CUDA_ARCH__)
+  /// cell(x) on a float-bits grid whose span lies above zero (its first key's bits, bits_origin_,
+  /// above +0's): every clamped key is a positive float, whose bits order as it does, so the
+  /// reordering of negatives that ordered_bits makes (a shift and a logic op a sample, on the ALU
+  /// pipe that sets the range bins' rate) is left out. The same cell as cell(x) for every x.
+  __device__ int cell_above_zero(key_type x) const {
+    float key = 0.0f;
+    if constexpr (std::is_same_v<key_type, float>) {
+      key = x;
+    } else {
+      key = __double2float_rn(x);
+    }
+    const float clamped = fminf(fmaxf(key, bits_low_), bits_high_);
+    return static_cast<int>((__float_as_uint(clamped) - static_cast<std::uint32_t>(bits_origin_)) >> bits_shift_);
+  }
+#endif
 
   /// The cell of x, in [0, cells) for any x, NaN and samples outside the edges included.
   TALLY_HOST_DEVICE int cell(key_type x) const {
