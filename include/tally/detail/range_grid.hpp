@@ -745,14 +745,20 @@ class grid_range_bin_mapper {
   /// reordering of negatives that ordered_bits makes (a shift and a logic op a sample, on the ALU
   /// pipe that sets the range bins' rate) is left out. The same cell as cell(x) for every x.
   __device__ int cell_above_zero(key_type x) const {
+    const float clamped = clamped_to_bits_span(x);
+    return static_cast<int>((__float_as_uint(clamped) - static_cast<std::uint32_t>(bits_origin_)) >> bits_shift_);
+  }
+
+  /// x as a float (a double's nearest) clamped to the float-bits grid's span; NaN takes its start
+  /// (fmaxf returns the other argument).
+  __device__ float clamped_to_bits_span(key_type x) const {
     float key = 0.0f;
     if constexpr (std::is_same_v<key_type, float>) {
       key = x;
     } else {
       key = __double2float_rn(x);
     }
-    const float clamped = fminf(fmaxf(key, bits_low_), bits_high_);
-    return static_cast<int>((__float_as_uint(clamped) - static_cast<std::uint32_t>(bits_origin_)) >> bits_shift_);
+    return fminf(fmaxf(key, bits_low_), bits_high_);
   }
 #endif
 
@@ -763,13 +769,7 @@ class grid_range_bin_mapper {
       // the span first: NaN takes its first cell (fmaxf returns the other argument; on the host,
       // selects, as below), and the distance from the span's start fits 32 unsigned bits.
 #if defined(__CUDA_ARCH__)
-      float key = 0.0f;
-      if constexpr (std::is_same_v<key_type, float>) {
-        key = x;
-      } else {
-        key = __double2float_rn(x);
-      }
-      const float clamped = fminf(fmaxf(key, bits_low_), bits_high_);
+      const float clamped = clamped_to_bits_span(x);
 #else
       const float clamped = clamp_without_branch(static_cast<float>(x), bits_low_, bits_high_);
 #endif
