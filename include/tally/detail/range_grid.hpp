@@ -338,8 +338,8 @@ class grid_range_bin_mapper {
   int cells() const { return cells_; }
 
   /// How many edges are at or below `sample` (0 to num_bins + 1; its bin is that less one), for a
-  /// grid of kind `Kind` (kind()): the CPU backend's slot mappers take
-  /// the kind as a template argument so that no sample tests it (cpu/edge_tables.hpp).
+  /// grid of kind `Kind` (kind()): the CPU backend's slot mappers take the kind as a template
+  /// argument so that no sample tests it (cpu/edge_tables.hpp).
   template <grid_kind Kind>
   int edges_at_or_below_in(Sample sample) const {
     int c = 0;
@@ -511,8 +511,9 @@ class grid_range_bin_mapper {
       // Entries of counts: the bin below the cell's edges (first - 1, -1 below every edge), then
       // a flag for each of one, two, and three or more (searched) edges in the cell.
       const int in_cell = next - first;
-      const std::uint32_t flags = (in_cell >= 1 ? 1u : 0u) | (in_cell >= 2 ? 2u : 0u) | (in_cell >= 3 ? 4u : 0u);
-      entry = (static_cast<std::uint32_t>(first - 1) << 3) | flags;
+      const std::uint32_t flags = (in_cell >= 1 ? one_edge_flag : 0u) | (in_cell >= 2 ? two_edges_flag : 0u) |
+                                  (in_cell >= 3 ? search_flag : 0u);
+      entry = (static_cast<std::uint32_t>(first - 1) << flag_bits) | flags;
     } else {
       const bool several = next - first > entry_keys;
       for (int k = 0; k < entry_keys; ++k) entry.threshold[k] = several ? never_threshold() : threshold_of(first + k);
@@ -529,9 +530,16 @@ class grid_range_bin_mapper {
     }
   }
 
-  /// An entry of counts' bin below its cell's edges (-1 to num_bins): the word shifted right,
-  /// keeping its sign.
-  TALLY_HOST_DEVICE static int bin_below(std::uint32_t entry) { return static_cast<std::int32_t>(entry) >> 3; }
+  /// An entry of counts' flags, in its low flag_bits bits: the cell holds an edge, two edges, and
+  /// more than its two thresholds compare (its samples search).
+  static constexpr std::uint32_t one_edge_flag = 1u;
+  static constexpr std::uint32_t two_edges_flag = 2u;
+  static constexpr std::uint32_t search_flag = 4u;
+  static constexpr int flag_bits = 3;
+
+  /// An entry of counts' bin below its cell's edges (-1 to num_bins): the word shifted right past
+  /// its flags, keeping its sign.
+  TALLY_HOST_DEVICE static int bin_below(std::uint32_t entry) { return static_cast<std::int32_t>(entry) >> flag_bits; }
 
   /// The edges at or below x among those of a cell of several, [lo, hi): the first threshold x does
   /// not exceed, by a binary search.
@@ -581,13 +589,13 @@ class grid_range_bin_mapper {
           const int below = bin_below(entry[j]);
           const std::uint32_t address =
               threshold_base + static_cast<std::uint32_t>(below) * static_cast<std::uint32_t>(sizeof(threshold_type));
-          const threshold_type t0 = load_shared_threshold_if(address, entry[j] & 1u, never_threshold());
+          const threshold_type t0 = load_shared_threshold_if(address, entry[j] & one_edge_flag, never_threshold());
           const threshold_type t1 =
-              load_shared_threshold_if(address + sizeof(threshold_type), entry[j] & 2u, never_threshold());
+              load_shared_threshold_if(address + sizeof(threshold_type), entry[j] & two_edges_flag, never_threshold());
           bin[j] = below + (x[j] > t0 ? 1 : 0) + (x[j] > t1 ? 1 : 0);
           flags |= entry[j];
         }
-        searching = (flags & 4u) != 0u;
+        searching = (flags & search_flag) != 0u;
       }
     } else {
 #pragma unroll
@@ -663,16 +671,16 @@ class grid_range_bin_mapper {
   TALLY_HOST_DEVICE int binned_in_cell(threshold_type x, std::uint32_t entry, bool& searching) const {
     const int below = bin_below(entry);
     int bin = below;
-    if ((entry & 1u) != 0u) bin += x > thresholds_[below + 1] ? 1 : 0;
-    if ((entry & 2u) != 0u) bin += x > thresholds_[below + 2] ? 1 : 0;
-    searching = searching || (entry & 4u) != 0u;
+    if ((entry & one_edge_flag) != 0u) bin += x > thresholds_[below + 1] ? 1 : 0;
+    if ((entry & two_edges_flag) != 0u) bin += x > thresholds_[below + 2] ? 1 : 0;
+    searching = searching || (entry & search_flag) != 0u;
     return bin;
   }
 
   /// Whether an entry's cell holds more edges than its compares take (searched).
   TALLY_HOST_DEVICE static bool several_edges(const entry_type& entry) {
     if constexpr (counts_entries) {
-      return (entry & 4u) != 0u;
+      return (entry & search_flag) != 0u;
     } else {
       return (entry.word & 1u) != 0u;
     }
@@ -710,13 +718,12 @@ class grid_range_bin_mapper {
                                                             threshold_type otherwise) {
     std::conditional_t<sizeof(threshold_type) == 4, std::uint32_t, std::uint64_t> bits;
     std::memcpy(&bits, &otherwise, sizeof(bits));
-    const std::uint32_t predicate = wanted;
     if constexpr (sizeof(threshold_type) == 4) {
       asm volatile("{ .reg .pred p; setp.ne.u32 p, %2, 0; @p ld.shared.u32 %0, [%1]; }"
-                   : "+r"(bits) : "r"(address), "r"(predicate) : "memory");
+                   : "+r"(bits) : "r"(address), "r"(wanted) : "memory");
     } else {
       asm volatile("{ .reg .pred p; setp.ne.u32 p, %2, 0; @p ld.shared.u64 %0, [%1]; }"
-                   : "+l"(bits) : "r"(address), "r"(predicate) : "memory");
+                   : "+l"(bits) : "r"(address), "r"(wanted) : "memory");
     }
     threshold_type out;
     std::memcpy(&out, &bits, sizeof(out));
