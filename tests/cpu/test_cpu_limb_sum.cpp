@@ -34,9 +34,10 @@ struct host_limbs {
   int touched = 0;  // adds made, to check that zero amounts are skipped
 
   void add(const ls::chunks<Limbs>& value) { add(ls::to_window(value)); }
-  template <int Width>
+  /// With AddBottom, the bottom limb takes its chunk even where it is 0 (the GPU's float weights).
+  template <bool AddBottom = false, int Width>
   void add(const ls::window<Width>& value) {
-    ls::add_window<Limbs>(
+    ls::add_window<Limbs, AddBottom>(
         value,
         [&](int i, std::uint32_t a) {
           ++touched;
@@ -175,8 +176,14 @@ TEST(LimbSum, WindowsOfTwoAtAnyLimbHoldTheExactSumInAnyOrder) {
     for (int order = 0; order < 4; ++order) {
       std::shuffle(values.begin(), values.end(), rng);
       host_limbs<4> limbs;
-      for (const auto& v : values) limbs.add(v);
+      host_limbs<4> bottom_added;  // every bottom chunk added, zero or not
+      for (const auto& v : values) {
+        limbs.add(v);
+        bottom_added.add<true>(v);
+      }
       ASSERT_EQ(text(ls::to_wide<4>(limbs.limb)), text(exact)) << "trial " << trial << ", order " << order;
+      ASSERT_EQ(text(ls::to_wide<4>(bottom_added.limb)), text(exact)) << "trial " << trial << ", order " << order;
+      EXPECT_GE(bottom_added.touched, static_cast<int>(values.size()));
     }
   }
 }
@@ -311,6 +318,48 @@ TEST(LimbSum, AFloatsFixedPointWindowFromItsBitsIsTheDoublePathsValue) {
     ASSERT_TRUE(value_of(from_float) == v) << f << ": " << text(value_of(from_float)) << " against " << text(v);
     ASSERT_TRUE(value_of(from_double) == v) << f << ": " << text(value_of(from_double)) << " against " << text(v);
   }
+}
+
+TEST(LimbSum, ACommonFloatsWindowIsTheGeneralPathsWindow) {
+  // The GPU's shortcut for the weights nearly all data has (deterministic: 2^-9 <= |w| < 2^31, w *
+  // 2^32 not rounded; double sums: 2^-41 <= |w| < 2^31) against the general path, on floats of
+  // every exponent, both signs, every mantissa at the range's edges.
+  std::vector<float> floats;
+  for (std::uint32_t bits = 0; bits < 0x80000000u; bits += 997) floats.push_back(std::bit_cast<float>(bits));
+  for (const std::uint32_t biased : {0u, 1u, 85u, 86u, 87u, 117u, 118u, 119u, 156u, 157u, 158u, 255u}) {
+    for (std::uint32_t fraction = 0; fraction < 0x800000u; fraction += 31) {
+      floats.push_back(std::bit_cast<float>((biased << 23) | fraction));
+    }
+    floats.push_back(std::bit_cast<float>((biased << 23) | 0x7fffffu));
+  }
+  std::size_t fixed_taken = 0;
+  std::size_t exact_taken = 0;
+  for (const float magnitude : floats) {
+    for (const float f : {magnitude, -magnitude}) {
+      const double a = std::fabs(static_cast<double>(f));
+      ls::window<2> common;
+      ls::window<2> general;
+      const bool fixed_common = ls::fixed_window_of_common_float(f, common);
+      ASSERT_EQ(fixed_common, a >= std::ldexp(1.0, -9) && a < std::ldexp(1.0, 31)) << f;
+      if (fixed_common) {
+        ++fixed_taken;
+        ASSERT_EQ(ls::fixed_window_of(f, general), 0u) << f;
+        ASSERT_EQ(text(value_of(common)), text(value_of(general))) << f;
+        ASSERT_EQ(common.negative, f < 0) << f;
+      }
+      const bool exact_common = ls::exact_window_of_common_float(f, common);
+      ASSERT_EQ(exact_common, a >= std::ldexp(1.0, -41) && a < std::ldexp(1.0, 31)) << f;
+      if (exact_common) {
+        ++exact_taken;
+        ASSERT_TRUE(ls::exact_window_of(f, general)) << f;
+        ASSERT_EQ(text(value_of(common)), text(value_of(general))) << f;
+        ASSERT_LE(common.first + 2, ls::exact_limbs) << f;
+        ASSERT_EQ(common.negative, f < 0) << f;
+      }
+    }
+  }
+  EXPECT_GT(fixed_taken, floats.size() / 8);
+  EXPECT_GT(exact_taken, fixed_taken);
 }
 
 TEST(LimbSum, ExactPartRoundsOnceToTheNearestDouble) {

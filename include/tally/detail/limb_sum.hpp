@@ -52,22 +52,24 @@ struct window {
 /**
  * Adds `value` to limbs: `add_returning(i, a)` adds a to limb i (modulo 2^32) and returns the
  * limb's value before; `add(i, a)` adds without returning (the top limb). The window's limbs take
- * their chunks plus the carry out of the limb below (a chunk of 0 with no carry is not added); a
- * carry out of an add is whether it wrapped past 2^32. Above the window each limb would take the
- * sign's extension plus the carry: nothing for a positive value without a carry or a negative one
- * with one (all ones plus one), else +1 or all ones (-1), which carries or borrows on only past a
- * limb of all ones or of zero: rarely, so one branch covers it. value.first + Width <= Limbs. The
- * sum of all values added must stay within the limbs' two's complement range.
+ * their chunks plus the carry out of the limb below; a carry out of an add is whether it wrapped
+ * past 2^32. An amount of 0 is not added (a chunk of 0 with no carry, or all ones plus a carry,
+ * whose carry goes on), but with `AddBottom` the bottom limb takes its chunk whatever it is: for
+ * values known not to be zero, whose bottom chunk rarely is, a test would cost what an add of 0
+ * does. Above the window each limb would take the sign's extension plus the carry: nothing for a
+ * positive value without a carry or a negative one with one (all ones plus one), else +1 or all
+ * ones (-1), which carries or borrows on only past a limb of all ones or of zero: rarely, so one
+ * branch covers it. value.first + Width <= Limbs. The sum of all values added must stay within the
+ * limbs' two's complement range.
  */
-template <int Limbs, int Width, class AddReturning, class Add>
+template <int Limbs, bool AddBottom = false, int Width, class AddReturning, class Add>
 TALLY_HOST_DEVICE inline void add_window(const window<Width>& value, AddReturning add_returning, Add add) {
   std::uint32_t carry = 0;
   for (int j = 0; j < Width; ++j) {
     const std::uint32_t amount = value.part[j] + carry;
-    carry = amount < carry ? 1u : 0u;  // all ones plus a carry wraps to 0: the carry goes on
-    if (amount != 0) {
+    if ((AddBottom && j == 0) || amount != 0) {
       const std::uint32_t old = add_returning(value.first + j, amount);
-      carry += old + amount < old ? 1u : 0u;
+      carry = old + amount < old ? 1u : 0u;
     }
   }
   std::uint32_t pending = carry - (value.negative ? 1u : 0u);  // 0, 1, or all ones (-1)
@@ -95,6 +97,22 @@ TALLY_HOST_DEVICE inline window<Limbs - 1> to_window(const chunks<Limbs>& value)
     out.part[j] = t;
   }
   out.negative = value.negative && any != 0;
+  return out;
+}
+
+/// The window of two at limb `first` of a float's value mantissa * 2^shift with its sign, for
+/// shift below 40 (the value below 2^63 in magnitude): the signed mantissa shifted, so that a
+/// negative value's two's complement costs a subtraction, not a 64-bit negation.
+TALLY_HOST_DEVICE inline window<2> float_window(std::uint32_t bits, std::uint32_t shift, int first) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(static_cast<std::int32_t>(bits) >> 31);  // all ones: negative
+  const std::uint32_t mantissa = (bits & 0x7fffffu) | 0x800000u;
+  const auto signed_mantissa = static_cast<std::int32_t>((mantissa ^ sign) - sign);
+  const auto v = static_cast<std::uint64_t>(static_cast<std::int64_t>(signed_mantissa)) << shift;
+  window<2> out;
+  out.part[0] = static_cast<std::uint32_t>(v);
+  out.part[1] = static_cast<std::uint32_t>(v >> 32);
+  out.first = first;
+  out.negative = sign != 0;
   return out;
 }
 
@@ -128,6 +146,18 @@ TALLY_HOST_DEVICE inline fixed_point_weight::wide_int to_wide(const std::uint32_
 /// Limbs of a deterministic bin: round(w * 2^32) is below 2^63 in magnitude and a block adds fewer
 /// than 2^32 of them, so the sum stays below 2^95: 96 bits.
 inline constexpr int fixed_limbs = 3;
+
+/// The window of a float weight's fixed-point value round(w * 2^32) where 2^-9 <= |w| < 2^31
+/// (nearly every weight: w * 2^32 = mantissa * 2^(biased exponent - 118), no rounding); false for
+/// any other, which fixed_window_of takes.
+TALLY_HOST_DEVICE inline bool fixed_window_of_common_float(float w, window<2>& out) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &w, sizeof(bits));
+  const std::uint32_t shift = ((bits >> 23) & 0xffu) - 118u;
+  if (shift >= 40u) return false;
+  out = float_window(bits, shift, 0);
+  return true;
+}
 
 /// The window of a weight's fixed-point value round(w * 2^32) (below 2^63 in magnitude: limbs 0
 /// and 1, carries into the top limb), and the flags it raises instead (0 when it is a number). A
@@ -221,6 +251,18 @@ TALLY_HOST_DEVICE inline bool exact_chunks(double w, chunks<exact_limbs>& out) {
   out.part[0] = q == 0 ? t0 : 0u;
   out.part[1] = q == 0 ? t1 : t0;
   out.part[2] = q == 0 ? high : t1;
+  return true;
+}
+
+/// The window of w * 2^64 for a float weight with 2^-41 <= |w| < 2^31 (nearly every weight:
+/// mantissa * 2^(biased exponent - 86), two chunks at the limb the exponent names); false for any
+/// other, which exact_window_of takes.
+TALLY_HOST_DEVICE inline bool exact_window_of_common_float(float w, window<2>& out) {
+  std::uint32_t bits;
+  std::memcpy(&bits, &w, sizeof(bits));
+  const std::uint32_t shift = ((bits >> 23) & 0xffu) - 86u;
+  if (shift >= 72u) return false;
+  out = float_window(bits, shift & 31u, static_cast<int>(shift >> 5));
   return true;
 }
 

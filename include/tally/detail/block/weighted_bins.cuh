@@ -117,6 +117,16 @@ __device__ __forceinline__ void visit_weighted_step(const Sample* samples, const
   const unsigned lane = threadIdx.x % 32;
   Sample sample[Items]{};
   Weight weight[Items]{};
+  if (base + (Items - 1) * 32 + lane < num_samples) {  // every sample of the step: no test a sample
+#pragma unroll
+    for (int k = 0; k < Items; ++k) {
+      sample[k] = samples[base + k * 32 + lane];
+      weight[k] = weights[base + k * 32 + lane];
+    }
+#pragma unroll
+    for (int k = 0; k < Items; ++k) visit(sample[k], weight[k], true);
+    return;
+  }
 #pragma unroll
   for (int k = 0; k < Items; ++k) {
     const std::int64_t i = base + k * 32 + lane;
@@ -264,11 +274,11 @@ __device__ __forceinline__ void shared_add(std::uint32_t address, std::uint32_t 
 
 /// Adds a limb_sum window to word `word` of each of `Limbs` arrays of 32-bit words that start at
 /// shared-window address `limbs_address`, `stride` bytes apart.
-template <int Limbs, int Width>
+template <int Limbs, bool AddBottom = false, int Width>
 __device__ __forceinline__ void add_to_shared_limbs(std::uint32_t limbs_address, std::uint32_t stride,
                                                     std::uint32_t word, const limb_sum::window<Width>& value) {
   const std::uint32_t first = limbs_address + 4 * word;
-  limb_sum::add_window<Limbs>(
+  limb_sum::add_window<Limbs, AddBottom>(
       value, [&](int i, std::uint32_t a) { return shared_fetch_add(first + i * stride, a); },
       [&](int i, std::uint32_t a) { shared_add(first + i * stride, a); });
 }
@@ -343,6 +353,12 @@ struct exact_limb_copy {
   __device__ __forceinline__ void add(std::uint32_t bin, Weight weight) const {
     const std::uint32_t word = bank_swizzled(bin);
     limb_sum::exact_window<Weight> value;
+    if constexpr (std::is_same_v<Weight, float>) {
+      if (limb_sum::exact_window_of_common_float(weight, value)) {
+        add_to_shared_limbs<limb_sum::exact_limbs, true>(limbs_address, 4 * pitch * replicas, word, value);
+        return;
+      }
+    }
     if (limb_sum::exact_window_of(weight, value)) {
       add_to_shared_limbs<limb_sum::exact_limbs>(limbs_address, 4 * pitch * replicas, word, value);
     } else {
@@ -404,6 +420,12 @@ struct fixed_limb_copy {
   __device__ __forceinline__ void add(std::uint32_t bin, Weight weight) const {
     const std::uint32_t word = bank_swizzled(bin);
     limb_sum::window<2> value;
+    if constexpr (std::is_same_v<Weight, float>) {
+      if (limb_sum::fixed_window_of_common_float(weight, value)) {
+        add_to_shared_limbs<limb_sum::fixed_limbs, true>(limbs_address, 4 * pitch * replicas, word, value);
+        return;
+      }
+    }
     if (const std::uint32_t raised = limb_sum::fixed_window_of(weight, value); raised != 0) {
       atomicOr(flags() + word, raised);
       return;

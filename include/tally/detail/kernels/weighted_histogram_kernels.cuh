@@ -45,8 +45,17 @@ weighted_limb_kernel(const Sample* samples, const Weight* weights, std::int64_t 
   copy.zero();
   __syncthreads();  // the copy is zero before anyone adds to it
   std::uint64_t mine = 0;
+  // A sample's word from the mapper where it gives one (num_bins where the sample is left out): one
+  // compare, where a bin of -1 took two selects and a compare more.
+  const int left_out_word = static_cast<int>(num_bins);
   const auto add = [&](Sample sample, Weight weight, bool valid) {
-    add_counted(sample, weight, valid, map, mine, [&](std::uint32_t bin, Weight w) { copy.add(bin, w); });
+    if (!valid) return;
+    const int word = slot_of(map, sample, left_out_word);
+    if (word == left_out_word) {
+      ++mine;
+    } else {
+      copy.add(static_cast<std::uint32_t>(word), weight);
+    }
   };
   walk_weighted_steps<tuning::weighted_limb_items_per_lane>(samples, weights, num_samples, add);
   warp_add_to(mine, left_out);
