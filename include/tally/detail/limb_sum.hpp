@@ -53,21 +53,20 @@ struct window {
  * Adds `value` to limbs: `add_returning(i, a)` adds a to limb i (modulo 2^32) and returns the
  * limb's value before; `add(i, a)` adds without returning (the top limb). The window's limbs take
  * their chunks plus the carry out of the limb below; a carry out of an add is whether it wrapped
- * past 2^32. An amount of 0 is not added (a chunk of 0 with no carry, or all ones plus a carry,
- * whose carry goes on), but with `AddBottom` the bottom limb takes its chunk whatever it is: for
- * values known not to be zero, whose bottom chunk rarely is, a test would cost what an add of 0
- * does. Above the window each limb would take the sign's extension plus the carry: nothing for a
- * positive value without a carry or a negative one with one (all ones plus one), else +1 or all
- * ones (-1), which carries or borrows on only past a limb of all ones or of zero: rarely, so one
- * branch covers it. value.first + Width <= Limbs. The sum of all values added must stay within the
- * limbs' two's complement range.
+ * past 2^32. An amount of 0 is not added: a chunk of 0 with no carry, or all ones plus a carry,
+ * whose carry goes on (whole-number weights have a bottom chunk of 0, and an add of 0 would cost
+ * them a returning atomic, on which lanes of one bin take turns). Above the window each limb would
+ * take the sign's extension plus the carry: nothing for a positive value without a carry or a
+ * negative one with one (all ones plus one), else +1 or all ones (-1), which carries or borrows on
+ * only past a limb of all ones or of zero: rarely, so one branch covers it. value.first + Width <=
+ * Limbs. The sum of all values added must stay within the limbs' two's complement range.
  */
-template <int Limbs, bool AddBottom = false, int Width, class AddReturning, class Add>
+template <int Limbs, int Width, class AddReturning, class Add>
 TALLY_HOST_DEVICE inline void add_window(const window<Width>& value, AddReturning add_returning, Add add) {
   std::uint32_t carry = 0;
   for (int j = 0; j < Width; ++j) {
     const std::uint32_t amount = value.part[j] + carry;
-    if ((AddBottom && j == 0) || amount != 0) {
+    if (amount != 0) {
       const std::uint32_t old = add_returning(value.first + j, amount);
       carry = old + amount < old ? 1u : 0u;
     }

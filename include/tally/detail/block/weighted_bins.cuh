@@ -274,11 +274,11 @@ __device__ __forceinline__ void shared_add(std::uint32_t address, std::uint32_t 
 
 /// Adds a limb_sum window to word `word` of each of `Limbs` arrays of 32-bit words that start at
 /// shared-window address `limbs_address`, `stride` bytes apart.
-template <int Limbs, bool AddBottom = false, int Width>
+template <int Limbs, int Width>
 __device__ __forceinline__ void add_to_shared_limbs(std::uint32_t limbs_address, std::uint32_t stride,
                                                     std::uint32_t word, const limb_sum::window<Width>& value) {
   const std::uint32_t first = limbs_address + 4 * word;
-  limb_sum::add_window<Limbs, AddBottom>(
+  limb_sum::add_window<Limbs>(
       value, [&](int i, std::uint32_t a) { return shared_fetch_add(first + i * stride, a); },
       [&](int i, std::uint32_t a) { shared_add(first + i * stride, a); });
 }
@@ -355,7 +355,7 @@ struct exact_limb_copy {
     limb_sum::exact_window<Weight> value;
     if constexpr (std::is_same_v<Weight, float>) {
       if (limb_sum::exact_window_of_common_float(weight, value)) {
-        add_to_shared_limbs<limb_sum::exact_limbs, true>(limbs_address, 4 * pitch * replicas, word, value);
+        add_to_shared_limbs<limb_sum::exact_limbs>(limbs_address, 4 * pitch * replicas, word, value);
         return;
       }
     }
@@ -422,7 +422,7 @@ struct fixed_limb_copy {
     limb_sum::window<2> value;
     if constexpr (std::is_same_v<Weight, float>) {
       if (limb_sum::fixed_window_of_common_float(weight, value)) {
-        add_to_shared_limbs<limb_sum::fixed_limbs, true>(limbs_address, 4 * pitch * replicas, word, value);
+        add_to_shared_limbs<limb_sum::fixed_limbs>(limbs_address, 4 * pitch * replicas, word, value);
         return;
       }
     }
