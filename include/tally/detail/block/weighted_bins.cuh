@@ -353,6 +353,8 @@ struct exact_limb_copy {
   __device__ __forceinline__ void add(std::uint32_t bin, Weight weight) const {
     const std::uint32_t word = bank_swizzled(bin);
     limb_sum::exact_window<Weight> value;
+    // The common float weights add on a path of their own: as a first test inside exact_window_of
+    // the compiler merges both paths' windows, and the common one pays for the merge in the SASS.
     if constexpr (std::is_same_v<Weight, float>) {
       if (limb_sum::exact_window_of_common_float(weight, value)) {
         add_to_shared_limbs<limb_sum::exact_limbs>(limbs_address, 4 * pitch * replicas, word, value);
@@ -420,6 +422,8 @@ struct fixed_limb_copy {
   __device__ __forceinline__ void add(std::uint32_t bin, Weight weight) const {
     const std::uint32_t word = bank_swizzled(bin);
     limb_sum::window<2> value;
+    // On a path of their own, as in exact_limb_copy (merged into fixed_window_of, the common
+    // weights would also take its test of the flags).
     if constexpr (std::is_same_v<Weight, float>) {
       if (limb_sum::fixed_window_of_common_float(weight, value)) {
         add_to_shared_limbs<limb_sum::fixed_limbs>(limbs_address, 4 * pitch * replicas, word, value);
