@@ -109,34 +109,60 @@ __device__ __forceinline__ Value sum_over_warp(Value value) {
   return value;
 }
 
-/// One step of the walks: the warp's `Items` x 32 samples and weights from `base` loaded (all
-/// before any is used), then visited in order.
-template <int Items, class Sample, class Weight, class Visit>
-__device__ __forceinline__ void visit_weighted_step(const Sample* samples, const Weight* weights,
-                                                    std::int64_t num_samples, std::int64_t base, Visit& visit) {
-  const unsigned lane = threadIdx.x % 32;
+/// A lane's share of one step of the walks: `Items` samples and their weights, the warp's
+/// `Items` x 32 consecutive ones from `base` (sample k of lane l at base + k * 32 + l).
+template <int Items, class Sample, class Weight>
+struct weighted_step {
   Sample sample[Items]{};
   Weight weight[Items]{};
-  if (base + (Items - 1) * 32 + lane < num_samples) {  // every sample of the step: no test a sample
-#pragma unroll
-    for (int k = 0; k < Items; ++k) {
-      sample[k] = samples[base + k * 32 + lane];
-      weight[k] = weights[base + k * 32 + lane];
-    }
-#pragma unroll
-    for (int k = 0; k < Items; ++k) visit(sample[k], weight[k], true);
-    return;
-  }
+};
+
+/// Whether every sample of a lane's step from `base` is in range (no test a sample then).
+template <int Items>
+__device__ __forceinline__ bool whole_step(std::int64_t base, std::int64_t num_samples) {
+  return base + (Items - 1) * 32 + static_cast<std::int64_t>(threadIdx.x % 32) < num_samples;
+}
+
+/// Issues the loads of a lane's step from `base`, all before any is used; `Whole`: every sample of
+/// the step is in range (whole_step), so none is tested.
+template <int Items, bool Whole, class Sample, class Weight>
+__device__ __forceinline__ void load_weighted_step(const Sample* samples, const Weight* weights,
+                                                   std::int64_t num_samples, std::int64_t base,
+                                                   weighted_step<Items, Sample, Weight>& step) {
+  const unsigned lane = threadIdx.x % 32;
 #pragma unroll
   for (int k = 0; k < Items; ++k) {
     const std::int64_t i = base + k * 32 + lane;
-    if (i < num_samples) {
-      sample[k] = samples[i];
-      weight[k] = weights[i];
+    if (Whole || i < num_samples) {
+      step.sample[k] = samples[i];
+      step.weight[k] = weights[i];
     }
   }
+}
+
+/// Visits a lane's loaded step from `base` in order: `visit(sample, weight, valid)`, `valid` false
+/// past the end (never where `Whole`).
+template <int Items, bool Whole, class Sample, class Weight, class Visit>
+__device__ __forceinline__ void visit_loaded_step(const weighted_step<Items, Sample, Weight>& step,
+                                                  std::int64_t num_samples, std::int64_t base, Visit& visit) {
+  const unsigned lane = threadIdx.x % 32;
 #pragma unroll
-  for (int k = 0; k < Items; ++k) visit(sample[k], weight[k], base + k * 32 + lane < num_samples);
+  for (int k = 0; k < Items; ++k) visit(step.sample[k], step.weight[k], Whole || base + k * 32 + lane < num_samples);
+}
+
+/// One step of the walks: loaded (all loads before any is used), then visited in order; a whole
+/// step without a test a sample.
+template <int Items, class Sample, class Weight, class Visit>
+__device__ __forceinline__ void visit_weighted_step(const Sample* samples, const Weight* weights,
+                                                    std::int64_t num_samples, std::int64_t base, Visit& visit) {
+  weighted_step<Items, Sample, Weight> step;
+  if (whole_step<Items>(base, num_samples)) {
+    load_weighted_step<Items, true>(samples, weights, num_samples, base, step);
+    visit_loaded_step<Items, true>(step, num_samples, base, visit);
+    return;
+  }
+  load_weighted_step<Items, false>(samples, weights, num_samples, base, step);
+  visit_loaded_step<Items, false>(step, num_samples, base, visit);
 }
 
 /**
@@ -153,6 +179,43 @@ __device__ __forceinline__ void walk_weighted_steps(const Sample* samples, const
   for (std::int64_t base = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + (threadIdx.x - lane)) * Items;
        base < num_samples; base += stride) {
     visit_weighted_step<Items>(samples, weights, num_samples, base, visit);
+  }
+}
+
+/**
+ * walk_weighted_steps that issues the loads of a lane's next step before it visits this one, so
+ * that its memory is in flight while the lane works: for kernels that hold few warps a
+ * multiprocessor (a large shared copy), where a lane that loads only when it needs its samples
+ * leaves the memory system idle between its steps. Twice the step's registers.
+ */
+template <int Items, class Sample, class Weight, class Visit>
+__device__ __forceinline__ void walk_weighted_steps_loading_ahead(const Sample* samples, const Weight* weights,
+                                                                  std::int64_t num_samples, Visit visit) {
+  const unsigned lane = threadIdx.x % 32;
+  const std::int64_t stride = static_cast<std::int64_t>(gridDim.x) * blockDim.x * Items;
+  std::int64_t base = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + (threadIdx.x - lane)) * Items;
+  if (base >= num_samples) return;
+  const auto load = [&](std::int64_t from, weighted_step<Items, Sample, Weight>& step) {
+    if (whole_step<Items>(from, num_samples)) {
+      load_weighted_step<Items, true>(samples, weights, num_samples, from, step);
+    } else {
+      load_weighted_step<Items, false>(samples, weights, num_samples, from, step);
+    }
+  };
+  weighted_step<Items, Sample, Weight> step;
+  load(base, step);
+  for (;;) {
+    const std::int64_t next_base = base + stride;
+    weighted_step<Items, Sample, Weight> next;
+    if (next_base < num_samples) load(next_base, next);
+    if (whole_step<Items>(base, num_samples)) {
+      visit_loaded_step<Items, true>(step, num_samples, base, visit);
+    } else {
+      visit_loaded_step<Items, false>(step, num_samples, base, visit);
+    }
+    if (next_base >= num_samples) return;
+    step = next;
+    base = next_base;
   }
 }
 

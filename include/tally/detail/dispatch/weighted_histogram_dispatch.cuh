@@ -124,24 +124,32 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
     return deterministic ? bin_cache<limb_sum::fixed_limbs>::bytes(slots, replicas)
                          : bin_cache<limb_sum::exact_limbs>::bytes(slots, replicas);
   };
-  // shared_atomic's block size and the replicas of its limbs (up to tuning::weighted_max_replicas),
-  // of narrow blocks (weighted_limb_block_threads) and wide ones (twice the threads on one copy or
-  // cache; the cache comes in wide blocks only: `narrow_kernel` nullptr). A warp's lanes of one bin
-  // take turns on a word, so two replicas or more let crowded data run as spread data does, but
+  // shared_atomic's block size, the replicas of its limbs (up to tuning::weighted_max_replicas) and
+  // its walk: narrow blocks (weighted_limb_block_threads), wide ones (twice the threads on one copy
+  // or cache), and wide ones whose lanes load their next step ahead (the copy only; the cache comes
+  // in wide blocks that do not: `narrow_kernel` and `ahead_kernel` nullptr). A warp's lanes of one
+  // bin take turns on a word, so two replicas or more let crowded data run as spread data does, but
   // each is a whole copy of the limbs, and fewer blocks fit; spread data wants threads enough to
   // keep the adds in flight. Of the shapes that fit, the most threads a multiprocessor up to
   // tuning::weighted_limb_enough_threads, then two replicas or more, then the most threads, then
-  // narrow blocks (their code is the faster), then the most replicas. Where none fits (no device
-  // does so today), one replica in the blocks of the kernel there is.
+  // the walk that loads ahead (so only where it holds as many threads as the plain walk: where the
+  // copy's shared memory, not the walk's registers, caps the threads, its loads in flight stand in
+  // for the warps that do not fit), then narrow blocks (their code is the faster), then the most
+  // replicas. Where none fits (no device does so
+  // today), one replica in the blocks of the plain kernel there is.
+  constexpr int narrow_threads = tuning::weighted_limb_block_threads;
+  constexpr int wide_threads = tuning::weighted_limb_wide_block_threads;
   struct limb_shape {
-    int block_threads = tuning::weighted_limb_block_threads;
+    int block_threads = narrow_threads;
     int replicas = 1;
+    bool loads_ahead = false;
   };
-  const auto choose_limb_shape = [&](auto narrow_kernel, auto wide_kernel, limb_shape& shape) {
+  const auto choose_limb_shape = [&](auto narrow_kernel, auto wide_kernel, auto ahead_kernel, limb_shape& shape) {
     constexpr bool only_wide = std::is_null_pointer_v<decltype(narrow_kernel)>;
-    shape = {only_wide ? tuning::weighted_limb_wide_block_threads : tuning::weighted_limb_block_threads, 1};
-    auto best = std::make_tuple(-1, false, -1, false, 0);
-    const auto consider = [&](auto kernel, int block_threads, int replicas) {
+    constexpr bool can_load_ahead = !std::is_null_pointer_v<decltype(ahead_kernel)>;
+    shape = {only_wide ? wide_threads : narrow_threads, 1, false};
+    auto best = std::make_tuple(-1, false, -1, false, false, 0);
+    const auto consider = [&](auto kernel, int block_threads, int replicas, bool loads_ahead) {
       const std::size_t bytes = limb_bytes(replicas);
       if (bytes > props.shared_memory_per_block_optin) return cudaSuccess;
       int blocks = 0;
@@ -151,20 +159,21 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
       const int held = blocks * block_threads;
       if (held == 0) return cudaSuccess;
       const auto key = std::make_tuple(std::min(held, tuning::weighted_limb_enough_threads), replicas > 1, held,
-                                       block_threads == tuning::weighted_limb_block_threads, replicas);
+                                       loads_ahead, block_threads == narrow_threads, replicas);
       if (key > best) {
         best = key;
-        shape = {block_threads, replicas};
+        shape = {block_threads, replicas, loads_ahead};
       }
       return cudaSuccess;
     };
     for (int r = 1; r <= tuning::weighted_max_replicas; r *= 2) {
       if constexpr (!only_wide) {
-        if (cudaError_t e = consider(narrow_kernel, tuning::weighted_limb_block_threads, r); e != cudaSuccess) {
-          return e;
-        }
+        if (cudaError_t e = consider(narrow_kernel, narrow_threads, r, false); e != cudaSuccess) return e;
       }
-      if (cudaError_t e = consider(wide_kernel, tuning::weighted_limb_wide_block_threads, r); e != cudaSuccess) return e;
+      if (cudaError_t e = consider(wide_kernel, wide_threads, r, false); e != cudaSuccess) return e;
+      if constexpr (can_load_ahead) {
+        if (cudaError_t e = consider(ahead_kernel, wide_threads, r, true); e != cudaSuccess) return e;
+      }
     }
     return cudaSuccess;
   };
@@ -179,20 +188,20 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
     kernel<<<blocks, block_threads, shared_bytes, stream>>>(samples, weights, num_samples, args...);
     return cudaGetLastError();
   };
-  // The kernels for shared_atomic (a copy in narrow or wide blocks, or a cache, whose policy
-  // `cached_sums` holds where its sums go), atomic, and warp_aggregated with a shared copy or
-  // without, into `out`.
-  const auto launch = [&](auto narrow_copy_kernel, auto wide_copy_kernel, auto cache_kernel, auto cached_sums,
-                          auto atomic_kernel, auto in_warps_shared_kernel, auto in_warps_global_kernel, auto out) {
+  // The kernels for shared_atomic (a copy in narrow or wide blocks, the wide ones also loading
+  // ahead, or a cache, whose policy `cached_sums` holds where its sums go), atomic, and
+  // warp_aggregated with a shared copy or without, into `out`.
+  const auto launch = [&](auto narrow_copy_kernel, auto wide_copy_kernel, auto ahead_copy_kernel, auto cache_kernel,
+                          auto cached_sums, auto atomic_kernel, auto in_warps_shared_kernel,
+                          auto in_warps_global_kernel, auto out) {
     if (s != strategy::shared_atomic) {
       return launch_with(
           s == strategy::atomic ? atomic_kernel : in_shared ? in_warps_shared_kernel : in_warps_global_kernel,
           threads, copy_bytes, out, map, left_out);
     }
-    constexpr int narrow = tuning::weighted_limb_block_threads;
     limb_shape shape;
-    if (cudaError_t e = cached ? choose_limb_shape(nullptr, cache_kernel, shape)
-                               : choose_limb_shape(narrow_copy_kernel, wide_copy_kernel, shape);
+    if (cudaError_t e = cached ? choose_limb_shape(nullptr, cache_kernel, nullptr, shape)
+                               : choose_limb_shape(narrow_copy_kernel, wide_copy_kernel, ahead_copy_kernel, shape);
         e != cudaSuccess) {
       return e;
     }
@@ -200,18 +209,20 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
     if (cached) {
       return launch_with(cache_kernel, shape.block_threads, bytes, cached_sums, fast, left_out, slots, shape.replicas);
     }
-    return shape.block_threads == narrow
-               ? launch_with(narrow_copy_kernel, narrow, bytes, out, fast, left_out, shape.replicas)
+    if (shape.block_threads == narrow_threads) {
+      return launch_with(narrow_copy_kernel, narrow_threads, bytes, out, fast, left_out, shape.replicas);
+    }
+    return shape.loads_ahead
+               ? launch_with(ahead_copy_kernel, shape.block_threads, bytes, out, fast, left_out, shape.replicas)
                : launch_with(wide_copy_kernel, shape.block_threads, bytes, out, fast, left_out, shape.replicas);
   };
 
   if (!deterministic) {
     if (cudaError_t e = cudaMemsetAsync(sums, 0, sizeof(double) * num_bins, stream); e != cudaSuccess) return e;
     if (num_samples == 0) return cudaSuccess;
-    return launch(weighted_limb_kernel<tuning::weighted_limb_block_threads, exact_limb_copy, Sample, Weight, FastMapper,
-                                       double*>,
-                  weighted_limb_kernel<tuning::weighted_limb_wide_block_threads, exact_limb_copy, Sample, Weight,
-                                       FastMapper, double*>,
+    return launch(weighted_limb_kernel<narrow_threads, false, exact_limb_copy, Sample, Weight, FastMapper, double*>,
+                  weighted_limb_kernel<wide_threads, false, exact_limb_copy, Sample, Weight, FastMapper, double*>,
+                  weighted_limb_kernel<wide_threads, true, exact_limb_copy, Sample, Weight, FastMapper, double*>,
                   weighted_cache_kernel<exact_cached_sums, Sample, Weight, FastMapper>, exact_cached_sums{sums},
                   weighted_atomic_kernel<Sample, Weight, Mapper>,
                   weighted_warp_aggregated_kernel<true, Sample, Weight, Mapper>,
@@ -221,14 +232,13 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   const fixed_point_bins bins = fixed_point_bins::at(static_cast<std::uint64_t*>(temp), num_bins);
   if (cudaError_t e = cudaMemsetAsync(temp, 0, fixed_point_bins::bytes(num_bins), stream); e != cudaSuccess) return e;
   if (num_samples > 0) {
-    if (cudaError_t e = launch(weighted_limb_kernel<tuning::weighted_limb_block_threads, fixed_limb_copy, Sample, Weight,
-                                                    FastMapper, fixed_point_bins>,
-                               weighted_limb_kernel<tuning::weighted_limb_wide_block_threads, fixed_limb_copy, Sample,
-                                                    Weight, FastMapper, fixed_point_bins>,
-                               weighted_cache_kernel<fixed_cached_sums, Sample, Weight, FastMapper>,
-                               fixed_cached_sums{bins}, fixed_atomic_kernel<Sample, Weight, Mapper>,
-                               fixed_warp_aggregated_kernel<true, Sample, Weight, Mapper>,
-                               fixed_warp_aggregated_kernel<false, Sample, Weight, Mapper>, bins);
+    if (cudaError_t e = launch(
+            weighted_limb_kernel<narrow_threads, false, fixed_limb_copy, Sample, Weight, FastMapper, fixed_point_bins>,
+            weighted_limb_kernel<wide_threads, false, fixed_limb_copy, Sample, Weight, FastMapper, fixed_point_bins>,
+            weighted_limb_kernel<wide_threads, true, fixed_limb_copy, Sample, Weight, FastMapper, fixed_point_bins>,
+            weighted_cache_kernel<fixed_cached_sums, Sample, Weight, FastMapper>, fixed_cached_sums{bins},
+            fixed_atomic_kernel<Sample, Weight, Mapper>, fixed_warp_aggregated_kernel<true, Sample, Weight, Mapper>,
+            fixed_warp_aggregated_kernel<false, Sample, Weight, Mapper>, bins);
         e != cudaSuccess) {
       return e;
     }
