@@ -283,7 +283,8 @@ TEST(GpuWeightedHistogram, BinsBeyondSharedMemoryAddExactlyThroughEachBlocksCach
 /// that carries and borrows pile up in one bin's limbs, and a fourth value left out. With 3 and
 /// 1000 bins the sums fit a block's copy, whose limbs come in replicas (8 and fewer: bin 0's lanes
 /// spread over them, and the flush sums them); 4096 and 6000 take wide blocks (two replicas, or one
-/// of double sums at 6000, shared by 1024 threads); with 65536 they go through its cache of bins.
+/// of double sums at 6000, shared by 1024 threads; where one block fills a multiprocessor its lanes
+/// load ahead); with 65536 they go through its cache of bins.
 template <class Weight>
 void check_weights_at_the_limbs_edges(std::size_t n, std::int64_t num_bins) {
   SCOPED_TRACE(type_name<Weight>() + " weights, n=" + std::to_string(n) + ", bins=" + std::to_string(num_bins));
@@ -328,9 +329,10 @@ TEST(GpuWeightedHistogram, WeightsAtTheEdgesOfTheIntegerSums) {
 
 TEST(GpuWeightedHistogram, CopiesWhoseLanesLoadTheirNextStepAheadStopAtTheEnd) {
   // Where shared_atomic's copy leaves room for one block of 1024 threads a multiprocessor (double
-  // sums at 4096 bins, both modes at 6000 on an H100 or H200), its lanes load their next step
-  // before they visit this one. Sizes that end in a lane's first, second and third step (a grid
-  // step is 2^19 and more samples there), not on a whole warp's step, misaligned too.
+  // sums at 4096 bins, both modes at 6000, on an H100 SXM or H200), its lanes load their next step
+  // before they visit this one. Sizes that end in a lane's first to fourth step (a grid step is
+  // 132 x 1024 x 4 samples there), not on a whole warp's step, misaligned too. The sums are checked
+  // whichever kernel runs: the library does not say which.
   const std::vector<std::size_t> counts =
       quick_mode() ? std::vector<std::size_t>{(std::size_t{1} << 20) + 7}
                    : std::vector<std::size_t>{(std::size_t{1} << 19) + 13, (std::size_t{1} << 20) + 7,

@@ -132,11 +132,12 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   // each is a whole copy of the limbs, and fewer blocks fit; spread data wants threads enough to
   // keep the adds in flight. Of the shapes that fit, the most threads a multiprocessor up to
   // tuning::weighted_limb_enough_threads, then two replicas or more, then the most threads, then
-  // the walk that loads ahead (so only where it holds as many threads as the plain walk: where the
-  // copy's shared memory, not the walk's registers, caps the threads, its loads in flight stand in
-  // for the warps that do not fit), then narrow blocks (their code is the faster), then the most
-  // replicas. Where none fits (no device does so
-  // today), one replica in the blocks of the plain kernel there is.
+  // the walk that loads ahead, then narrow blocks (their code is the faster), then the most
+  // replicas. So the ahead walk runs only where it holds as many threads as the plain one: where
+  // the copy, or the plain kernel's registers, leave room for one wide block or two narrow ones,
+  // its loads in flight stand in for the warps that do not fit (one wide block of it beat two
+  // narrow plain ones, docs/performance.md); where more fit, its registers would cost warps.
+  // Where none fits (no device does so today), one replica in the blocks of the plain kernel.
   constexpr int narrow_threads = tuning::weighted_limb_block_threads;
   constexpr int wide_threads = tuning::weighted_limb_wide_block_threads;
   struct limb_shape {

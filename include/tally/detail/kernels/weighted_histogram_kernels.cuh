@@ -35,10 +35,12 @@ __global__ void weighted_atomic_kernel(const Sample* samples, const Weight* weig
  * replica l mod replicas (a power of two). Blocks of `BlockThreads` (the dispatch launches that
  * many): the bound shapes the code, so each block size is a kernel of its own. `LoadsAhead`: a
  * lane loads its next step before it visits this one (walk_weighted_steps_loading_ahead), for
- * copies so large that a multiprocessor holds few warps; it takes more registers a thread.
+ * copies so large that a multiprocessor holds one block; it takes more registers a thread, and
+ * says so (one block a multiprocessor: left to itself the compiler held some of these kernels to
+ * 32 registers, as for two blocks, and spilled).
  */
 template <int BlockThreads, bool LoadsAhead, class Copy, class Sample, class Weight, class Mapper, class Sums>
-__global__ void __launch_bounds__(BlockThreads)
+__global__ void __launch_bounds__(BlockThreads, LoadsAhead ? 1 : 0)
 weighted_limb_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples, Sums sums, Mapper map,
                      std::uint64_t* left_out, int replicas) {
   extern __shared__ std::uint64_t shared_words[];
