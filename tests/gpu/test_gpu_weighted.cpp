@@ -346,6 +346,27 @@ TEST(GpuWeightedHistogram, CopiesWhoseLanesLoadTheirNextStepAheadStopAtTheEnd) {
   }
 }
 
+TEST(GpuWeightedHistogram, CopiesOfLongStepsStopAtTheEnd) {
+  // Where shared_atomic's copy and the kernel's registers leave room for three narrow blocks a
+  // multiprocessor or more (float weights at 256 and 1024 bins), a lane's step is eight samples.
+  // Sizes that end within the grid's first step (132 x 3 x 512 x 8 samples on an H100 SXM or H200)
+  // and within its fourth, not on a whole warp's step, misaligned too; and int64 samples with double
+  // weights, which keep the short steps. The sums are checked whichever kernel runs: the library
+  // does not say which.
+  const std::vector<std::size_t> counts =
+      quick_mode() ? std::vector<std::size_t>{(std::size_t{1} << 20) + 7}
+                   : std::vector<std::size_t>{(std::size_t{1} << 19) + 13, (std::size_t{1} << 20) + 7,
+                                              (std::size_t{3} << 19) + 29, (std::size_t{5} << 20) + 3};
+  for (const std::size_t n : counts) {
+    for (const std::int64_t num_bins : {std::int64_t{256}, std::int64_t{1024}}) {
+      const even_bins bins{num_bins, 0.0, static_cast<double>(num_bins)};
+      check_all_over<std::int32_t, float>(bins, pattern::uniform, n, 0);
+      check_all_over<float, float>(bins, pattern::sorted, n, 1);
+      check_all_over<std::int64_t, double>(bins, pattern::uniform, n, 3);
+    }
+  }
+}
+
 /// 2^28 samples, all into one bin, each weight the largest below 2^31 (every bit of its mantissa
 /// set), so that each block of the grid adds about 2^19 of them: the carries of the deterministic
 /// limbs run into the top limb, and a block's sum reaches 2^82 (2^63 a weight). The exact sum is

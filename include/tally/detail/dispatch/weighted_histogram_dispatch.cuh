@@ -125,32 +125,42 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
                          : bin_cache<limb_sum::exact_limbs>::bytes(slots, replicas);
   };
   // shared_atomic's block size, the replicas of its limbs (up to tuning::weighted_max_replicas) and
-  // its walk: narrow blocks (weighted_limb_block_threads), wide ones (twice the threads on one copy
-  // or cache), and wide ones whose lanes load their next step ahead (the copy only; the cache comes
-  // in wide blocks that do not: `narrow_kernel` and `ahead_kernel` nullptr). A warp's lanes of one
-  // bin take turns on a word, so two replicas or more let crowded data run as spread data does, but
-  // each is a whole copy of the limbs, and fewer blocks fit; spread data wants threads enough to
-  // keep the adds in flight. Of the shapes that fit, the most threads a multiprocessor up to
-  // tuning::weighted_limb_enough_threads, then two replicas or more, then the most threads, then
-  // the walk that loads ahead, then narrow blocks (their code is the faster), then the most
-  // replicas. So the ahead walk runs only where it holds as many threads as the plain one: where
-  // the copy, or the plain kernel's registers, leave room for one wide block or two narrow ones,
-  // its loads in flight stand in for the warps that do not fit (one wide block of it beat two
-  // narrow plain ones, docs/performance.md); where more fit, its registers would cost warps.
-  // Where none fits (no device does so today), one replica in the blocks of the plain kernel.
+  // its walk: narrow blocks (weighted_limb_block_threads) of steps of weighted_limb_items_per_lane
+  // samples a lane or of long steps (weighted_limb_long_step_items), wide ones (twice the threads on
+  // one copy or cache), and wide ones whose lanes load their next step ahead (the copy only; the
+  // cache comes in wide blocks that do not: `narrow_kernel`, `long_kernel` and `ahead_kernel`
+  // nullptr). A warp's lanes of one bin take turns on a word, so two replicas or more let crowded
+  // data run as spread data does, but each is a whole copy of the limbs, and fewer blocks fit;
+  // spread data wants threads enough to keep the adds in flight. Of the shapes that fit, the most
+  // threads a multiprocessor up to tuning::weighted_limb_enough_threads, then two replicas or
+  // more, then the most threads up to weighted_limb_long_step_threads, then long steps where they
+  // hold that many, then the most threads, then the walk that loads ahead, then narrow blocks
+  // (their code is the faster), then the most replicas. So long steps run where the copy and their
+  // registers leave room for three narrow blocks or more: past that, more warps a multiprocessor
+  // hid less of the memory's wait than a lane's loads twice as many (docs/performance.md). The
+  // ahead walk runs only where it holds as many threads as the plain one: where the copy, or the
+  // plain kernel's registers, leave room for one wide block or two narrow ones, its loads in
+  // flight stand in for the warps that do not fit (one wide block of it beat two narrow plain ones,
+  // docs/performance.md); where more fit, its registers would cost warps. Where none fits (no
+  // device does so today), one replica in the blocks of the plain kernel.
   constexpr int narrow_threads = tuning::weighted_limb_block_threads;
   constexpr int wide_threads = tuning::weighted_limb_wide_block_threads;
+  constexpr int items = tuning::weighted_limb_items_per_lane;
+  constexpr int long_items = tuning::weighted_limb_long_step_items;
+  enum class limb_walk { plain, long_steps, ahead };
   struct limb_shape {
     int block_threads = narrow_threads;
     int replicas = 1;
-    bool loads_ahead = false;
+    limb_walk walk = limb_walk::plain;
   };
-  const auto choose_limb_shape = [&](auto narrow_kernel, auto wide_kernel, auto ahead_kernel, limb_shape& shape) {
+  const auto choose_limb_shape = [&](auto narrow_kernel, auto long_kernel, auto wide_kernel, auto ahead_kernel,
+                                     limb_shape& shape) {
     constexpr bool only_wide = std::is_null_pointer_v<decltype(narrow_kernel)>;
+    constexpr bool can_take_long_steps = !std::is_null_pointer_v<decltype(long_kernel)>;
     constexpr bool can_load_ahead = !std::is_null_pointer_v<decltype(ahead_kernel)>;
-    shape = {only_wide ? wide_threads : narrow_threads, 1, false};
-    auto best = std::make_tuple(-1, false, -1, false, false, 0);
-    const auto consider = [&](auto kernel, int block_threads, int replicas, bool loads_ahead) {
+    shape = {only_wide ? wide_threads : narrow_threads, 1, limb_walk::plain};
+    auto best = std::make_tuple(-1, false, -1, false, -1, false, false, 0);
+    const auto consider = [&](auto kernel, int block_threads, int replicas, limb_walk walk) {
       const std::size_t bytes = limb_bytes(replicas);
       if (bytes > props.shared_memory_per_block_optin) return cudaSuccess;
       int blocks = 0;
@@ -159,21 +169,29 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
       }
       const int held = blocks * block_threads;
       if (held == 0) return cudaSuccess;
-      const auto key = std::make_tuple(std::min(held, tuning::weighted_limb_enough_threads), replicas > 1, held,
-                                       loads_ahead, block_threads == narrow_threads, replicas);
+      const int enough_for_long_steps = std::min(held, tuning::weighted_limb_long_step_threads);
+      const auto key = std::make_tuple(
+          std::min(held, tuning::weighted_limb_enough_threads), replicas > 1, enough_for_long_steps,
+          walk == limb_walk::long_steps && enough_for_long_steps == tuning::weighted_limb_long_step_threads, held,
+          walk == limb_walk::ahead, block_threads == narrow_threads, replicas);
       if (key > best) {
         best = key;
-        shape = {block_threads, replicas, loads_ahead};
+        shape = {block_threads, replicas, walk};
       }
       return cudaSuccess;
     };
     for (int r = 1; r <= tuning::weighted_max_replicas; r *= 2) {
       if constexpr (!only_wide) {
-        if (cudaError_t e = consider(narrow_kernel, narrow_threads, r, false); e != cudaSuccess) return e;
+        if (cudaError_t e = consider(narrow_kernel, narrow_threads, r, limb_walk::plain); e != cudaSuccess) return e;
       }
-      if (cudaError_t e = consider(wide_kernel, wide_threads, r, false); e != cudaSuccess) return e;
+      if constexpr (can_take_long_steps) {
+        if (cudaError_t e = consider(long_kernel, narrow_threads, r, limb_walk::long_steps); e != cudaSuccess) {
+          return e;
+        }
+      }
+      if (cudaError_t e = consider(wide_kernel, wide_threads, r, limb_walk::plain); e != cudaSuccess) return e;
       if constexpr (can_load_ahead) {
-        if (cudaError_t e = consider(ahead_kernel, wide_threads, r, true); e != cudaSuccess) return e;
+        if (cudaError_t e = consider(ahead_kernel, wide_threads, r, limb_walk::ahead); e != cudaSuccess) return e;
       }
     }
     return cudaSuccess;
@@ -189,20 +207,21 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
     kernel<<<blocks, block_threads, shared_bytes, stream>>>(samples, weights, num_samples, args...);
     return cudaGetLastError();
   };
-  // The kernels for shared_atomic (a copy in narrow or wide blocks, the wide ones also loading
-  // ahead, or a cache, whose policy `cached_sums` holds where its sums go), atomic, and
-  // warp_aggregated with a shared copy or without, into `out`.
-  const auto launch = [&](auto narrow_copy_kernel, auto wide_copy_kernel, auto ahead_copy_kernel, auto cache_kernel,
-                          auto cached_sums, auto atomic_kernel, auto in_warps_shared_kernel,
-                          auto in_warps_global_kernel, auto out) {
+  // The kernels for shared_atomic (a copy in narrow blocks, of short or long steps, or in wide
+  // ones, which also load ahead, or a cache, whose policy `cached_sums` holds where its sums go),
+  // atomic, and warp_aggregated with a shared copy or without, into `out`.
+  const auto launch = [&](auto narrow_copy_kernel, auto long_copy_kernel, auto wide_copy_kernel,
+                          auto ahead_copy_kernel, auto cache_kernel, auto cached_sums, auto atomic_kernel,
+                          auto in_warps_shared_kernel, auto in_warps_global_kernel, auto out) {
     if (s != strategy::shared_atomic) {
       return launch_with(
           s == strategy::atomic ? atomic_kernel : in_shared ? in_warps_shared_kernel : in_warps_global_kernel,
           threads, copy_bytes, out, map, left_out);
     }
     limb_shape shape;
-    if (cudaError_t e = cached ? choose_limb_shape(nullptr, cache_kernel, nullptr, shape)
-                               : choose_limb_shape(narrow_copy_kernel, wide_copy_kernel, ahead_copy_kernel, shape);
+    if (cudaError_t e = cached ? choose_limb_shape(nullptr, nullptr, cache_kernel, nullptr, shape)
+                               : choose_limb_shape(narrow_copy_kernel, long_copy_kernel, wide_copy_kernel,
+                                                   ahead_copy_kernel, shape);
         e != cudaSuccess) {
       return e;
     }
@@ -211,32 +230,54 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
       return launch_with(cache_kernel, shape.block_threads, bytes, cached_sums, fast, left_out, slots, shape.replicas);
     }
     if (shape.block_threads == narrow_threads) {
+      if constexpr (!std::is_null_pointer_v<decltype(long_copy_kernel)>) {
+        if (shape.walk == limb_walk::long_steps) {
+          return launch_with(long_copy_kernel, narrow_threads, bytes, out, fast, left_out, shape.replicas);
+        }
+      }
       return launch_with(narrow_copy_kernel, narrow_threads, bytes, out, fast, left_out, shape.replicas);
     }
-    return shape.loads_ahead
+    return shape.walk == limb_walk::ahead
                ? launch_with(ahead_copy_kernel, shape.block_threads, bytes, out, fast, left_out, shape.replicas)
                : launch_with(wide_copy_kernel, shape.block_threads, bytes, out, fast, left_out, shape.replicas);
+  };
+
+  // The long-step kernel of a copy where a step's loads are 4 bytes a weight and at most 4 a sample
+  // (nullptr: none). With 8-byte ones it takes 40-64 registers: past 40 two narrow blocks fit, so
+  // the rank would not take it, and of those at 40 some spill; they were not measured.
+  const auto long_copy_kernel_of = [](auto copy, auto sums_type) {
+    if constexpr (sizeof(Weight) == 4 && sizeof(Sample) <= 4) {
+      return weighted_limb_kernel<narrow_threads, long_items, false, typename decltype(copy)::type, Sample, Weight,
+                                  FastMapper, typename decltype(sums_type)::type>;
+    } else {
+      return nullptr;
+    }
   };
 
   if (!deterministic) {
     if (cudaError_t e = cudaMemsetAsync(sums, 0, sizeof(double) * num_bins, stream); e != cudaSuccess) return e;
     if (num_samples == 0) return cudaSuccess;
-    return launch(weighted_limb_kernel<narrow_threads, false, exact_limb_copy, Sample, Weight, FastMapper, double*>,
-                  weighted_limb_kernel<wide_threads, false, exact_limb_copy, Sample, Weight, FastMapper, double*>,
-                  weighted_limb_kernel<wide_threads, true, exact_limb_copy, Sample, Weight, FastMapper, double*>,
-                  weighted_cache_kernel<exact_cached_sums, Sample, Weight, FastMapper>, exact_cached_sums{sums},
-                  weighted_atomic_kernel<Sample, Weight, Mapper>,
-                  weighted_warp_aggregated_kernel<true, Sample, Weight, Mapper>,
-                  weighted_warp_aggregated_kernel<false, Sample, Weight, Mapper>, sums);
+    return launch(
+        weighted_limb_kernel<narrow_threads, items, false, exact_limb_copy, Sample, Weight, FastMapper, double*>,
+        long_copy_kernel_of(std::type_identity<exact_limb_copy>{}, std::type_identity<double*>{}),
+        weighted_limb_kernel<wide_threads, items, false, exact_limb_copy, Sample, Weight, FastMapper, double*>,
+        weighted_limb_kernel<wide_threads, items, true, exact_limb_copy, Sample, Weight, FastMapper, double*>,
+        weighted_cache_kernel<exact_cached_sums, Sample, Weight, FastMapper>, exact_cached_sums{sums},
+        weighted_atomic_kernel<Sample, Weight, Mapper>, weighted_warp_aggregated_kernel<true, Sample, Weight, Mapper>,
+        weighted_warp_aggregated_kernel<false, Sample, Weight, Mapper>, sums);
   }
 
   const fixed_point_bins bins = fixed_point_bins::at(static_cast<std::uint64_t*>(temp), num_bins);
   if (cudaError_t e = cudaMemsetAsync(temp, 0, fixed_point_bins::bytes(num_bins), stream); e != cudaSuccess) return e;
   if (num_samples > 0) {
     if (cudaError_t e = launch(
-            weighted_limb_kernel<narrow_threads, false, fixed_limb_copy, Sample, Weight, FastMapper, fixed_point_bins>,
-            weighted_limb_kernel<wide_threads, false, fixed_limb_copy, Sample, Weight, FastMapper, fixed_point_bins>,
-            weighted_limb_kernel<wide_threads, true, fixed_limb_copy, Sample, Weight, FastMapper, fixed_point_bins>,
+            weighted_limb_kernel<narrow_threads, items, false, fixed_limb_copy, Sample, Weight, FastMapper,
+                                 fixed_point_bins>,
+            long_copy_kernel_of(std::type_identity<fixed_limb_copy>{}, std::type_identity<fixed_point_bins>{}),
+            weighted_limb_kernel<wide_threads, items, false, fixed_limb_copy, Sample, Weight, FastMapper,
+                                 fixed_point_bins>,
+            weighted_limb_kernel<wide_threads, items, true, fixed_limb_copy, Sample, Weight, FastMapper,
+                                 fixed_point_bins>,
             weighted_cache_kernel<fixed_cached_sums, Sample, Weight, FastMapper>, fixed_cached_sums{bins},
             fixed_atomic_kernel<Sample, Weight, Mapper>, fixed_warp_aggregated_kernel<true, Sample, Weight, Mapper>,
             fixed_warp_aggregated_kernel<false, Sample, Weight, Mapper>, bins);

@@ -33,13 +33,15 @@ __global__ void weighted_atomic_kernel(const Sample* samples, const Weight* weig
  * double; each bin rounded once) into `Sums` = double*, or fixed_limb_copy for deterministic's
  * fixed-point words into `Sums` = fixed_point_bins. The limbs in `replicas` replicas, lane l adding to
  * replica l mod replicas (a power of two). Blocks of `BlockThreads` (the dispatch launches that
- * many): the bound shapes the code, so each block size is a kernel of its own. `LoadsAhead`: a
+ * many): the bound shapes the code, so each block size is a kernel of its own. A lane's step is
+ * `Items` samples and their weights, loaded before any is visited. `LoadsAhead`: a
  * lane loads its next step before it visits this one (walk_weighted_steps_loading_ahead), for
  * copies so large that a multiprocessor holds one block; it takes more registers a thread, and
  * says so (one block a multiprocessor: left to itself the compiler held some of these kernels to
  * 32 registers, as for two blocks, and spilled).
  */
-template <int BlockThreads, bool LoadsAhead, class Copy, class Sample, class Weight, class Mapper, class Sums>
+template <int BlockThreads, int Items, bool LoadsAhead, class Copy, class Sample, class Weight, class Mapper,
+          class Sums>
 __global__ void __launch_bounds__(BlockThreads, LoadsAhead ? 1 : 0)
 weighted_limb_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples, Sums sums, Mapper map,
                      std::uint64_t* left_out, int replicas) {
@@ -62,9 +64,9 @@ weighted_limb_kernel(const Sample* samples, const Weight* weights, std::int64_t 
     }
   };
   if constexpr (LoadsAhead) {
-    walk_weighted_steps_loading_ahead<tuning::weighted_limb_items_per_lane>(samples, weights, num_samples, add);
+    walk_weighted_steps_loading_ahead<Items>(samples, weights, num_samples, add);
   } else {
-    walk_weighted_steps<tuning::weighted_limb_items_per_lane>(samples, weights, num_samples, add);
+    walk_weighted_steps<Items>(samples, weights, num_samples, add);
   }
   warp_add_to(mine, left_out);
   __syncthreads();  // every weight is in before the copy is read
