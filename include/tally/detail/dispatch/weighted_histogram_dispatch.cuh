@@ -136,8 +136,8 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
   // more, then the most threads up to weighted_limb_long_step_threads, then long steps where they
   // hold that many, then the most threads, then the walk that loads ahead, then narrow blocks
   // (their code is the faster), then the most replicas. So long steps run where the copy and their
-  // registers leave room for three narrow blocks or more: past that, more warps a multiprocessor
-  // hid less of the memory's wait than a lane's loads twice as many (docs/performance.md). The
+  // registers leave room for three narrow blocks or more: with that many threads, twice a lane's
+  // loads hid more of the memory's wait than a quarter more warps did (docs/performance.md). The
   // ahead walk runs only where it holds as many threads as the plain one: where the copy, or the
   // plain kernel's registers, leave room for one wide block or two narrow ones, its loads in
   // flight stand in for the warps that do not fit (one wide block of it beat two narrow plain ones,
@@ -244,7 +244,8 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
 
   // The long-step kernel of a copy where a step's loads are 4 bytes a weight and at most 4 a sample
   // (nullptr: none). With 8-byte ones it takes 40-64 registers: past 40 two narrow blocks fit, so
-  // the rank would not take it, and of those at 40 some spill; they were not measured.
+  // the rank would not take it, and of those at 40 some spill; they were not measured. (Some of
+  // the 4-byte ones take more than 40 too, and are not taken either.)
   const auto long_copy_kernel_of = [](auto copy, auto sums_type) {
     if constexpr (sizeof(Weight) == 4 && sizeof(Sample) <= 4) {
       return weighted_limb_kernel<narrow_threads, long_items, false, typename decltype(copy)::type, Sample, Weight,

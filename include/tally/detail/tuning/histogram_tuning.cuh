@@ -86,9 +86,10 @@ inline constexpr int weighted_limb_enough_threads = 1024;
 /// Samples (and weights) each lane of that kernel loads a step, all before any is used.
 inline constexpr int weighted_limb_items_per_lane = 4;
 /// ...and of its narrow kernel of long steps, which the dispatch takes where it holds at least
-/// weighted_limb_long_step_threads a multiprocessor: a lane's loads in flight twice as many, for
-/// the registers of a quarter of the warps (at 256 bins, Nsight Compute: the 4-sample walk held 48
-/// warps on average and 4.0 of them waited on device memory an issue).
+/// weighted_limb_long_step_threads a multiprocessor: twice a lane's loads in flight, at the cost of
+/// a quarter of the warps (three narrow blocks where four fit). At 256 bins, Nsight Compute: the
+/// 4-sample walk held 48 warps on average, and for each instruction a scheduler issued 4.0 of its
+/// 12 waited on global loads.
 inline constexpr int weighted_limb_long_step_items = 8;
 inline constexpr int weighted_limb_long_step_threads = 1536;
 /// At most this many replicas of shared_atomic's weighted limbs (a power of two; the dispatch ranks
