@@ -449,15 +449,17 @@ choice histogram_even_weighted_async(std::span<const Sample> samples, std::span<
   }
   const even_bin_mapper<Sample> map(bins, options.last_edge);
   namespace slot = tally::detail::scalar_slot;
-  static_assert(slot::result == 0 && slot::out_of_range == 1, "one memset zeroes the result and the flag");
+  static_assert(slot::result == 0 && slot::out_of_range == 1 && slot::weighted_steps_claimed == 2,
+                "one memset zeroes the result, the flag and the claims");
   std::uint64_t* scalars = ws.scalar();
-  check_cuda(cudaMemsetAsync(scalars, 0, 2 * sizeof(std::uint64_t), stream), "cudaMemsetAsync");
+  check_cuda(cudaMemsetAsync(scalars, 0, 3 * sizeof(std::uint64_t), stream), "cudaMemsetAsync");
   const auto n = static_cast<std::int64_t>(samples.size());
   tally::detail::with_fastest_mapper(map, [&](const auto& fast) {
     run_with_storage(function, ws, stream, [&](void* temp, std::size_t& bytes) {
       return tally::detail::dispatch_weighted_histogram(temp, bytes, chose.used, options.deterministic, samples.data(),
                                                         weights.data(), n, sums.data(), map, fast,
-                                                        scalars + slot::result, scalars + slot::out_of_range, stream);
+                                                        scalars + slot::result, scalars + slot::out_of_range,
+                                                        scalars + slot::weighted_steps_claimed, stream);
     });
   });
   return chose;

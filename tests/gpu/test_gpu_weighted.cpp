@@ -367,6 +367,45 @@ TEST(GpuWeightedHistogram, CopiesOfLongStepsStopAtTheEnd) {
   }
 }
 
+TEST(GpuWeightedHistogram, OneWorkspaceClaimsItsStepsAfreshOnEveryCall) {
+  // shared_atomic's warps claim their steps from a word of the workspace that each call zeroes:
+  // one workspace, weighted calls of a large and a small input, in both modes, with a sum and a
+  // count histogram between them (whose words of the workspace sit beside that one), each
+  // weighted call against the reference.
+  const even_bins bins{256, 0.0, 256.0};
+  gpu::workspace ws;
+  for (const std::size_t n : {(std::size_t{1} << 20) + 7, std::size_t{1000}, (std::size_t{1} << 20) + 7}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    const auto samples = make_samples<std::int32_t>(pattern::with_outliers, n, bins.lower, bins.upper, seed + n);
+    const auto weights = make_weights<float>(n, seed + 2 + n);
+    const tally_test::weighted_reference ref =
+        tally_test::weigh_in_long_double(samples, weights, bins, upper_edge::exclusive);
+    std::vector<double> cpu_deterministic(256);
+    cpu::histogram_even(std::span<const std::int32_t>(samples), std::span<const float>(weights),
+                        std::span<double>(cpu_deterministic), bins, {strategy::sequential, upper_edge::exclusive, true});
+    auto device_samples = to_device(samples);
+    auto device_weights = to_device(weights);
+    for (const bool deterministic : {false, true}) {
+      gpu::device_buffer<double> device_sums(256);
+      device_sums.fill_bytes(poison_byte);
+      gpu::histogram_even_async(device_samples.const_span(), device_weights.const_span(), device_sums.span(), bins, ws,
+                                {strategy::shared_atomic, upper_edge::exclusive, deterministic});
+      EXPECT_EQ(ws.read_scalar(nullptr), ref.left_out);
+      expect_sums_match(download(device_sums), deterministic, ref, cpu_deterministic);
+      (void)gpu::reduce_async(device_samples.const_span(), reduce_op::sum, ws, {}, nullptr);
+      std::int64_t expected_sum = 0;
+      for (const std::int32_t v : samples) expected_sum += v;
+      EXPECT_EQ(static_cast<std::int64_t>(ws.read_scalar(nullptr)), expected_sum);
+      gpu::device_buffer<std::uint32_t> counts(256);
+      gpu::histogram_even_async(device_samples.const_span(), counts.span(), bins, ws, {strategy::shared_atomic});
+      EXPECT_EQ(ws.read_scalar(nullptr), ref.left_out);
+      std::uint64_t counted = 0;
+      for (const std::uint32_t c : download(counts)) counted += c;
+      EXPECT_EQ(counted + ref.left_out, n);
+    }
+  }
+}
+
 /// 2^28 samples, all into one bin, each weight the largest below 2^31 (every bit of its mantissa
 /// set), so that each block of the grid adds about 2^19 of them: the carries of the deterministic
 /// limbs run into the top limb, and a block's sum reaches 2^82 (2^63 a weight). The exact sum is

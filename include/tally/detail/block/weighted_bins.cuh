@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <type_traits>
 
+#include <cuda/atomic>
+
 #include "tally/detail/block/block_histogram.cuh"
 #include "tally/detail/block/vectorized_walk.cuh"
 #include "tally/detail/fixed_point_weight.hpp"
@@ -179,6 +181,33 @@ __device__ __forceinline__ void walk_weighted_steps(const Sample* samples, const
   for (std::int64_t base = (static_cast<std::int64_t>(blockIdx.x) * blockDim.x + (threadIdx.x - lane)) * Items;
        base < num_samples; base += stride) {
     visit_weighted_step<Items>(samples, weights, num_samples, base, visit);
+  }
+}
+
+/**
+ * walk_weighted_steps whose warps claim their steps: `ClaimSteps` consecutive steps at a time, the
+ * next claim taken from `*claimed` (a device word, zero before the launch), so a warp that runs
+ * faster takes more of the data, as OpenMP's schedule(dynamic) hands out chunks of a loop. With
+ * a fixed share each (the grid-stride walk), a multiprocessor's warps finished far apart and its
+ * last ones ran with the other warps' slots empty (docs/performance.md). One atomic a claim.
+ */
+template <int Items, int ClaimSteps, class Sample, class Weight, class Visit>
+__device__ __forceinline__ void walk_claimed_weighted_steps(const Sample* samples, const Weight* weights,
+                                                            std::int64_t num_samples, std::uint64_t* claimed,
+                                                            Visit visit) {
+  constexpr std::int64_t warp_step = std::int64_t{32} * Items;
+  constexpr std::int64_t claim = warp_step * ClaimSteps;
+  const unsigned lane = threadIdx.x % 32;
+  for (;;) {
+    std::uint64_t claim_index = 0;
+    if (lane == 0) {
+      claim_index = cuda::atomic_ref<std::uint64_t, cuda::thread_scope_device>(*claimed).fetch_add(
+          1, cuda::memory_order_relaxed);
+    }
+    std::int64_t base = static_cast<std::int64_t>(__shfl_sync(0xffffffffu, claim_index, 0)) * claim;
+    if (base >= num_samples) return;
+    const std::int64_t end = base + claim < num_samples ? base + claim : num_samples;
+    for (; base < end; base += warp_step) visit_weighted_step<Items>(samples, weights, num_samples, base, visit);
   }
 }
 

@@ -91,13 +91,15 @@ inline choice choose_gpu_weighted(strategy requested, std::int64_t num_bins, boo
  * zeroes. shared_atomic maps with `fast` (the cheapest mapper that bins as `map` does: its kernel
  * is held by its instructions a sample), the others with `map`. With `deterministic`
  * the weights are summed as fixed-point words in `temp`, converted into `sums` at the end, and
- * `*out_of_range` (zeroed by the caller) is set to 1 if a weight was beyond range.
+ * `*out_of_range` (zeroed by the caller) is set to 1 if a weight was beyond range. `*claimed`
+ * (zeroed by the caller) is the word shared_atomic's copies in limbs claim their steps from.
  */
 template <class Sample, class Weight, class Mapper, class FastMapper>
 cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, strategy s, bool deterministic,
                                         const Sample* samples, const Weight* weights, std::int64_t num_samples,
                                         double* sums, const Mapper& map, const FastMapper& fast,
-                                        std::uint64_t* left_out, std::uint64_t* out_of_range, cudaStream_t stream) {
+                                        std::uint64_t* left_out, std::uint64_t* out_of_range,
+                                        std::uint64_t* claimed, cudaStream_t stream) {
   const std::int64_t num_bins = map.num_bins();
   if (temp == nullptr) {
     // One byte when nothing is needed: a null `temp` is how callers ask for the size.
@@ -232,14 +234,14 @@ cudaError_t dispatch_weighted_histogram(void* temp, std::size_t& temp_bytes, str
     if (shape.block_threads == narrow_threads) {
       if constexpr (!std::is_null_pointer_v<decltype(long_copy_kernel)>) {
         if (shape.walk == limb_walk::long_steps) {
-          return launch_with(long_copy_kernel, narrow_threads, bytes, out, fast, left_out, shape.replicas);
+          return launch_with(long_copy_kernel, narrow_threads, bytes, out, fast, left_out, claimed, shape.replicas);
         }
       }
-      return launch_with(narrow_copy_kernel, narrow_threads, bytes, out, fast, left_out, shape.replicas);
+      return launch_with(narrow_copy_kernel, narrow_threads, bytes, out, fast, left_out, claimed, shape.replicas);
     }
     return shape.walk == limb_walk::ahead
-               ? launch_with(ahead_copy_kernel, shape.block_threads, bytes, out, fast, left_out, shape.replicas)
-               : launch_with(wide_copy_kernel, shape.block_threads, bytes, out, fast, left_out, shape.replicas);
+               ? launch_with(ahead_copy_kernel, shape.block_threads, bytes, out, fast, left_out, claimed, shape.replicas)
+               : launch_with(wide_copy_kernel, shape.block_threads, bytes, out, fast, left_out, claimed, shape.replicas);
   };
 
   // The long-step kernel of a copy where a step's loads are 4 bytes a weight and at most 4 a sample

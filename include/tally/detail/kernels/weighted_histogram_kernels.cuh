@@ -34,8 +34,10 @@ __global__ void weighted_atomic_kernel(const Sample* samples, const Weight* weig
  * fixed-point words into `Sums` = fixed_point_bins. The limbs in `replicas` replicas, lane l adding to
  * replica l mod replicas (a power of two). Blocks of `BlockThreads` (the dispatch launches that
  * many): the bound shapes the code, so each block size is a kernel of its own. A lane's step is
- * `Items` samples and their weights, loaded before any is visited. `LoadsAhead`: a
- * lane loads its next step before it visits this one (walk_weighted_steps_loading_ahead), for
+ * `Items` samples and their weights, loaded before any is visited; its warps claim their steps
+ * from `claimed`, zero before the launch (walk_claimed_weighted_steps). `LoadsAhead`: a
+ * lane loads its next step before it visits this one (walk_weighted_steps_loading_ahead, a fixed
+ * share of the steps; `claimed` unused), for
  * copies so large that a multiprocessor holds one block; it takes more registers a thread, and
  * says so (one block a multiprocessor: left to itself the compiler held some of these kernels to
  * 32 registers, as for two blocks, and spilled).
@@ -44,7 +46,7 @@ template <int BlockThreads, int Items, bool LoadsAhead, class Copy, class Sample
           class Sums>
 __global__ void __launch_bounds__(BlockThreads, LoadsAhead ? 1 : 0)
 weighted_limb_kernel(const Sample* samples, const Weight* weights, std::int64_t num_samples, Sums sums, Mapper map,
-                     std::uint64_t* left_out, int replicas) {
+                     std::uint64_t* left_out, std::uint64_t* claimed, int replicas) {
   extern __shared__ std::uint64_t shared_words[];
   const std::int64_t num_bins = map.num_bins();
   const Copy copy = Copy::at(shared_words, num_bins, replicas);
@@ -66,7 +68,7 @@ weighted_limb_kernel(const Sample* samples, const Weight* weights, std::int64_t 
   if constexpr (LoadsAhead) {
     walk_weighted_steps_loading_ahead<Items>(samples, weights, num_samples, add);
   } else {
-    walk_weighted_steps<Items>(samples, weights, num_samples, add);
+    walk_claimed_weighted_steps<Items, tuning::weighted_limb_claim_steps>(samples, weights, num_samples, claimed, add);
   }
   warp_add_to(mine, left_out);
   __syncthreads();  // every weight is in before the copy is read

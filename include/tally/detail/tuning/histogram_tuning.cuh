@@ -92,6 +92,10 @@ inline constexpr int weighted_limb_items_per_lane = 4;
 /// 12 waited on global loads.
 inline constexpr int weighted_limb_long_step_items = 8;
 inline constexpr int weighted_limb_long_step_threads = 1536;
+/// A warp of that kernel (short or long steps; not the walk that loads ahead) claims this many
+/// steps at a time: 2048 or 4096 samples a claim, one atomic on one word each (65536-131072
+/// at 2^28 samples).
+inline constexpr int weighted_limb_claim_steps = 16;
 /// At most this many replicas of shared_atomic's weighted limbs (a power of two; the dispatch ranks
 /// the shapes, weighted_limb_enough_threads): a warp's lanes of one bin take turns on `replicas`
 /// words, 32 / replicas lanes on each.
