@@ -433,7 +433,8 @@ void run_with_storage(std::string_view function, workspace& ws, stream_t stream,
 
 /// The weighted histogram: one mapper (even_bin_mapper applies its exact shortcuts itself), so
 /// each sample type adds only a few kernels. ws.scalar()[0] gets the left-out count,
-/// ws.scalar()[1] the out-of-range flag of `deterministic` (0 otherwise).
+/// ws.scalar()[1] the out-of-range flag of `deterministic` (0 otherwise); word 2 holds the claims
+/// of shared_atomic's warps (scalar_slot::weighted_steps_claimed).
 template <class Sample, class Weight, class Sum>
 choice histogram_even_weighted_async(std::span<const Sample> samples, std::span<const Weight> weights,
                                      std::span<Sum> sums, const even_bins& bins, workspace& ws,
