@@ -65,7 +65,10 @@ wide_int value_of(const ls::window<Width>& w) {
   wide_uint bits = 0;
   for (int j = Width - 1; j >= 0; --j) bits = (bits << 32) | w.part[j];
   wide_int v = static_cast<wide_int>(bits);
-  if (w.negative) v -= static_cast<wide_int>(wide_uint{1} << (32 * Width));  // the sign's extension
+  // The sign's extension (a window of four holds all 128 bits: its bits are the value already).
+  if constexpr (Width < 4) {
+    if (w.negative) v -= static_cast<wide_int>(wide_uint{1} << (32 * Width));
+  }
   return v * static_cast<wide_int>(wide_uint{1} << (32 * w.first));
 }
 
@@ -353,6 +356,69 @@ TEST(LimbSum, ACommonFloatsWindowIsTheGeneralPathsWindow) {
   }
   EXPECT_GT(fixed_taken, floats.size() / 8);
   EXPECT_GT(exact_taken, fixed_taken);
+}
+
+/// A GPU lane's whole step of one bin adds its common float weights as one value: their windows
+/// summed in 128 bits (wide_of) and added once (window_of_wide), beside other steps' weights added
+/// one by one, in random orders: the exact sum, as when each weight is added on its own. Steps of 4
+/// and 8 weights, every exponent of the common range, both signs, and steps of the largest weights
+/// of one sign (the sum at its widest).
+template <int Limbs>
+void check_steps_of_one_bin_add_as_their_weights_do() {
+  constexpr bool fixed = Limbs == ls::fixed_limbs;
+  const auto common_window = [](float f, ls::window<2>& w) {
+    return fixed ? ls::fixed_window_of_common_float(f, w) : ls::exact_window_of_common_float(f, w);
+  };
+  const std::uint32_t lowest = fixed ? 118u : 86u;  // the common range's biased exponents: lowest..157
+  std::mt19937_64 rng(20261203 + Limbs);
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<std::vector<ls::window<2>>> steps(1 + rng() % 60);
+    wide_int exact = 0;
+    for (auto& step : steps) {
+      const std::size_t items = rng() % 2 == 0 ? 4 : 8;
+      const bool largest = trial % 5 == 0;
+      const bool step_negative = rng() % 2 == 0;
+      for (std::size_t k = 0; k < items; ++k) {
+        const std::uint32_t biased = largest ? 157u : lowest + static_cast<std::uint32_t>(rng() % (158 - lowest));
+        const std::uint32_t fraction = largest ? 0x7fffffu : static_cast<std::uint32_t>(rng() & 0x7fffffu);
+        const bool negative = largest ? step_negative : trial % 3 != 0 && rng() % 2 == 0;
+        const float f = std::bit_cast<float>((negative ? 0x80000000u : 0u) | (biased << 23) | fraction);
+        ls::window<2> w;
+        ASSERT_TRUE(common_window(f, w)) << f;
+        ASSERT_EQ(text(ls::wide_of(w)), text(value_of(w))) << f;
+        step.push_back(w);
+        exact += value_of(w);
+      }
+    }
+    std::vector<ls::window<2>> each;
+    for (const auto& step : steps) each.insert(each.end(), step.begin(), step.end());
+    std::shuffle(each.begin(), each.end(), rng);
+    host_limbs<Limbs> one_by_one;
+    for (const auto& w : each) one_by_one.add(w);
+    std::shuffle(steps.begin(), steps.end(), rng);
+    host_limbs<Limbs> by_step;  // most steps as one value, some weight by weight, into the same limbs
+    for (const auto& step : steps) {
+      if (rng() % 4 == 0) {
+        for (const auto& w : step) by_step.add(w);
+        continue;
+      }
+      wide_int sum = 0;
+      for (const auto& w : step) sum += ls::wide_of(w);
+      const ls::window<Limbs> summed = ls::window_of_wide<Limbs>(sum);
+      ASSERT_EQ(text(value_of(summed)), text(sum));
+      by_step.add(summed);
+    }
+    ASSERT_EQ(text(ls::to_wide<Limbs>(one_by_one.limb)), text(exact)) << "trial " << trial;
+    ASSERT_EQ(text(ls::to_wide<Limbs>(by_step.limb)), text(exact)) << "trial " << trial;
+  }
+}
+
+TEST(LimbSum, AStepOfOneBinAddsItsFixedPointWeightsAsOneValue) {
+  check_steps_of_one_bin_add_as_their_weights_do<ls::fixed_limbs>();
+}
+
+TEST(LimbSum, AStepOfOneBinAddsItsGridWeightsAsOneValue) {
+  check_steps_of_one_bin_add_as_their_weights_do<ls::exact_limbs>();
 }
 
 TEST(LimbSum, ExactPartRoundsOnceToTheNearestDouble) {

@@ -115,6 +115,27 @@ TALLY_HOST_DEVICE inline window<2> float_window(std::uint32_t bits, std::uint32_
   return out;
 }
 
+/// The value of a window of two whose chunks are a 64-bit two's complement value (every float
+/// weight's window), as a 128-bit integer: a lane can sum several weights' windows for one bin
+/// first and add them once (window_of_wide).
+TALLY_HOST_DEVICE inline fixed_point_weight::wide_int wide_of(const window<2>& value) {
+  const auto chunk = static_cast<std::int64_t>((std::uint64_t{value.part[1]} << 32) | value.part[0]);
+  const auto bits = static_cast<fixed_point_weight::wide_uint>(static_cast<fixed_point_weight::wide_int>(chunk));
+  return static_cast<fixed_point_weight::wide_int>(bits << (32 * value.first));
+}
+
+/// A 128-bit two's complement value as a window of `Width` chunks at limb 0 (for limbs of `Width`:
+/// the value within their range).
+template <int Width>
+TALLY_HOST_DEVICE inline window<Width> window_of_wide(fixed_point_weight::wide_int value) {
+  static_assert(Width >= 1 && Width <= 4);
+  window<Width> out;
+  const auto bits = static_cast<fixed_point_weight::wide_uint>(value);
+  for (int j = 0; j < Width; ++j) out.part[j] = static_cast<std::uint32_t>(bits >> (32 * j));
+  out.negative = value < 0;
+  return out;
+}
+
 /// A window of two at limb 0 for a 64-bit two's complement value.
 TALLY_HOST_DEVICE inline window<2> window_of_bits(std::uint64_t v, int first = 0) {
   window<2> out;
