@@ -119,7 +119,10 @@ void check_all(pattern p, std::size_t n, std::int64_t num_bins, std::size_t offs
 
 template <class Sample, class Weight>
 void check_patterns() {
-  // single, geometric and sorted crowd a warp's lanes into few bins (warp_aggregated's groups).
+  // single, geometric and sorted crowd a warp's lanes into few bins (warp_aggregated's groups); at
+  // 4096 bins single and sorted data give shared_atomic's copies (one or two replicas) warps whose
+  // lanes' steps are each of one bin, added as one value a lane, and float weights below 2^-9 make
+  // deterministic lanes add such a step weight by weight.
   for (const pattern p : {pattern::uniform, pattern::single, pattern::geometric, pattern::sorted, pattern::with_outliers}) {
     for (const std::size_t n : sizes) {
       for (const std::int64_t num_bins : {std::int64_t{1}, std::int64_t{7}, std::int64_t{4096}, std::int64_t{1} << 17}) {

@@ -18,6 +18,7 @@
 #include "tally/detail/block/vectorized_walk.cuh"
 #include "tally/detail/fixed_point_weight.hpp"
 #include "tally/detail/limb_sum.hpp"
+#include "tally/detail/tuning/histogram_tuning.cuh"
 
 namespace tally::detail {
 
@@ -147,6 +148,10 @@ __device__ __forceinline__ void load_weighted_step(const Sample* samples, const 
 template <int Items, bool Whole, class Sample, class Weight, class Visit>
 __device__ __forceinline__ void visit_loaded_step(const weighted_step<Items, Sample, Weight>& step,
                                                   std::int64_t num_samples, std::int64_t base, Visit& visit) {
+  if constexpr (Whole && requires { visit.visit_whole_step(step); }) {
+    visit.visit_whole_step(step);  // a visitor that takes a whole step at once (limb_copy_visitor)
+    return;
+  }
   const unsigned lane = threadIdx.x % 32;
 #pragma unroll
   for (int k = 0; k < Items; ++k) visit(step.sample[k], step.weight[k], Whole || base + k * 32 + lane < num_samples);
@@ -375,6 +380,31 @@ __device__ __forceinline__ void add_to_shared_limbs(std::uint32_t limbs_address,
       [&](int i, std::uint32_t a) { shared_add(first + i * stride, a); });
 }
 
+/// Adds a lane's `Items` weights of one bin as one value to word `word` of `Limbs` limb arrays
+/// (add_to_shared_limbs), where `common_window(w, window)` takes each (a common float's window of
+/// two): their windows summed in 128 bits. False, nothing added, where one is not (and for double
+/// weights).
+template <int Limbs, int Items, class Weight, class CommonWindow>
+__device__ __forceinline__ bool add_common_sum_to_shared_limbs(std::uint32_t limbs_address, std::uint32_t stride,
+                                                               std::uint32_t word, const Weight (&weight)[Items],
+                                                               CommonWindow common_window) {
+  if constexpr (std::is_same_v<Weight, float>) {
+    fixed_point_weight::wide_int sum = 0;
+    bool common = true;
+#pragma unroll
+    for (int k = 0; k < Items; ++k) {
+      limb_sum::window<2> value;
+      common = common_window(weight[k], value) && common;
+      sum += limb_sum::wide_of(value);
+    }
+    if (!common) return false;
+    add_to_shared_limbs<Limbs>(limbs_address, stride, word, limb_sum::window_of_wide<Limbs>(sum));
+    return true;
+  } else {
+    return false;
+  }
+}
+
 /// Words from one replica of a limb array to the next: a replica's words (whole rows of 32) and,
 /// with more than one replica, one word more, so that a bin's replicas sit in different banks. In
 /// `Words`: 32 bits in shared memory, std::size_t where a copy is sized for any number of bins.
@@ -459,6 +489,15 @@ struct exact_limb_copy {
       atomicAdd(rest + word, static_cast<double>(weight));
     }
   }
+  /// Adds a lane's `Items` weights of one bin as one value, where each is a common float
+  /// (exact_window_of_common_float): their windows summed in 128 bits (below 2^98), four limbs'
+  /// adds for them all. False, nothing added, where one is not (or the weights are doubles).
+  template <int Items, class Weight>
+  __device__ __forceinline__ bool add_common_sum(std::uint32_t bin, const Weight (&weight)[Items]) const {
+    return add_common_sum_to_shared_limbs<limb_sum::exact_limbs>(
+        limbs_address, 4 * pitch * replicas, bank_swizzled(bin), weight,
+        [](float w, limb_sum::window<2>& value) { return limb_sum::exact_window_of_common_float(w, value); });
+  }
   /// Adds each bin's sum, rounded once, to `sums` (one atomic per non-zero bin; NaN is non-zero).
   /// The block's threads together, after a __syncthreads.
   __device__ void flush(std::int64_t num_bins, double* sums) const {
@@ -528,6 +567,16 @@ struct fixed_limb_copy {
     }
     add_to_shared_limbs<limb_sum::fixed_limbs>(limbs_address, 4 * pitch * replicas, word, value);
   }
+  /// Adds a lane's `Items` weights of one bin as one value, where each is a common float
+  /// (fixed_window_of_common_float): their fixed-point values summed in 128 bits (below 2^66),
+  /// three limbs' adds for them all. False, nothing added, where one is not (or the weights are
+  /// doubles).
+  template <int Items, class Weight>
+  __device__ __forceinline__ bool add_common_sum(std::uint32_t bin, const Weight (&weight)[Items]) const {
+    return add_common_sum_to_shared_limbs<limb_sum::fixed_limbs>(
+        limbs_address, 4 * pitch * replicas, bank_swizzled(bin), weight,
+        [](float w, limb_sum::window<2>& value) { return limb_sum::fixed_window_of_common_float(w, value); });
+  }
   /// Adds each bin's words to `bins` (one atomic per non-zero word), after a __syncthreads.
   __device__ void flush(std::int64_t num_bins, const fixed_point_bins& bins) const {
     const std::uint32_t array = pitch * static_cast<std::uint32_t>(replicas);
@@ -565,6 +614,62 @@ __device__ __forceinline__ void add_counted(Sample sample, Weight weight, bool v
     add(static_cast<std::uint32_t>(bin), weight);
   }
 }
+
+/**
+ * What shared_atomic's copy kernels do with the samples their walks visit: a sample's word from
+ * the mapper (`left_out_word` where it is left out, counted in `left_out`), its weight added to
+ * `copy` there. Where every lane's whole step has its samples in one bin (data of one value, sorted
+ * data), each lane adds its step's weights as one value (the copy's add_common_sum) where each is a
+ * common float: the lanes of one bin take turns on a word for each add, so a step of `Items`
+ * samples costs one turn, not `Items`. The warp decides together (a vote a step): where only some
+ * lanes did so (a hot bin among others), the warp ran both paths one after the other, and crowded
+ * data of several bins lost up to two thirds. Only copies of few replicas test their steps
+ * (tuning::weighted_one_bin_steps_max_replicas): with more, lanes of one bin share a word few at a
+ * time, and the test cost spread data more than it saved (docs/performance.md).
+ */
+template <class Copy, class Mapper>
+struct limb_copy_visitor {
+  const Copy& copy;
+  const Mapper& map;
+  int left_out_word;
+  std::uint64_t& left_out;
+
+  template <class Weight>
+  __device__ __forceinline__ void add(int word, Weight weight) const {
+    if (word == left_out_word) {
+      ++left_out;
+    } else {
+      copy.add(static_cast<std::uint32_t>(word), weight);
+    }
+  }
+  template <class Sample, class Weight>
+  __device__ __forceinline__ void operator()(Sample sample, Weight weight, bool valid) const {
+    if (valid) add(slot_of(map, sample, left_out_word), weight);
+  }
+  template <int Items, class Sample, class Weight>
+  __device__ __forceinline__ void visit_whole_step(const weighted_step<Items, Sample, Weight>& step) const {
+    if constexpr (!std::is_same_v<Weight, float>) {  // no step of double weights is one value
+#pragma unroll
+      for (int k = 0; k < Items; ++k) (*this)(step.sample[k], step.weight[k], true);
+      return;
+    }
+    int word[Items];
+    bool one_word = true;
+#pragma unroll
+    for (int k = 0; k < Items; ++k) {
+      word[k] = slot_of(map, step.sample[k], left_out_word);
+      if (k > 0) one_word = one_word && word[k] == word[0];
+    }
+    // The lanes here: a step is whole in every lane but at the data's end, where some vote alone.
+    if (copy.replicas <= tuning::weighted_one_bin_steps_max_replicas &&
+        __all_sync(__activemask(), one_word && word[0] != left_out_word) &&
+        copy.add_common_sum(static_cast<std::uint32_t>(word[0]), step.weight)) {
+      return;
+    }
+#pragma unroll
+    for (int k = 0; k < Items; ++k) add(word[k], step.weight[k]);
+  }
+};
 
 /**
  * A block's cache of the bins it meets, for weighted sums whose bins do not fit its shared memory

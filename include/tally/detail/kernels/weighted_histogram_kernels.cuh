@@ -54,21 +54,14 @@ weighted_limb_kernel(const Sample* samples, const Weight* weights, std::int64_t 
   __syncthreads();  // the copy is zero before anyone adds to it
   std::uint64_t mine = 0;
   // A sample's word from the mapper where it gives one (num_bins where the sample is left out): one
-  // compare, where a bin of -1 took two selects and a compare more.
-  const int left_out_word = static_cast<int>(num_bins);
-  const auto add = [&](Sample sample, Weight weight, bool valid) {
-    if (!valid) return;
-    const int word = slot_of(map, sample, left_out_word);
-    if (word == left_out_word) {
-      ++mine;
-    } else {
-      copy.add(static_cast<std::uint32_t>(word), weight);
-    }
-  };
+  // compare, where a bin of -1 took two selects and a compare more. A warp's steps of one bin add
+  // as one value a lane where the copy's replicas are few (limb_copy_visitor).
+  const limb_copy_visitor<Copy, Mapper> visit{copy, map, static_cast<int>(num_bins), mine};
   if constexpr (LoadsAhead) {
-    walk_weighted_steps_loading_ahead<Items>(samples, weights, num_samples, add);
+    walk_weighted_steps_loading_ahead<Items>(samples, weights, num_samples, visit);
   } else {
-    walk_claimed_weighted_steps<Items, tuning::weighted_limb_claim_steps>(samples, weights, num_samples, claimed, add);
+    walk_claimed_weighted_steps<Items, tuning::weighted_limb_claim_steps>(samples, weights, num_samples, claimed,
+                                                                          visit);
   }
   warp_add_to(mine, left_out);
   __syncthreads();  // every weight is in before the copy is read
